@@ -1,0 +1,128 @@
+"""Pure mapping functions from one validated dialogue to the rows of each dataset config.
+
+Rows are formed by speaker, not by index parity (reference 2.1 assumes strict alternation):
+* `nlu`: one row per patient utterance; the state is the one *after* it.
+* `pol` / `nlg`: one row per doctor utterance that has a patient utterance before it (the
+  opening "what brings you in" line is never a target, reference 7.11); the state is the one
+  after the last patient utterance before it.
+On an alternating, doctor-final dialogue this gives exactly the authors' PPTOD turns, with
+`turn` equal to their `turn_num`.
+
+Structured labels (`nlu`, `actions`, `state`, dialogue `utterances`) use the `datasets.Json`
+feature: attribute keys vary per entry and their *order* is part of the label (the PPTOD span
+serialisation follows it), which a superset struct would lose along with ~40 null fields per
+entry. Json keeps the release JSON byte-exact and still shows as readable JSON in the viewer;
+the typed `intents` / `action_types` columns give the viewer something to filter on.
+"""
+
+from __future__ import annotations
+
+from datasets import Features, Json, List, Value
+
+from .state import DialogueState
+
+CONFIGS = ("dialogues", "nlu", "pol", "nlg")
+
+_CONTEXT = List({"uttr_id": Value("int32"), "speaker": Value("string"), "text": Value("string")})
+_ROW_HEAD = {"id": Value("string"), "dialogue_id": Value("string"), "turn": Value("int32"),
+             "uttr_id": Value("int32"), "context": _CONTEXT}
+
+FEATURES: dict[str, Features] = {
+    "dialogues": Features({
+        "dialogue_id": Value("string"),
+        "num_utterances": Value("int32"),
+        "utterances": List(Json()),
+        "metadata": Json(),  # dialogue-level keys other than `utterances` (normally {})
+    }),
+    "nlu": Features({
+        **_ROW_HEAD,
+        "last_doctor_text": Value("string"),  # the doctor line before the patient's (null if none)
+        "patient_text": Value("string"),
+        "intents": List(Value("string")),
+        "nlu": Json(),
+        "state": Json(),  # after this patient utterance
+    }),
+    "pol": Features({
+        **_ROW_HEAD,
+        "last_patient_text": Value("string"),
+        "state": Json(),  # before this doctor utterance
+        "action_types": List(Value("string")),
+        "actions": Json(),
+    }),
+}
+FEATURES["nlg"] = Features({**FEATURES["pol"], "response": Value("string")})
+
+
+def _context(utterances: list[dict]) -> list[dict]:
+    return [{"uttr_id": u["uttr_id"], "speaker": u["speaker"], "text": u["text"]} for u in utterances]
+
+
+def _state(utt: dict, recomputed: dict) -> dict:
+    # The release's own state is the gold one; a recomputed state only fills a missing field.
+    return utt.get("dialog_state", recomputed)
+
+
+def to_dialogue(dialogue_id: str, dialogue: dict) -> dict:
+    return {"dialogue_id": dialogue_id,
+            "num_utterances": len(dialogue["utterances"]),
+            "utterances": dialogue["utterances"],
+            "metadata": {k: v for k, v in dialogue.items() if k != "utterances"}}
+
+
+def to_nlu(dialogue_id: str, utterances: list[dict]) -> list[dict]:
+    rows, state, last_doctor = [], DialogueState(), None
+    for index, utt in enumerate(utterances):
+        if utt["speaker"] == "doctor":
+            last_doctor = utt["text"]
+            continue
+        rows.append({
+            "id": f"{dialogue_id}-{utt['uttr_id']}",
+            "dialogue_id": dialogue_id,
+            "turn": len(rows),
+            "uttr_id": utt["uttr_id"],
+            "context": _context(utterances[:index]),
+            "last_doctor_text": last_doctor,
+            "patient_text": utt["text"],
+            "intents": [item["intent"] for item in utt["nlu"]],
+            "nlu": utt["nlu"],
+            "state": _state(utt, state.update(utt["nlu"]).render()),
+        })
+    return rows
+
+
+def to_pol(dialogue_id: str, utterances: list[dict]) -> list[dict]:
+    rows, state, last_patient = [], DialogueState(), None
+    current: dict = {}
+    for index, utt in enumerate(utterances):
+        if utt["speaker"] == "patient":
+            last_patient = utt["text"]
+            current = _state(utt, state.update(utt["nlu"]).render())
+            continue
+        if last_patient is None:  # opening doctor line(s): never a target
+            continue
+        rows.append({
+            "id": f"{dialogue_id}-{utt['uttr_id']}",
+            "dialogue_id": dialogue_id,
+            "turn": len(rows),
+            "uttr_id": utt["uttr_id"],
+            "context": _context(utterances[:index]),
+            "last_patient_text": last_patient,
+            "state": current,
+            "action_types": [act["action"] for act in utt["actions"]],
+            "actions": utt["actions"],
+            "response": utt["text"],
+        })
+    return rows
+
+
+def to_nlg(dialogue_id: str, utterances: list[dict]) -> list[dict]:
+    return to_pol(dialogue_id, utterances)  # same rows; the `nlg` features keep `response`
+
+
+def view_rows(config: str, dialogue_id: str, dialogue: dict) -> list[dict]:
+    """Rows of `config` for one dialogue, restricted to that config's columns."""
+    if config == "dialogues":
+        return [to_dialogue(dialogue_id, dialogue)]
+    rows = {"nlu": to_nlu, "pol": to_pol, "nlg": to_nlg}[config](dialogue_id, dialogue["utterances"])
+    columns = FEATURES[config]
+    return [{k: row[k] for k in columns} for row in rows]
