@@ -1,0 +1,154 @@
+"""Build MediTOD into a Hub-ready dataset folder, and push it.
+
+    # the embedded synthetic sample (what `make data` does without SOURCE)
+    python meditod.py build --source data/sample --out meditod
+    # the real release (canonical JSON from the authors, UMLS licence required)
+    python meditod.py build --source /path/to/MediTOD/data --ood-source /path/to/ood --out meditod
+    python -c "from datasets import load_dataset; print(load_dataset('meditod', 'nlu'))"
+    # upload: private and gated unless --public
+    python meditod.py push --folder meditod --repo my-org/meditod
+
+The output folder holds one Parquet file per config and split, the dataset card (`README.md`,
+whose YAML `configs:` lets `datasets` load it without a script) and `dataset_infos.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets import Dataset, DatasetInfo, Features, SplitDict, SplitInfo, disable_progress_bars
+from datasets.info import DatasetInfosDict
+
+from meditod_hub.card import render_dataset_card
+from meditod_hub.release import SPLITS, Release, ReleaseError, read_release
+from meditod_hub.views import CONFIGS, FEATURES, view_rows
+
+PROJECT_ROOT = Path(__file__).resolve().parent
+EMBEDDED_SAMPLE = PROJECT_ROOT / "data" / "sample"
+RELEASE_METADATA = "release.json"  # optional: {"synthetic": true, "name": ..., "description": ...}
+
+
+@dataclass
+class BuildArguments:
+    source: Path = EMBEDDED_SAMPLE
+    out: Path = Path("meditod")
+    ood_source: Path | None = None
+    strict: bool = False
+
+
+@dataclass
+class PushArguments:
+    repo: str
+    folder: Path = Path("meditod")
+    public: bool = False
+    timeout: float = 30.0
+
+
+def split_sizes(release: Release) -> dict[str, dict[str, int]]:
+    """Dialogues, utterances and rows per view for each split (the card's splits table)."""
+    sizes = {}
+    for split, ids in release.splits.items():
+        dialogues = [release.dialogues[d] for d in ids]
+        sizes[split] = {"dialogues": len(ids),
+                        "utterances": sum(len(d["utterances"]) for d in dialogues)}
+        for config in CONFIGS[1:]:
+            sizes[split][config] = sum(len(view_rows(config, d, release.dialogues[d])) for d in ids)
+    return sizes
+
+
+def dataset_infos(release: Release) -> DatasetInfosDict:
+    """Features per config and row counts per split: what `dataset_infos.json` records."""
+    infos = DatasetInfosDict()
+    for config in CONFIGS:
+        splits = SplitDict()
+        for split, ids in release.splits.items():
+            if ids:
+                rows = sum(len(view_rows(config, d, release.dialogues[d])) for d in ids)
+                splits.add(SplitInfo(name=split, num_examples=rows))
+        infos[config] = DatasetInfo(features=FEATURES[config], splits=splits, config_name=config)
+    return infos
+
+
+def infos_json(infos: DatasetInfosDict) -> dict:
+    """The deterministic part of the infos: features and row counts (no byte sizes)."""
+    return {name: {"config_name": name, "features": info.features.to_dict(),
+                   "splits": {s.name: {"name": s.name, "num_examples": s.num_examples}
+                              for s in info.splits.values()}}
+            for name, info in infos.items()}
+
+
+def release_metadata(source: Path) -> dict:
+    path = source / RELEASE_METADATA
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def build(args: BuildArguments) -> Release:
+    disable_progress_bars()
+    release = read_release(args.source, args.ood_source, strict=args.strict)
+    for problem in release.problems:
+        print(problem, file=sys.stderr)
+    out = Path(args.out)
+    for config in CONFIGS:
+        shutil.rmtree(out / config, ignore_errors=True)
+        for split, ids in release.splits.items():
+            if not ids:
+                continue
+            rows = [row for d in ids for row in view_rows(config, d, release.dialogues[d])]
+            dataset = Dataset.from_list(rows, features=Features(FEATURES[config]))
+            dataset.to_parquet(out / config / f"{split}-00000-of-00001.parquet")
+    infos = dataset_infos(release)
+    (out / "dataset_infos.json").write_text(json.dumps(infos_json(infos), indent=2) + "\n",
+                                            encoding="utf-8")
+    card = render_dataset_card(release, infos, split_sizes(release), release_metadata(args.source))
+    card.save(out / "README.md")
+    return release
+
+
+def splits_table(sizes: dict[str, dict[str, int]]) -> str:
+    header = "| split | dialogues | utterances | nlu | pol | nlg |\n|---|---|---|---|---|---|\n"
+    return header + "".join(
+        f"| {split} | {s['dialogues']} | {s['utterances']} | {s['nlu']} | {s['pol']} | {s['nlg']} |\n"
+        for split, s in sizes.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    b = commands.add_parser("build", help="validate a release and write the Hub-ready folder")
+    b.add_argument("--source", type=Path, default=BuildArguments.source,
+                   help="release folder with dialogs.json and *_ids.json (default: embedded sample)")
+    b.add_argument("--ood-source", type=Path, help="a second release folder, all out-of-domain")
+    b.add_argument("--out", type=Path, default=BuildArguments.out)
+    b.add_argument("--strict", action="store_true", help="refuse warnings too")
+    p = commands.add_parser("push", help="upload a built folder to the Hub (private, gated)")
+    p.add_argument("--repo", required=True, help="ORG/NAME on the Hub")
+    p.add_argument("--folder", type=Path, default=PushArguments.folder)
+    p.add_argument("--public", action="store_true", help="make the repo public (default private)")
+    p.add_argument("--timeout", type=float, default=PushArguments.timeout,
+                   help="HTTP timeout in seconds")
+    args = vars(parser.parse_args(argv))
+    command = args.pop("command")
+    try:
+        if command == "build":
+            release = build(BuildArguments(**args))
+            print(f"built {args['out']} ({len(release.problems)} warning(s))")
+            print(splits_table(split_sizes(release)), end="")
+            if not release.has_ood:
+                print("no out-of-domain set given: no test_ood split")
+        else:
+            from meditod_hub.hub import push_dataset
+            url = push_dataset(PushArguments(**args))
+            print(f"pushed {args['folder']} to {url}")
+    except ReleaseError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Render the dataset card from what was built: schema from CMAS, sizes from the release."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from datasets.info import DatasetInfosDict
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from . import about, cmas
+from .release import Release
+
+TEMPLATE = Path(__file__).resolve().parent.parent / "cards" / "dataset_card.md"
+
+GATING = {
+    "extra_gated_prompt": about.LICENCE_NOTE,
+    "extra_gated_fields": {
+        "I hold a UMLS Metathesaurus licence (https://uts.nlm.nih.gov/)": "checkbox",
+        "I will use the data for research only, never for clinical decisions": "checkbox",
+        "Affiliation": "text",
+    },
+    "extra_gated_button_content": "Request access (approved manually)",
+}
+
+
+def _slot_tree() -> list[dict]:
+    tree = []
+    for base in cmas.BASE_SLOTS:
+        keys = [k for k in cmas.PATIENT_SLOT_KEYS if cmas.split_slot_key(k).base == base]
+        tree.append({
+            "name": base,
+            "keys": ", ".join(f"`{k}`" for k in keys),
+            "attributes": [{"name": a, "medical": cmas.is_medical_attribute(base, a),
+                            "list": cmas.is_list_attribute(a)} for a in cmas.SLOT_ATTRIBUTES[base]],
+        })
+    return tree
+
+
+def _splits_table(sizes: dict[str, dict[str, int]]) -> str:
+    rows = ["| split | dialogues | utterances | nlu rows | pol rows | nlg rows |",
+            "|---|---|---|---|---|---|"]
+    rows += [f"| {s} | {n['dialogues']} | {n['utterances']} | {n['nlu']} | {n['pol']} | {n['nlg']} |"
+             for s, n in sizes.items()]
+    return "\n".join(rows)
+
+
+def render_dataset_card(release: Release, infos: DatasetInfosDict, sizes: dict[str, dict[str, int]],
+                        metadata: dict) -> DatasetCard:
+    synthetic = bool(metadata.get("synthetic"))
+    configs = [{"config_name": config,
+                "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"}
+                               for split in info.splits],
+                **({"default": True} if config == "nlu" else {})}
+               for config, info in infos.items()]
+    card_data = DatasetCardData(
+        language="en", license="other", pretty_name=about.PRETTY_NAME,
+        task_categories=["text-generation", "token-classification"],
+        tags=["medical", "dialogue", "task-oriented-dialogue"] + (["synthetic"] if synthetic else []),
+        size_categories="n<1K" if sum(n["nlu"] for n in sizes.values()) < 1000 else "10K<n<100K",
+        configs=configs, **({} if synthetic else GATING))
+    infos.to_dataset_card_data(card_data)
+    return DatasetCard.from_template(
+        card_data, template_path=str(TEMPLATE),
+        pretty_name=about.PRETTY_NAME, synthetic=synthetic,
+        description=metadata.get("description", ""), summary=about.SUMMARY,
+        paper=about.PAPER, homepage=about.HOMEPAGE, splits_table=_splits_table(sizes),
+        has_ood=release.has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),
+        action_types=", ".join(f"`{a}`" for a in cmas.ACTION_TYPES),
+        action_slots=", ".join(f"`{s}`" for s in cmas.ACTION_SLOTS),
+        slots=_slot_tree(), licence_note=about.LICENCE_NOTE,
+        citation=about.CITATION, source_citation=about.SOURCE_CITATION)
