@@ -1,0 +1,61 @@
+"""Shared fixtures. No test touches the network; MediTOD data is only read from ../shared."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+AUTHORS_SAMPLE = PROJECT_ROOT.parent / "shared" / "meditod-sample"
+EMBEDDED_SAMPLE = PROJECT_ROOT / "data" / "sample"
+
+sys.path.insert(0, str(PROJECT_ROOT))
+
+
+@pytest.fixture(scope="session")
+def sample_release() -> Path:
+    """The authors' public 3-dialogue sample (licence-restricted: read in place, never copied)."""
+    if not (AUTHORS_SAMPLE / "dialogs.json").exists():
+        pytest.skip(f"the authors' MediTOD sample is not at {AUTHORS_SAMPLE} (only beside the "
+                    "project in development and CI checkouts)")
+    return AUTHORS_SAMPLE
+
+
+@pytest.fixture(scope="session")
+def embedded_release() -> Path:
+    """The project's own synthetic sample in the release format."""
+    if not (EMBEDDED_SAMPLE / "dialogs.json").exists():
+        pytest.skip(f"embedded sample missing at {EMBEDDED_SAMPLE}")
+    return EMBEDDED_SAMPLE
+
+
+@pytest.fixture(scope="session")
+def sample_build(sample_release, tmp_path_factory) -> Path:
+    """The authors' sample built with `meditod.py build` into <tmp>/meditod."""
+    import meditod
+
+    out = tmp_path_factory.mktemp("sample-build") / "meditod"
+    meditod.build(meditod.BuildArguments(source=sample_release, out=out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def embedded_build(embedded_release, tmp_path_factory) -> Path:
+    import meditod
+
+    out = tmp_path_factory.mktemp("embedded-build") / "meditod"
+    meditod.build(meditod.BuildArguments(source=embedded_release, out=out))
+    return out
+
+
+@pytest.fixture
+def release_copy(tmp_path):
+    """Copy a release folder into tmp_path so a test can corrupt it (never committed)."""
+    def copy(source: Path) -> Path:
+        target = tmp_path / "release"
+        shutil.copytree(source, target)
+        return target
+    return copy
