@@ -21,10 +21,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets import Dataset, DatasetInfo, Features, SplitDict, SplitInfo, disable_progress_bars
+from datasets import Dataset, DatasetInfo, SplitDict, SplitInfo, disable_progress_bars
 from datasets.info import DatasetInfosDict
 
-from meditod_hub.card import render_dataset_card
+from meditod_hub.card import render_dataset_card, splits_table
 from meditod_hub.release import SPLITS, Release, ReleaseError, read_release
 from meditod_hub.views import CONFIGS, FEATURES, view_rows
 
@@ -49,28 +49,32 @@ class PushArguments:
     timeout: float = 30.0
 
 
-def split_sizes(release: Release) -> dict[str, dict[str, int]]:
-    """Dialogues, utterances and rows per view for each split (the card's splits table)."""
-    sizes = {}
+def view_tables(release: Release) -> dict[str, dict[str, list[dict]]]:
+    """config -> split -> rows: every view computed once, for Parquet, infos and the card."""
+    tables = {config: {} for config in CONFIGS}
     for split, ids in release.splits.items():
-        dialogues = [release.dialogues[d] for d in ids]
-        sizes[split] = {"dialogues": len(ids),
-                        "utterances": sum(len(d["utterances"]) for d in dialogues)}
-        for config in CONFIGS[1:]:
-            sizes[split][config] = sum(len(view_rows(config, d, release.dialogues[d])) for d in ids)
-    return sizes
+        for config in CONFIGS:
+            tables[config][split] = [row for d in ids for row in view_rows(config, d, release.dialogues[d])]
+    return tables
 
 
-def dataset_infos(release: Release) -> DatasetInfosDict:
+def split_sizes(release: Release, tables: dict) -> dict[str, dict[str, int]]:
+    """Dialogues, utterances and rows per view for each split (the card's splits table)."""
+    return {split: {"dialogues": len(ids),
+                    "utterances": sum(len(release.dialogues[d]["utterances"]) for d in ids),
+                    **{config: len(tables[config][split]) for config in CONFIGS[1:]}}
+            for split, ids in release.splits.items()}
+
+
+def dataset_infos(tables: dict) -> DatasetInfosDict:
     """Features per config and row counts per split: what `dataset_infos.json` records."""
     infos = DatasetInfosDict()
-    for config in CONFIGS:
-        splits = SplitDict()
-        for split, ids in release.splits.items():
-            if ids:
-                rows = sum(len(view_rows(config, d, release.dialogues[d])) for d in ids)
-                splits.add(SplitInfo(name=split, num_examples=rows))
-        infos[config] = DatasetInfo(features=FEATURES[config], splits=splits, config_name=config)
+    for config, splits in tables.items():
+        split_dict = SplitDict()
+        for split, rows in splits.items():
+            if rows:
+                split_dict.add(SplitInfo(name=split, num_examples=len(rows)))
+        infos[config] = DatasetInfo(features=FEATURES[config], splits=split_dict, config_name=config)
     return infos
 
 
@@ -87,33 +91,26 @@ def release_metadata(source: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def build(args: BuildArguments) -> Release:
+def build(args: BuildArguments) -> tuple[Release, dict[str, dict[str, int]]]:
     disable_progress_bars()
     release = read_release(args.source, args.ood_source, strict=args.strict)
     for problem in release.problems:
         print(problem, file=sys.stderr)
     out = Path(args.out)
-    for config in CONFIGS:
+    tables = view_tables(release)
+    for config, splits in tables.items():
         shutil.rmtree(out / config, ignore_errors=True)
-        for split, ids in release.splits.items():
-            if not ids:
-                continue
-            rows = [row for d in ids for row in view_rows(config, d, release.dialogues[d])]
-            dataset = Dataset.from_list(rows, features=Features(FEATURES[config]))
-            dataset.to_parquet(out / config / f"{split}-00000-of-00001.parquet")
-    infos = dataset_infos(release)
+        for split, rows in splits.items():
+            if rows:
+                dataset = Dataset.from_list(rows, features=FEATURES[config])
+                dataset.to_parquet(out / config / f"{split}-00000-of-00001.parquet")
+    infos = dataset_infos(tables)
     (out / "dataset_infos.json").write_text(json.dumps(infos_json(infos), indent=2) + "\n",
                                             encoding="utf-8")
-    card = render_dataset_card(release, infos, split_sizes(release), release_metadata(args.source))
+    sizes = split_sizes(release, tables)
+    card = render_dataset_card(release, infos, sizes, release_metadata(args.source))
     card.save(out / "README.md")
-    return release
-
-
-def splits_table(sizes: dict[str, dict[str, int]]) -> str:
-    header = "| split | dialogues | utterances | nlu | pol | nlg |\n|---|---|---|---|---|---|\n"
-    return header + "".join(
-        f"| {split} | {s['dialogues']} | {s['utterances']} | {s['nlu']} | {s['pol']} | {s['nlg']} |\n"
-        for split, s in sizes.items())
+    return release, sizes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,9 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     command = args.pop("command")
     try:
         if command == "build":
-            release = build(BuildArguments(**args))
+            release, sizes = build(BuildArguments(**args))
             print(f"built {args['out']} ({len(release.problems)} warning(s))")
-            print(splits_table(split_sizes(release)), end="")
+            print(splits_table(sizes))
             if not release.has_ood:
                 print("no out-of-domain set given: no test_ood split")
         else:

@@ -36,7 +36,7 @@ def _slot_tree() -> list[dict]:
     return tree
 
 
-def _splits_table(sizes: dict[str, dict[str, int]]) -> str:
+def splits_table(sizes: dict[str, dict[str, int]]) -> str:
     rows = ["| split | dialogues | utterances | nlu rows | pol rows | nlg rows |",
             "|---|---|---|---|---|---|"]
     rows += [f"| {s} | {n['dialogues']} | {n['utterances']} | {n['nlu']} | {n['pol']} | {n['nlg']} |"
@@ -63,7 +63,7 @@ def render_dataset_card(release: Release, infos: DatasetInfosDict, sizes: dict[s
         card_data, template_path=str(TEMPLATE),
         pretty_name=about.PRETTY_NAME, synthetic=synthetic,
         description=metadata.get("description", ""), summary=about.SUMMARY,
-        paper=about.PAPER, homepage=about.HOMEPAGE, splits_table=_splits_table(sizes),
+        paper=about.PAPER, homepage=about.HOMEPAGE, splits_table=splits_table(sizes),
         has_ood=release.has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),
         action_types=", ".join(f"`{a}`" for a in cmas.ACTION_TYPES),
         action_slots=", ".join(f"`{s}`" for s in cmas.ACTION_SLOTS),
