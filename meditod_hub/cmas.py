@@ -90,6 +90,21 @@ CHECK_KEYS = ("type", "values")
 # Action slots whose entries are medical heads in the POL metric (reference 4.2).
 MEDICAL_ACTION_SLOTS = MEDICAL_BASE_SLOTS + ("disease",)
 
+# How the NLU/POL metrics unroll the non-medical slots (reference 4.1, 4.2): the status slots
+# have no head tuple and only their `status` is medical; basic information is all medical in
+# NLU, and in POL its head is non-medical and its checks are ignored.
+STATUS_SLOTS = ("residence", "occupation", "travel")
+BASIC_INFORMATION_SLOT = "basic_information"
+# POL: a check on a slot is always medical; the values the doctor names for a check are medical
+# only for these check types (the slot's medical attributes other than its head).
+MEDICAL_CHECK_VALUE_TYPES: dict[str, frozenset[str]] = {
+    slot: MEDICAL_ATTRIBUTES[slot] - {"value"} for slot in ("symptom", "medication") + STATUS_SLOTS
+}
+
+# The scoring skip rules name one patient intent and one action type (reference 4.1, 4.2).
+INFORM_INTENT = "inform"
+INQUIRE_ACTION = "inquire"
+
 NO_VALUE = None  # state key of an entry without `value` (travel, basic_information, ...)
 
 

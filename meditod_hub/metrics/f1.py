@@ -1,0 +1,196 @@
+"""NLU and POL precision / recall / F1 and joint accuracy (reference 4.1, 4.2).
+
+Per turn, medical tuples are exact-matched (TP = |G & P|, FP = |P - G|, FN = |G - P|).
+Non-medical tuples are grouped by everything but their last element; a group only on one side
+is all FN (gold) or all FP (predicted); inside a shared group the values are sorted by
+(-length, string) and matched greedily one-to-one: each gold value takes the first unmatched
+predicted value the judge accepts. Counts are micro-summed over the scored turns.
+Turns whose gold is empty, a single slot-less `inform` (NLU) or a single bare `inquire` (POL)
+are not scored; joint accuracy (no FP and no FN in the turn, i.e. equal tuple sets under the
+exact judge) is over all turns, skipped ones included.
+
+Deliberate deviations from the authors' scripts, each a bug fix:
+* overall recall is guarded against TP + FN = 0 (upstream tested TP + FP);
+* every prediction is read (upstream POL read only the first 100 LLM predictions, `[:100]`);
+* a prediction that cannot be unrolled is a counted parse failure scored as empty (upstream POL
+  crashed on one malformed span);
+* identical values match without asking the judge (upstream also sent them to the chat model),
+  and a non-string value only matches an identical one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .. import cmas
+from .judges import ExactJudge
+from .tuples import Tuples, nlu_tuples, pol_tuples, unroll_gold, unroll_predictions
+
+NO_SLOT = "(no slot)"  # slot type of a bare intent / action tuple
+CLASSES = ("medical", "non_medical")
+
+
+@dataclass
+class Counts:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def __iadd__(self, other: "Counts") -> "Counts":
+        self.tp, self.fp, self.fn = self.tp + other.tp, self.fp + other.fp, self.fn + other.fn
+        return self
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def as_dict(self) -> dict:
+        return {"precision": self.precision, "recall": self.recall, "f1": self.f1,
+                "tp": self.tp, "fp": self.fp, "fn": self.fn}
+
+
+@dataclass
+class F1Scores:
+    """Counts per (slot type, medical or non-medical) plus the turn-level figures."""
+
+    by_slot: dict[str, dict[str, Counts]]
+    examples: int
+    scored_turns: int
+    joint_accuracy: float
+    parse_failures: int
+    unknown_slot_keys: int
+    judge: dict = field(default_factory=dict)
+
+    def total(self, cls: str | None = None) -> Counts:
+        out = Counts()
+        for per_class in self.by_slot.values():
+            for name, counts in per_class.items():
+                if cls in (None, name):
+                    out += counts
+        return out
+
+    def as_dict(self) -> dict:
+        overall = self.total()
+        per_slot = {}
+        for slot, per_class in sorted(self.by_slot.items()):
+            both = Counts()
+            for counts in per_class.values():
+                both += counts
+            per_slot[slot] = {**{c: per_class[c].as_dict() for c in CLASSES if c in per_class},
+                              "overall": both.as_dict()}
+        return {"precision": overall.precision, "recall": overall.recall, "f1": overall.f1,
+                "medical": self.total("medical").as_dict(),
+                "non_medical": self.total("non_medical").as_dict(),
+                "overall": overall.as_dict(), "joint_accuracy": self.joint_accuracy,
+                "examples": self.examples, "scored_turns": self.scored_turns,
+                "parse_failures": self.parse_failures, "unknown_slot_keys": self.unknown_slot_keys,
+                "judge": self.judge, "per_slot": per_slot}
+
+
+def _sort_key(value) -> tuple:
+    return -len(str(value)), str(value)
+
+
+def _groups(tuples: frozenset[tuple]) -> dict[tuple, list]:
+    groups: dict[tuple, list] = defaultdict(list)
+    for tup in tuples:
+        groups[tup[:-1]].append(tup[-1])
+    return {key: sorted(values, key=_sort_key) for key, values in groups.items()}
+
+
+def _judged_pairs(gold: dict, pred: dict) -> set[tuple[str, str]]:
+    return {(g, p) for key in gold.keys() & pred.keys() for g in gold[key] for p in pred[key]
+            if g != p and isinstance(g, str) and isinstance(p, str)}
+
+
+def _match_group(gold: list, pred: list, verdicts: dict) -> Counts:
+    unmatched = list(pred)
+    tp = 0
+    for g in gold:
+        for i, p in enumerate(unmatched):
+            if g == p or verdicts.get((g, p), False):
+                del unmatched[i]
+                tp += 1
+                break
+    return Counts(tp, len(unmatched), len(gold) - tp)
+
+
+def score_tuples(gold: Sequence[Tuples], predicted: Sequence[Tuples], skipped: Sequence[bool],
+                 slot_type: Callable[[tuple], str], judge) -> tuple[dict, float]:
+    """Per-slot-type counts over the scored turns, and the joint accuracy over all turns."""
+    grouped = [(_groups(g.non_medical), _groups(p.non_medical)) for g, p in zip(gold, predicted)]
+    pairs = sorted(set().union(*(_judged_pairs(g, p) for g, p in grouped)))
+    verdicts = dict(zip(pairs, judge.equivalent(pairs))) if pairs else {}
+
+    by_slot: dict[str, dict[str, Counts]] = defaultdict(lambda: defaultdict(Counts))
+    joint = 0
+    for g, p, (g_groups, p_groups), skip in zip(gold, predicted, grouped, skipped):
+        turn: dict[tuple[str, str], Counts] = defaultdict(Counts)
+        for tup in g.medical | p.medical:
+            turn[slot_type(tup), "medical"] += Counts(int(tup in g.medical and tup in p.medical),
+                                                      int(tup not in g.medical),
+                                                      int(tup not in p.medical))
+        for key in g_groups.keys() | p_groups.keys():
+            turn[slot_type(key), "non_medical"] += _match_group(
+                g_groups.get(key, []), p_groups.get(key, []), verdicts)
+        joint += all(c.fp == c.fn == 0 for c in turn.values())
+        if not skip:
+            for (slot, cls), counts in turn.items():
+                by_slot[slot][cls] += counts
+    return by_slot, (joint / len(gold) if gold else 0.0)
+
+
+def _score(unroll, skip_rule, slot_type, gold_labels, predictions, judge, ids) -> F1Scores:
+    if len(gold_labels) != len(predictions):
+        raise ValueError(f"{len(predictions)} predictions for {len(gold_labels)} gold labels")
+    judge = judge or ExactJudge()
+    gold = unroll_gold(gold_labels, unroll, ids)
+    pred, failures = unroll_predictions(predictions, unroll)
+    skipped = [skip_rule(label) for label in gold_labels]
+    by_slot, joint = score_tuples(gold, pred, skipped, slot_type, judge)
+    return F1Scores(by_slot={k: dict(v) for k, v in by_slot.items()}, examples=len(gold),
+                    scored_turns=skipped.count(False), joint_accuracy=joint,
+                    parse_failures=failures, unknown_slot_keys=sum(t.unknown_slot_keys for t in pred),
+                    judge=judge.describe())
+
+
+def _nlu_skipped(items: list) -> bool:
+    return not items or (len(items) == 1 and items[0].get("intent") == cmas.INFORM_INTENT
+                         and not items[0].get("slots"))
+
+
+def _pol_skipped(actions: list) -> bool:
+    return not actions or (len(actions) == 1 and set(actions[0]) == {"action"}
+                           and actions[0]["action"] == cmas.INQUIRE_ACTION)
+
+
+def _nlu_slot_type(tup: tuple) -> str:
+    return cmas.split_slot_key(tup[1]).base if len(tup) > 1 else NO_SLOT
+
+
+def _pol_slot_type(tup: tuple) -> str:
+    return tup[1] if len(tup) > 1 else NO_SLOT
+
+
+def nlu_f1(gold_labels: Sequence[list], predictions: Sequence[list | None], judge=None,
+           ids: Sequence[str] | None = None) -> F1Scores:
+    """NLU scores; a prediction of None (did not parse) or one that cannot be unrolled is a
+    parse failure scored as empty. `ids` only serve error messages."""
+    return _score(nlu_tuples, _nlu_skipped, _nlu_slot_type, gold_labels, predictions, judge, ids)
+
+
+def pol_f1(gold_labels: Sequence[list], predictions: Sequence[list | None], judge=None,
+           ids: Sequence[str] | None = None) -> F1Scores:
+    """POL scores, same conventions as `nlu_f1`."""
+    return _score(pol_tuples, _pol_skipped, _pol_slot_type, gold_labels, predictions, judge, ids)

@@ -1,0 +1,116 @@
+"""The evaluation command on the authors' sample built with `meditod.py build`, and the local
+`evaluate` modules. No network (evaluate loads the modules from local folders).
+
+Predictions files are written to tmp_path only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from meditod_hub.evaluate_cli import GOLD_COLUMN, load_gold, main
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def gold(sample_build):
+    return {task: load_gold(sample_build, task, "test") for task in GOLD_COLUMN}
+
+
+def write_predictions(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def gold_records(rows: list[dict], task: str) -> list[dict]:
+    return [{"id": r["id"], "prediction": r[GOLD_COLUMN[task]]} for r in rows]
+
+
+def run(sample_build, task, predictions, out, *extra):
+    return main(["--task", task, "--data", str(sample_build), "--split", "test",
+                 "--predictions", str(predictions), "--out", str(out), *extra])
+
+
+@pytest.mark.parametrize("task", ["nlu", "pol"])
+def test_gold_predictions_score_one(sample_build, gold, task, tmp_path):
+    predictions = write_predictions(tmp_path / "p.jsonl", gold_records(gold[task], task))
+    assert run(sample_build, task, predictions, tmp_path / "out" / "results.json") == 0
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    for key in ("precision", "recall", "f1", "joint_accuracy"):
+        assert results[key] == 1.0
+    for cls in ("medical", "non_medical"):
+        assert (results[cls]["precision"], results[cls]["recall"], results[cls]["f1"]) == (1.0, 1.0, 1.0)
+    assert (results["examples"], results["parse_failures"]) == (74, 0)
+    assert results["judge"] == {"name": "exact"}
+    if task == "pol":
+        assert results["precision_at_k"] == {"1": 1.0, "4": 1.0, "8": 1.0, "inf": 1.0}
+    table = (tmp_path / "out" / "results.md").read_text()
+    assert "| symptom | 1.0000" in table
+    assert (tmp_path / "out" / "results.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_gold_responses_score_full_marks(sample_build, gold, tmp_path):
+    predictions = write_predictions(tmp_path / "p.jsonl", gold_records(gold["nlg"], "nlg"))
+    assert run(sample_build, "nlg", predictions, tmp_path / "results.json") == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert (results["bleu2"], results["rouge1"], results["rougeL"]) == (100.0, 1.0, 1.0)
+    assert results["bleu4"] > 99  # NLTK's short-reply quirk, see test_metrics_nlg
+    assert results["sacrebleu"]["score"] == pytest.approx(100)
+    assert results["bertscore"] is None
+    assert (tmp_path / "results.md").exists() and (tmp_path / "results.png").exists()
+
+
+def test_unparsed_predictions_are_counted(sample_build, gold, tmp_path):
+    records = gold_records(gold["nlg"], "nlg")
+    records[0] = {**records[0], "parse_ok": False, "raw": "<garbled>"}
+    records[1]["prediction"] = {"not": "text"}
+    assert run(sample_build, "nlg", write_predictions(tmp_path / "p.jsonl", records),
+               tmp_path / "results.json") == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["parse_failures"] == 2 and results["bleu2"] < 100
+
+    records = gold_records(gold["pol"], "pol")
+    records[3]["parse_ok"] = False
+    assert run(sample_build, "pol", write_predictions(tmp_path / "q.jsonl", records),
+               tmp_path / "pol.json") == 0
+    results = json.loads((tmp_path / "pol.json").read_text())
+    assert results["parse_failures"] == 1 and results["recall"] < 1.0 and results["precision"] == 1.0
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r[1:], "without a prediction: {first}"),
+    (lambda r: r + [r[0]], "duplicate ids: {first}"),
+    (lambda r: r + [{"id": "999-1", "prediction": []}], "not in the gold split: 999-1"),
+])
+def test_id_problems_name_the_ids(sample_build, gold, tmp_path, capsys, change, message):
+    records = change(gold_records(gold["nlu"], "nlu"))
+    assert run(sample_build, "nlu", write_predictions(tmp_path / "p.jsonl", records),
+               tmp_path / "results.json") == 1
+    assert message.format(first=gold["nlu"][0]["id"]) in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_a_broken_line_is_named(sample_build, tmp_path, capsys):
+    (tmp_path / "p.jsonl").write_text('{"id": "x", "prediction": []}\n{oops\n', encoding="utf-8")
+    assert run(sample_build, "nlu", tmp_path / "p.jsonl", tmp_path / "r.json") == 1
+    assert "p.jsonl, line 2: invalid JSON" in capsys.readouterr().err
+
+
+def test_local_evaluate_modules_load_offline(gold, monkeypatch, tmp_path):
+    evaluate = pytest.importorskip("evaluate")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    nlu = evaluate.load(str(PROJECT_ROOT / "metrics" / "meditod_nlu"))
+    labels = [r["nlu"] for r in gold["nlu"]]
+    assert nlu.compute(predictions=labels, references=labels)["f1"] == 1.0
+
+    pol = evaluate.load(str(PROJECT_ROOT / "metrics" / "meditod_pol"))
+    actions = [r["actions"] for r in gold["pol"]]
+    ids = [r["dialogue_id"] for r in gold["pol"]]
+    shifted = actions[1:] + actions[-1:]
+    results = pol.compute(predictions=shifted, references=actions, dialogue_ids=ids)
+    assert results["precision_at_k"]["4"] == 1.0 and results["precision_at_k"]["1"] < 0.2
+    assert results["judge"] == {"name": "exact"}
