@@ -25,6 +25,7 @@ from datasets import Dataset, DatasetInfo, SplitDict, SplitInfo, disable_progres
 from datasets.info import DatasetInfosDict
 
 from meditod_hub.card import render_dataset_card, splits_table
+from meditod_hub.hub import HubError, push_dataset
 from meditod_hub.release import SPLITS, Release, ReleaseError, read_release
 from meditod_hub.views import CONFIGS, FEATURES, view_rows
 
@@ -138,10 +139,9 @@ def main(argv: list[str] | None = None) -> int:
             if not release.has_ood:
                 print("no out-of-domain set given: no test_ood split")
         else:
-            from meditod_hub.hub import push_dataset
             url = push_dataset(PushArguments(**args))
             print(f"pushed {args['folder']} to {url}")
-    except ReleaseError as exc:
+    except (ReleaseError, HubError) as exc:
         print(exc, file=sys.stderr)
         return 2
     return 0

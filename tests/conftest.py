@@ -59,3 +59,16 @@ def release_copy(tmp_path):
         shutil.copytree(source, target)
         return target
     return copy
+
+
+@pytest.fixture
+def hub_server():
+    """A local Hub-compatible server on 127.0.0.1 (tests/hub_server.py), empty at start.
+
+    Clients must run in a subprocess with `hub_server.client_env(tmp_path)`: huggingface_hub reads
+    HF_ENDPOINT at import time.
+    """
+    from hub_server import HubServer
+
+    with HubServer() as hub:
+        yield hub
