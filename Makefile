@@ -12,7 +12,7 @@ SOURCE ?= data/sample
 DATA ?= meditod
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test data infos bench clean
+.PHONY: setup demo test data infos bench eval push clean
 
 setup: $(STAMP)
 
@@ -40,6 +40,17 @@ test: setup
 
 bench: setup
 	$(PY) bench/bench_build.py
+	$(PY) bench/bench_metrics.py
+
+## eval: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes OUT (+ .md, .png)
+eval: setup
+	$(PY) -m meditod_hub.evaluate_cli --task $(TASK) --data $(DATA) --split $(SPLIT) \
+		--predictions $(PREDICTIONS) --out $(OUT) --judge $(or $(JUDGE),exact)
+
+## push: upload ./$(DATA) as REPO (private, gated unless synthetic; PUBLIC=1 for --public).
+## Needs a write token in HF_TOKEN or from `hf auth login`.
+push: setup
+	$(PY) meditod.py push --folder $(DATA) --repo $(REPO) $(if $(PUBLIC),--public)
 
 clean:
 	rm -rf .cache runs out $(DATA)

@@ -99,12 +99,18 @@ def build(args: BuildArguments) -> tuple[Release, dict[str, dict[str, int]]]:
         print(problem, file=sys.stderr)
     out = Path(args.out)
     tables = view_tables(release)
-    for config, splits in tables.items():
+    for config in CONFIGS:
         shutil.rmtree(out / config, ignore_errors=True)
-        for split, rows in splits.items():
-            if rows:
-                dataset = Dataset.from_list(rows, features=FEATURES[config])
-                dataset.to_parquet(out / config / f"{split}-00000-of-00001.parquet")
+    for split in release.splits:
+        encoded = {}
+        for config in ("dialogues", "nlu", "nlg", "pol"):
+            if not tables[config][split]:
+                continue
+            if config == "pol":  # pol = nlg minus the target: reuse the encoded table
+                encoded[config] = encoded["nlg"].remove_columns("response")
+            else:
+                encoded[config] = Dataset.from_list(tables[config][split], features=FEATURES[config])
+            encoded[config].to_parquet(out / config / f"{split}-00000-of-00001.parquet")
     infos = dataset_infos(tables)
     (out / "dataset_infos.json").write_text(json.dumps(infos_json(infos), indent=2) + "\n",
                                             encoding="utf-8")

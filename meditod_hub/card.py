@@ -29,7 +29,7 @@ def _slot_tree() -> list[dict]:
         keys = [k for k in cmas.PATIENT_SLOT_KEYS if cmas.split_slot_key(k).base == base]
         tree.append({
             "name": base,
-            "keys": ", ".join(f"`{k}`" for k in keys),
+            "slot_keys": ", ".join(f"`{k}`" for k in keys),
             "attributes": [{"name": a, "medical": cmas.is_medical_attribute(base, a),
                             "list": cmas.is_list_attribute(a)} for a in cmas.SLOT_ATTRIBUTES[base]],
         })

@@ -57,9 +57,11 @@ def _context(utterances: list[dict]) -> list[dict]:
     return [{"uttr_id": u["uttr_id"], "speaker": u["speaker"], "text": u["text"]} for u in utterances]
 
 
-def _state(utt: dict, recomputed: dict) -> dict:
-    # The release's own state is the gold one; a recomputed state only fills a missing field.
-    return utt.get("dialog_state", recomputed)
+def _state(utt: dict, state: DialogueState) -> dict:
+    # The release's own state is the gold one; a recomputed state only fills a missing field
+    # (rendered only then: rendering every turn was the build's hot path).
+    state.update(utt["nlu"])
+    return utt["dialog_state"] if "dialog_state" in utt else state.render()
 
 
 def to_dialogue(dialogue_id: str, dialogue: dict) -> dict:
@@ -71,6 +73,7 @@ def to_dialogue(dialogue_id: str, dialogue: dict) -> dict:
 
 def to_nlu(dialogue_id: str, utterances: list[dict]) -> list[dict]:
     rows, state, last_doctor = [], DialogueState(), None
+    context = _context(utterances)  # rows share these dicts: one context list per row was O(n^2)
     for index, utt in enumerate(utterances):
         if utt["speaker"] == "doctor":
             last_doctor = utt["text"]
@@ -80,12 +83,12 @@ def to_nlu(dialogue_id: str, utterances: list[dict]) -> list[dict]:
             "dialogue_id": dialogue_id,
             "turn": len(rows),
             "uttr_id": utt["uttr_id"],
-            "context": _context(utterances[:index]),
+            "context": context[:index],
             "last_doctor_text": last_doctor,
             "patient_text": utt["text"],
             "intents": [item["intent"] for item in utt["nlu"]],
             "nlu": utt["nlu"],
-            "state": _state(utt, state.update(utt["nlu"]).render()),
+            "state": _state(utt, state),
         })
     return rows
 
@@ -93,10 +96,11 @@ def to_nlu(dialogue_id: str, utterances: list[dict]) -> list[dict]:
 def to_pol(dialogue_id: str, utterances: list[dict]) -> list[dict]:
     rows, state, last_patient = [], DialogueState(), None
     current: dict = {}
+    context = _context(utterances)
     for index, utt in enumerate(utterances):
         if utt["speaker"] == "patient":
             last_patient = utt["text"]
-            current = _state(utt, state.update(utt["nlu"]).render())
+            current = _state(utt, state)
             continue
         if last_patient is None:  # opening doctor line(s): never a target
             continue
@@ -105,7 +109,7 @@ def to_pol(dialogue_id: str, utterances: list[dict]) -> list[dict]:
             "dialogue_id": dialogue_id,
             "turn": len(rows),
             "uttr_id": utt["uttr_id"],
-            "context": _context(utterances[:index]),
+            "context": context[:index],
             "last_patient_text": last_patient,
             "state": current,
             "action_types": [act["action"] for act in utt["actions"]],
