@@ -41,6 +41,7 @@ test: setup
 bench: setup
 	$(PY) bench/bench_build.py
 	$(PY) bench/bench_metrics.py
+	$(PY) bench/bench_formats.py
 
 ## eval: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes OUT (+ .md, .png)
 eval: setup
