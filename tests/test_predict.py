@@ -1,0 +1,121 @@
+"""Inference: the predictions-file contract, adapters, batching, stop tokens. Offline, CPU, tiny
+random-weight models from `meditod_hub.tiny` (outputs are mostly unparsable: exactly what the
+parse-failure accounting must survive)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from datasets import load_dataset
+
+from meditod_hub import predict as P
+from meditod_hub.metrics import read_predictions
+from test_train import one_thread, tiny_models  # noqa: F401  (shared session fixtures)
+
+
+def rows(data, task, split="test"):
+    return list(load_dataset(str(data), task, split=split))
+
+
+def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_build, tmp_path,
+                                                          capsys):
+    from meditod_hub.evaluate_cli import main as evaluate
+
+    out = tmp_path / "eval" / "test" / "predictions.jsonl"
+    P.main(["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama", "--task", "pol",
+            "--data", str(embedded_build), "--split", "test", "--out", str(out),
+            "--max_new_tokens", "12"])
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in lines] == [r["id"] for r in rows(embedded_build, "pol")]
+    assert all(set(r) == {"id", "prediction", "raw", "parse_ok"} for r in lines)
+    assert all(isinstance(r["prediction"], list) and isinstance(r["raw"], str) for r in lines)
+    failed = sum(not r["parse_ok"] for r in lines)
+    assert failed > 0, "12 tokens from a random model cannot close the answer"
+    assert f"{len(lines)} predictions, {failed} did not parse" in capsys.readouterr().err
+    assert len(read_predictions(out)) == len(lines)
+    assert evaluate(["--task", "pol", "--data", str(embedded_build), "--split", "test",
+                     "--predictions", str(out), "--out", str(out.parent / "results.json")]) == 0
+
+
+def test_a_run_directory_supplies_family_task_and_budgets(tiny_models, embedded_build, tmp_path,
+                                                          capsys):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_models / "tiny-t5", run)
+    (run / "run_info.json").write_text(json.dumps({"family": "flan-t5", "task": "nlg",
+                                                   "quantization": None}))
+    (run / "recipe.yaml").write_text("max_source_length: 40\nmax_new_tokens: 5\n")
+    out = tmp_path / "p.jsonl"
+    P.main(["--model_path", str(run), "--task", "nlg", "--data", str(embedded_build),
+            "--split", "validation", "--out", str(out)])
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == len(rows(embedded_build, "nlg", "validation"))
+    assert all(isinstance(r["prediction"], str) for r in lines)
+    assert " x input does not fit: example " in capsys.readouterr().err, "40 tokens are too few"
+    with pytest.raises(SystemExit):
+        P.main(["--model_path", str(run), "--task", "nlu", "--data", str(embedded_build),
+                "--out", str(out)])  # trained for nlg
+
+
+@pytest.mark.parametrize("name,family", [("tiny-llama", "llama"), ("tiny-t5", "flan-t5")])
+def test_an_adapter_brings_its_base_model(tiny_models, tmp_path, name, family):
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    auto = AutoModelForCausalLM if family == "llama" else AutoModelForSeq2SeqLM
+    base = auto.from_pretrained(tiny_models / name)
+    task_type = "CAUSAL_LM" if family == "llama" else "SEQ_2_SEQ_LM"
+    adapter = get_peft_model(base, LoraConfig(r=4, task_type=task_type,
+                                              target_modules=["q_proj", "v_proj"]
+                                              if family == "llama" else ["q", "v"]))
+    adapter.save_pretrained(tmp_path / "adapter")
+    AutoTokenizer.from_pretrained(tiny_models / name).save_pretrained(tmp_path / "adapter")
+    model, tokenizer = P.load_model(str(tmp_path / "adapter"), family)
+    assert isinstance(model, PeftModel)
+    assert model.peft_config["default"].base_model_name_or_path == str(tiny_models / name)
+    assert tokenizer.pad_token_id is not None
+
+
+def test_a_4bit_run_is_served_on_a_4bit_base(tiny_models):
+    model, _ = P.load_model(str(tiny_models / "tiny-llama"), "llama", load_in_4bit=True)
+    assert getattr(model, "is_loaded_in_4bit", False)
+
+
+@pytest.mark.parametrize("name,family,task", [("tiny-llama", "llama", "nlu"),
+                                              ("tiny-biogpt", "biogpt", "pol"),
+                                              ("tiny-pptod", "pptod", "nlg")])
+def test_batched_generation_equals_one_example_at_a_time(tiny_models, embedded_build, name,
+                                                         family, task):
+    """Left padding (decoders) and the length sort must not change any greedy output."""
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    auto = AutoModelForSeq2SeqLM if family == "pptod" else AutoModelForCausalLM
+    model = auto.from_pretrained(tiny_models / name)
+    tok = AutoTokenizer.from_pretrained(tiny_models / name)
+    budget = P.DEFAULT_BUDGETS[family]
+    prompts = [P.prompt_ids(family, task, r, tok, budget) for r in rows(embedded_build, task)]
+    assert len({len(p) for p in prompts}) > 1
+    batched = P.generate_texts(model, tok, prompts, max_new_tokens=10, batch_size=16)
+    single = P.generate_texts(model, tok, prompts, max_new_tokens=10, batch_size=1)
+    assert batched == single
+    assert any(batched)
+
+
+def test_stop_tokens_are_eos_and_the_chat_end_of_turn(tiny_models):
+    from transformers import AutoTokenizer
+
+    llama = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
+    assert set(P.stop_token_ids(llama)) == {llama.convert_tokens_to_ids("<|eot_id|>")}
+    t5 = AutoTokenizer.from_pretrained(tiny_models / "tiny-t5")
+    assert P.stop_token_ids(t5) == [t5.eos_token_id]
+
+
+def test_outputs_parse_with_their_familys_parser():
+    assert P.parse_output("llama", "nlu", '[answer] [{"intent": "chit-chat"}] [done]').ok
+    assert P.parse_output("flan-t5", "nlu", "@chit-chat@").value == [{"intent": "chit-chat"}]
+    assert P.parse_output("biogpt", "pol", "@ inquire @").value == [{"action": "inquire"}]
+    broken = P.parse_output("pptod", "nlu", "<sos_b> @inform@ [positive_symptom] ( value")
+    assert not broken.ok and broken.reason

@@ -1,0 +1,345 @@
+"""Training entry point on tiny local models: data fitting, batching, QLoRA, resume, DDP, learning.
+
+Offline, CPU only: models come from `meditod_hub.tiny` (random weights, tokenizers trained on the
+embedded synthetic sample), data from `data/sample` built with `meditod.py build`. Training runs
+in-process with one torch thread: on a shared 2-core machine two threads spin against other
+processes and run ~2x slower (no speed is asserted anywhere).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import load_dataset
+from safetensors.torch import load_file
+
+from meditod_hub import train as T
+from meditod_hub.predict import Budget
+
+PROJECT = Path(__file__).resolve().parent.parent
+RECIPES = PROJECT / "recipes"
+
+
+@pytest.fixture(scope="session")
+def tiny_models(embedded_build, tmp_path_factory) -> Path:
+    """The four tiny models, built once per session (other test modules import this fixture)."""
+    from meditod_hub.tiny import build_all
+
+    out = tmp_path_factory.getbasetemp() / "tiny-models"
+    if not (out / "done").exists():
+        build_all(embedded_build, out)
+        (out / "done").touch()
+    return out
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def rows(data: Path, task: str, split: str = "train") -> list[dict]:
+    return list(load_dataset(str(data), task, split=split))
+
+
+def tokenizer_of(tiny_models: Path, name: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_models / name)
+
+
+def train_args(recipe: str, data: Path, model: Path, out: Path, *overrides: str) -> list[str]:
+    return [str(RECIPES / recipe), f"--dataset_name={data}", f"--model_name_or_path={model}",
+            f"--output_dir={out}", *overrides]
+
+
+def run_info(out: Path) -> dict:
+    return json.loads((out / "run_info.json").read_text())
+
+
+# --- fitting: nothing is cut or dropped without a count --------------------------------------
+@pytest.mark.parametrize("name,family,budget", [
+    ("tiny-t5", "flan-t5", Budget(48, 32)),
+    ("tiny-pptod", "pptod", Budget(64, 32)),
+    ("tiny-biogpt", "biogpt", Budget(160, 32)),
+])
+def test_seq2seq_and_biogpt_cut_context_never_target_and_count_it(tiny_models, embedded_build,
+                                                                  name, family, budget):
+    from meditod_hub.formats import seq2seq
+
+    tok = tokenizer_of(tiny_models, name)
+    data = rows(embedded_build, "nlu")
+    encoded = T.encode(family, "nlu", data, tok, budget)
+    kept = len(encoded.dataset) if encoded.dataset else 0
+    assert kept + len(encoded.skipped) == len(data)
+    assert encoded.truncated > 0, "a budget this small must cut some context"
+    by_id = {r["id"]: r for r in data}
+    kept_rows = [r for r in data if r["id"] not in set(encoded.skipped)]
+    for example, row in zip(encoded.dataset or [], kept_rows):
+        assert len(example["input_ids"]) <= budget.max_length  # BioGPT: prompt + target
+        target = [t for t in example["labels"] if t != -100]
+        text = tok.decode(target, skip_special_tokens=True)
+        assert text.strip() == seq2seq.target_text(family, "nlu", by_id[row["id"]]).strip()
+
+
+@pytest.mark.parametrize("name,family", [("tiny-llama", "llama"), ("tiny-biogpt", "biogpt"),
+                                         ("tiny-t5", "flan-t5"), ("tiny-pptod", "pptod")])
+def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny_models, name,
+                                                              family):
+    """The real (licensed, read-in-place) sample through the recipes' budgets: every row is
+    either a trainer example or a counted skip."""
+    from meditod_hub.predict import DEFAULT_BUDGETS
+
+    tok = tokenizer_of(tiny_models, name)
+    budget = Budget(2048, 500) if family == "llama" else DEFAULT_BUDGETS[family]
+    for task in ("nlu", "pol", "nlg"):
+        data = rows(sample_build, task)
+        encoded = T.encode(family, task, data, tok, budget)
+        assert len(encoded.dataset) + len(encoded.skipped) == len(data)
+        assert len(encoded.dataset) > len(data) // 2
+        assert encoded.truncated <= len(encoded.dataset)
+
+
+def test_llama_examples_over_budget_are_skipped_and_named(tiny_models, embedded_build):
+    tok = tokenizer_of(tiny_models, "tiny-llama")
+    data = rows(embedded_build, "pol")
+    full = T.encode("llama", "pol", data, tok, Budget(None, 32))
+    assert len(full.dataset) == len(data) and not full.skipped
+    lengths = sorted(len(tok.apply_chat_template(
+        [*e["prompt"], *e["completion"]], tokenize=True, return_dict=True)["input_ids"])
+        for e in full.dataset)
+    cut = lengths[len(lengths) // 2]
+    small = T.encode("llama", "pol", data, tok, Budget(cut, 32))
+    assert 0 < len(small.skipped) < len(data)
+    assert len(small.dataset) + len(small.skipped) == len(data)
+    assert set(small.skipped) <= {r["id"] for r in data}
+
+
+def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, embedded_build):
+    from meditod_hub.formats import chat
+
+    tok = tokenizer_of(tiny_models, "tiny-llama")
+    row = rows(embedded_build, "nlu")[0]
+    example = T.encode("llama", "nlu", [row], tok, Budget(1024, 32)).dataset[0]
+    assert example["completion"] == [{"role": "assistant", "content": chat.answer("nlu", row)}]
+    full = tok.apply_chat_template([*example["prompt"], *example["completion"]], tokenize=True,
+                                   return_dict=True)["input_ids"]
+    assert full[-1] == tok.convert_tokens_to_ids("<|eot_id|>") != tok.pad_token_id
+
+
+# --- tokenizer and batching decisions ----------------------------------------------------------
+def test_pad_token_is_made_distinct_from_eos(tiny_models):
+    tok = tokenizer_of(tiny_models, "tiny-llama")
+    tok.pad_token = tok.eos_token            # as OpenBioLLM ships it
+    T.ensure_pad_token(tok)
+    assert tok.pad_token == "<|finetune_right_pad_id|>"
+    tok.pad_token = None                     # as Llama-3 ships it
+    T.ensure_pad_token(tok)
+    assert tok.pad_token_id not in T.stop_token_ids(tok)
+
+
+def test_padding_free_is_refused_for_biogpt_and_falls_back_without_cuda_flash():
+    recipe = T.parse_recipe([str(RECIPES / "biogpt-full" / "nlu.yaml"), "--padding_free=true"])
+    with pytest.raises(ValueError, match="position ids"):
+        T.plan_batching("biogpt", recipe.training, recipe.model)
+    llama = T.parse_recipe([str(RECIPES / "llama3-8b" / "nlu.yaml")])
+    assert llama.training.padding_free
+    expected = "padding_free" if T.flash_varlen_available("flash_attention_2") else "padded"
+    assert T.plan_batching("llama", llama.training, llama.model) == expected
+    if expected == "padded":
+        assert not llama.training.padding_free
+        assert llama.training.train_sampling_strategy == "group_by_length"
+
+
+def _biogpt_logits(model, collator, examples):
+    batch = collator([{"input_ids": e["input_ids"], "labels": e["labels"]} for e in examples])
+    with torch.no_grad():
+        return model(**{k: v for k, v in batch.items() if k != "labels"}).logits
+
+
+def test_biogpt_examples_in_one_batch_cannot_see_each_other(tiny_models, embedded_build):
+    """The recipe's padded batches isolate examples; a padding-free batch would not (why it is
+    refused for BioGPT): its attention ignores position ids."""
+    from transformers import AutoModelForCausalLM
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
+    tok = tokenizer_of(tiny_models, "tiny-biogpt")
+    model = AutoModelForCausalLM.from_pretrained(tiny_models / "tiny-biogpt").eval()
+    data = T.encode("biogpt", "nlu", rows(embedded_build, "nlu"), tok, Budget(512, 64)).dataset
+    a, b1, b2 = data[0], data[1], data[2]
+    assert len(b1["input_ids"]) != len(b2["input_ids"])
+    padded = DataCollatorForLanguageModeling(pad_token_id=tok.pad_token_id)
+    n = len(a["input_ids"])
+    with_b1 = _biogpt_logits(model, padded, [a, b1])[0, :n]
+    with_b2 = _biogpt_logits(model, padded, [a, b2])[0, :n]
+    alone = _biogpt_logits(model, padded, [a])[0, :n]
+    torch.testing.assert_close(with_b1, alone, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(with_b2, alone, atol=1e-5, rtol=1e-5)
+
+    flat = DataCollatorForLanguageModeling(pad_token_id=tok.pad_token_id, padding_free=True)
+    second = _biogpt_logits(model, flat, [b1, a])[0, len(b1["input_ids"]):]
+    assert not torch.allclose(second, alone, atol=1e-3), "packed BioGPT examples leak"
+
+
+# --- training runs -------------------------------------------------------------------------------
+class Interrupted(Exception):
+    pass
+
+
+def test_interrupted_run_resumes_to_the_same_global_step(tiny_models, embedded_build, tmp_path):
+    from transformers import TrainerCallback
+
+    class Steps(TrainerCallback):
+        def __init__(self, stop_at=None):
+            self.seen, self.stop_at = [], stop_at
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.seen.append(state.global_step)
+            if state.global_step == self.stop_at:
+                raise Interrupted
+
+    common = ["--max_steps=5", "--save_steps=2", "--save_total_limit=3", "--logging_steps=1"]
+    whole = tmp_path / "whole"
+    T.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", whole,
+                      *common))
+    cut = tmp_path / "cut"
+    argv = train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", cut,
+                      *common)
+    with pytest.raises(Interrupted):
+        T.main(argv, callbacks=[Steps(stop_at=3)])
+    assert (cut / "checkpoints" / "checkpoint-2").is_dir() and not (cut / "run_info.json").exists()
+    resumed = Steps()
+    T.main(argv, callbacks=[resumed])
+    assert resumed.seen == [3, 4, 5], "steps 1-2 come from checkpoint-2"
+    assert run_info(cut)["global_step"] == run_info(whole)["global_step"] == 5
+
+
+@pytest.mark.slow
+def test_two_process_ddp_run_completes(tiny_models, embedded_build, tmp_path):
+    out = tmp_path / "ddp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(PROJECT)}
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "torchrun"), "--nproc_per_node", "2",
+         "--standalone", "-m", "meditod_hub.train",
+         *train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,
+                     "--max_steps=2", "--save_strategy=no")],
+        cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = run_info(out)
+    assert info["hardware"].startswith("2 x ")
+    assert info["global_step"] == 2
+    finished = [json.loads(line) for line in proc.stdout.splitlines()
+                if line.startswith('{"model"')]
+    assert [f["global_step"] for f in finished] == [2, 2], "both ranks ran to the end"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe,model,targets", [
+    ("tiny-llama/nlu.yaml", "tiny-llama", "q_proj k_proj v_proj o_proj gate_proj up_proj down_proj"),
+    ("tiny-t5/pol.yaml", "tiny-t5", "q k v o wi_0 wi_1 wo"),
+])
+def test_qlora_4bit_path_trains_the_adapter_on_cpu(tiny_models, embedded_build, tmp_path, recipe,
+                                                   model, targets):
+    out = tmp_path / "qlora"
+    T.main(train_args(recipe, embedded_build, tiny_models / model, out, "--max_steps=2",
+                      "--use_peft=true", "--load_in_4bit=true", "--use_bnb_nested_quant=true",
+                      "--lora_r=8", "--lora_alpha=16", "--learning_rate=1e-2",
+                      "--save_strategy=no", "--logging_steps=1", "--lora_target_modules",
+                      *targets.split()))
+    info = run_info(out)
+    assert info["adapter"] is True and info["quantization"] == "nf4"
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(tiny_models / model)
+    weights = load_file(out / "adapter_model.safetensors")
+    lora_b = [w for name, w in weights.items() if "lora_B" in name]
+    assert lora_b and any(w.abs().sum() > 0 for w in lora_b), "LoRA B starts at zero"
+    assert not (out / "model.safetensors").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe,model,family", [
+    ("tiny-llama/pol.yaml", "tiny-biogpt", "biogpt"),
+    ("tiny-t5/nlg.yaml", "tiny-pptod", "pptod"),
+])
+def test_biogpt_and_pptod_families_train_through_the_same_entry_point(
+        tiny_models, embedded_build, tmp_path, recipe, model, family):
+    out = tmp_path / family
+    T.main(train_args(recipe, embedded_build, tiny_models / model, out, f"--family={family}",
+                      "--max_steps=3", "--save_strategy=no", "--logging_steps=1"))
+    info = run_info(out)
+    assert info["family"] == family and info["global_step"] == 3
+    assert info["train_examples"] + info["skipped_examples"] == len(rows(embedded_build, "nlu"))
+    assert (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file()
+
+
+SELECTION = ["--eval_strategy=steps", "--eval_steps=2", "--save_steps=2", "--save_total_limit=4",
+             "--load_best_model_at_end=true", "--metric_for_best_model=f1",
+             "--greater_is_better=true", "--eval_max_examples=4", "--max_new_tokens=8"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe,model", [("tiny-llama/nlu.yaml", "tiny-llama"),
+                                          ("tiny-t5/pol.yaml", "tiny-t5")])
+def test_validation_generates_and_scores_f1(tiny_models, embedded_build, tmp_path, recipe, model):
+    out = tmp_path / "validate"
+    T.main(train_args(recipe, embedded_build, tiny_models / model, out, "--max_steps=2",
+                      *SELECTION))
+    state = json.loads((out / "checkpoints" / "trainer_state.json").read_text())
+    [evaluation] = [e for e in state["log_history"] if "eval_f1" in e]
+    assert 0.0 <= evaluation["eval_f1"] <= 1.0
+    assert 0 <= evaluation["eval_parse_failures"] <= 4  # counted, never a crash
+    assert "eval_loss" in evaluation
+
+
+@pytest.mark.slow
+def test_the_checkpoint_with_the_best_validation_f1_is_the_saved_model(
+        tiny_models, embedded_build, tmp_path, monkeypatch):
+    scripted = iter([0.2, 0.7, 0.4])
+    monkeypatch.setattr(T.ValidationScorer, "__call__",
+                        lambda self, model, accelerator: {"f1": next(scripted)})
+    out = tmp_path / "select"
+    T.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,
+                      "--max_steps=6", *SELECTION))
+    state = json.loads((out / "checkpoints" / "trainer_state.json").read_text())
+    assert [e["eval_f1"] for e in state["log_history"] if "eval_f1" in e] == [0.2, 0.7, 0.4]
+    assert state["best_model_checkpoint"].endswith("checkpoint-4")
+    saved = load_file(out / "model.safetensors")
+    best = load_file(out / "checkpoints" / "checkpoint-4" / "model.safetensors")
+    last = load_file(out / "checkpoints" / "checkpoint-6" / "model.safetensors")
+    assert all(torch.equal(saved[k], best[k]) for k in best)
+    assert not all(torch.equal(saved[k], last[k]) for k in last)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe,model", [("tiny-llama/nlu.yaml", "tiny-llama"),
+                                          ("tiny-t5/nlu.yaml", "tiny-t5")])
+def test_tiny_model_memorises_the_training_split(tiny_models, embedded_build, tmp_path, recipe,
+                                                 model):
+    """Loss at least halves and train-split NLU F1 > 0.9: the whole path works and learns."""
+    from meditod_hub.evaluate_cli import main as evaluate
+    from meditod_hub.predict import main as predict
+
+    out = tmp_path / "learn"
+    T.main(train_args(recipe, embedded_build, tiny_models / model, out, "--save_strategy=no",
+                      "--logging_steps=5"))
+    assert run_info(out)["skipped_examples"] == 0
+    state = json.loads((out / "checkpoints" / "trainer_state.json").read_text())
+    losses = [e["loss"] for e in state["log_history"] if "loss" in e]
+    assert math.isfinite(losses[-1]) and losses[-1] <= losses[0] / 2
+    predictions = out / "eval" / "train" / "predictions.jsonl"
+    predict(["--model_path", str(out), "--task", "nlu", "--data", str(embedded_build),
+             "--split", "train", "--out", str(predictions)])
+    results = out / "eval" / "train" / "results.json"
+    evaluate(["--task", "nlu", "--data", str(embedded_build), "--split", "train",
+              "--predictions", str(predictions), "--out", str(results)])
+    assert json.loads(results.read_text())["f1"] > 0.9
+
