@@ -1,0 +1,294 @@
+"""Publish a finished, evaluated run to the Hub in one commit; list what was published.
+
+    # LoRA adapter + card + results + chart + recipe, to a private repo
+    python -m meditod_hub.publish --run runs/llama3-8b/nlu --repo my-org/meditod-llama3-8b-nlu
+    # the adapter merged into its base in bf16 instead, to a public repo
+    python -m meditod_hub.publish --run runs/llama3-8b/nlu --repo ORG/NAME --merged --public
+    # no network: the file list and the card (with --card-dir: written to a folder, not printed)
+    python -m meditod_hub.publish --run runs/tiny-llama/nlu --repo ORG/NAME --dry-run --card-dir out/card
+    # the README's table of published (model, task) repos with their headline metric
+    python -m meditod_hub.publish --table runs/
+
+Revisions: one repo per (model, task). Each run is identified by a hash of the files it publishes
+(`run_id`) and gets its own branch `run-<run_id>`. The first run pushed to a repo also lands on
+`main`, and main then stays put, so the numbers a reader sees there never change under them and
+every run stays comparable at its own revision; promoting a better run to main is a deliberate act
+(upload its revision's files to main), never a side effect of a push. Re-pushing a run whose branch
+already carries it makes no commit.
+
+Never published: trainer checkpoints, predictions (model outputs on MediTOD text) and anything
+not on the allow-lists below. Each successful push is recorded in `<run>/published.json`, which
+`--table` reads (offline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, ModelCard
+from huggingface_hub.errors import EntryNotFoundError
+
+from . import paper_results
+from .hub import HubError, hub_session
+from .model_card import (DECODER_FAMILIES, EVAL_SPLITS, HEADLINE, METRICS, Run, RunError,
+                         base_label, card_identity, metric_value, read_run, render_model_card)
+
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+FULL_FILES = ("config.json", "generation_config.json", "model.safetensors", "model-*.safetensors",
+              "model.safetensors.index.json")
+TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json",
+                   "chat_template.jinja", "vocab.*", "merges.txt", "*.model")
+RUN_FILES = ("recipe.yaml", "run_info.json")
+EVAL_FILES = ("results.json", "results.md", "results.png")
+RECORD = "published.json"
+KEEP_ON_HUB = (".gitattributes",)
+
+
+@dataclass
+class Published:
+    repo: str
+    run_id: str
+    revision: str      # the run's own branch
+    commit: str
+    on_main: bool
+    merged: bool
+    new_commit: bool
+    url: str
+
+
+def _top_level(folder: Path, patterns: tuple[str, ...]) -> dict[str, Path]:
+    return {p.name: p for p in sorted(folder.iterdir())
+            if p.is_file() and any(fnmatch(p.name, pattern) for pattern in patterns)}
+
+
+def run_files(run: Run, merged: bool = False) -> dict[str, Path]:
+    """Repo path -> local file for everything a push uploads besides the card."""
+    weights = ADAPTER_FILES if run.info["adapter"] else FULL_FILES
+    files = _top_level(run.path, weights + TOKENIZER_FILES + RUN_FILES)
+    needed = ADAPTER_FILES if run.info["adapter"] else ("config.json",)
+    missing = [name for name in needed if name not in files]
+    if not run.info["adapter"] and not any(fnmatch(n, "model*.safetensors") for n in files):
+        missing.append("model.safetensors")
+    if missing:
+        raise RunError(f"{run.path}: run_info.json says adapter={run.info['adapter']} but "
+                       f"{', '.join(missing)} is missing")
+    if merged:
+        check_mergeable(run)
+    for split in run.results:
+        folder = run.path / "eval" / split
+        files.update({f"eval/{split}/{name}": path
+                      for name, path in _top_level(folder, EVAL_FILES).items()})
+    return files
+
+
+def run_id(files: dict[str, Path], merged: bool) -> str:
+    """A short hash of what the run publishes: the same run always gets the same id."""
+    digest = hashlib.sha256(b"merged\n" if merged else b"adapter-or-full\n")
+    for repo_path, local in sorted(files.items()):
+        digest.update(f"{repo_path} {hashlib.sha256(local.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()[:12]
+
+
+def check_mergeable(run: Run) -> None:
+    """Refuse --merged unless the adapter's base loads in 16 bits (never merge into 4/8 bits)."""
+    if not run.info["adapter"]:
+        raise RunError(f"{run.path}: --merged needs a LoRA adapter run; this run has full weights, "
+                       "push it without --merged")
+    from peft import PeftConfig
+    from transformers import AutoConfig
+
+    base = PeftConfig.from_pretrained(run.path).base_model_name_or_path
+    try:
+        quantised = getattr(AutoConfig.from_pretrained(base), "quantization_config", None)
+    except OSError as exc:
+        raise RunError(f"{run.path}: cannot load the base model {base_label(base)} to merge into "
+                       f"({type(exc).__name__}); push the adapter instead") from None
+    if quantised:
+        raise RunError(f"{run.path}: the base model {base_label(base)} is stored quantised; merging "
+                       "into a 4/8-bit base would lose the adapter's precision: push the adapter")
+
+
+@contextmanager
+def merged_weights(run: Run) -> Iterator[dict[str, Path]]:
+    """The adapter merged into its base reloaded in bf16 (the training base may have been NF4)."""
+    import peft
+    import torch
+
+    auto = (peft.AutoPeftModelForCausalLM if run.info["family"] in DECODER_FAMILIES
+            else peft.AutoPeftModelForSeq2SeqLM)
+    model = auto.from_pretrained(run.path, dtype=torch.bfloat16)
+    with tempfile.TemporaryDirectory(prefix="meditod-merged-") as folder:
+        model.merge_and_unload().save_pretrained(folder)
+        yield _top_level(Path(folder), FULL_FILES)
+
+
+def _card_at(api: HfApi, repo: str, revision: str, timeout: float) -> ModelCard | None:
+    try:
+        return ModelCard.load(api.hf_hub_download(repo, "README.md", revision=revision,
+                                                  etag_timeout=timeout), ignore_metadata_errors=True)
+    except EntryNotFoundError:
+        return None
+
+
+def _refuse_foreign(api: HfApi, repo: str, run: Run, card: ModelCard | None) -> None:
+    """Stop unless main is empty or holds a MediTOD card for the same model and task."""
+    identity = card_identity(card) if card else None
+    if identity and (identity.get("model"), identity.get("task")) == (run.model, run.task):
+        return
+    other = [f for f in api.list_repo_files(repo, revision="main") if f not in KEEP_ON_HUB]
+    if identity is None and not other:
+        return
+    what = (f"a MediTOD {identity.get('model')} {identity.get('task')} model" if identity
+            else "something that is not a MediTOD model (no `meditod` block in its card)")
+    raise HubError(f"{repo} already holds {what}; one repo per (model, task): choose another "
+                   f"--repo for {run.model} {run.task}")
+
+
+def _refuse_token_in_files(token: str, card_text: str, files: dict[str, Path]) -> None:
+    texts = {"README.md": card_text, **{p: f.read_text(errors="ignore") for p, f in files.items()
+                                        if f.suffix in (".json", ".yaml", ".md", ".jinja", ".txt")}}
+    leaking = [path for path, text in texts.items() if token in text]
+    if leaking:
+        raise HubError(f"refusing to push: {', '.join(leaking)} contains your Hub token")
+
+
+def publish(run_dir: Path, repo: str, *, public: bool = False, merged: bool = False,
+            timeout: float = 30.0) -> Published:
+    run = read_run(run_dir)
+    files = run_files(run, merged)
+    rid = run_id(files, merged)
+    card_text = str(render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}",
+                                      merged=merged))
+    with hub_session(f"publish {run.path} to {repo}", timeout) as api:
+        _refuse_token_in_files(api.token, card_text, files)
+        url = str(api.create_repo(repo, private=not public, exist_ok=True))
+        done = _push(api, run, Published(repo, rid, f"run-{rid}", "", False, merged, False, url),
+                     files, card_text, timeout)
+    (run.path / RECORD).write_text(json.dumps(asdict(done), indent=2) + "\n", encoding="utf-8")
+    return done
+
+
+def _push(api: HfApi, run: Run, done: Published, files: dict[str, Path], card_text: str,
+          timeout: float) -> Published:
+    """Commit the run to its branch (and to main if the repo is new) unless it is already there."""
+    repo, branch = done.repo, done.revision
+    branches = {b.name: b.target_commit for b in api.list_repo_refs(repo).branches}
+    if branch in branches and (card := _card_at(api, repo, branch, timeout)) \
+            and (card_identity(card) or {}).get("run_id") == done.run_id:
+        done.commit, done.on_main = branches[branch], branches[branch] == branches.get("main")
+        return done
+    main_card = _card_at(api, repo, "main", timeout)
+    _refuse_foreign(api, repo, run, main_card)
+    if branch not in branches and main_card and card_identity(main_card)["run_id"] == done.run_id:
+        api.create_branch(repo, branch=branch, revision=branches["main"])  # an interrupted push
+        done.commit, done.on_main = branches["main"], True
+        return done
+    target = branch if branch in branches or main_card else "main"
+    if target == branch and branch not in branches:
+        api.create_branch(repo, branch=branch, revision="main")
+    with merged_weights(run) if done.merged else _nothing() as weights:
+        uploads = {**{p: f for p, f in files.items() if not done.merged or p not in ADAPTER_FILES},
+                   **(weights or {})}
+        stale = set(api.list_repo_files(repo, revision=target)) - set(uploads) - {"README.md"}
+        operations = ([CommitOperationAdd("README.md", card_text.encode())]
+                      + [CommitOperationAdd(p, str(f)) for p, f in sorted(uploads.items())]
+                      + [CommitOperationDelete(p) for p in sorted(stale - set(KEEP_ON_HUB))])
+        commit = api.create_commit(repo, operations, revision=target,
+                                   commit_message=f"MediTOD {run.task} {run.model}: run {done.run_id}")
+    if target == "main":
+        api.create_branch(repo, branch=branch, revision=commit.oid)
+    done.commit, done.on_main, done.new_commit = commit.oid, target == "main", True
+    return done
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield None
+
+
+def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | None = None) -> str:
+    """The file list and the rendered card, without network; with `card_dir` the card (and its
+    charts, so the folder previews like the repo) is written there instead of printed."""
+    run = read_run(run_dir)
+    files = run_files(run, merged)
+    rid = run_id(files, merged)
+    card = render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}", merged=merged)
+    shown = {p: f for p, f in files.items() if not merged or p not in ADAPTER_FILES}
+    lines = [f"would push run {rid} of {run.model} {run.task} to {repo} (branch run-{rid}):",
+             "  README.md (the model card)"]
+    lines += [f"  {p}  ({f.stat().st_size} bytes)" for p, f in sorted(shown.items())]
+    if merged:
+        lines.append(f"  + the adapter merged into {base_label(run.info['base_model'])} in bf16 "
+                     "(config.json, model*.safetensors)")
+    if not card_dir:
+        return "\n".join(lines + ["", str(card)])
+    card_dir.mkdir(parents=True, exist_ok=True)
+    card.save(card_dir / "README.md")
+    for split in run.results:
+        if chart := run.chart(split):
+            (card_dir / "eval" / split).mkdir(parents=True, exist_ok=True)
+            (card_dir / "eval" / split / chart.name).write_bytes(chart.read_bytes())
+    return "\n".join(lines + [f"model card written to {card_dir / 'README.md'}"])
+
+
+def published_table(runs: Path) -> str:
+    """A Markdown table of every published run under `runs` (from the published.json records)."""
+    rows = ["| model | task | repo (revision) | headline metric | test | test_ood | paper, test |",
+            "|---|---|---|---|---|---|---|"]
+    for record_file in sorted(Path(runs).rglob(RECORD)):
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+        run = read_run(record_file.parent)
+        key = HEADLINE[run.task]
+        metric = next(m for m in METRICS[run.task] if m.key == key)
+        cells = [metric_value(run.results.get(s, {}), key) for s in EVAL_SPLITS]
+        cells.append(paper_results.paper_row(run.model, run.task, "test").get(key))
+        shown = ["—" if v is None else format(v, metric.fmt) for v in cells]
+        revision = "main" if record["on_main"] else record["revision"]
+        link = record["url"] if record["on_main"] else f"{record['url']}/tree/{revision}"
+        where = f"[{record['repo']}]({link}) (`{revision}`)"
+        rows.append(f"| {run.model} | {run.task} | {where} | {metric.name} | {' | '.join(shown)} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m meditod_hub.publish",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--run", type=Path, help="a finished, evaluated run directory")
+    parser.add_argument("--repo", help="ORG/NAME, one repo per (model, task)")
+    parser.add_argument("--public", action="store_true", help="create the repo public (default: private)")
+    parser.add_argument("--merged", action="store_true", help="push the adapter merged into its bf16 base")
+    parser.add_argument("--dry-run", action="store_true", help="print the file list and card, no network")
+    parser.add_argument("--card-dir", type=Path, help="with --dry-run: write the card and charts here")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request")
+    parser.add_argument("--table", type=Path, metavar="RUNS", help="print the published-runs table")
+    args = parser.parse_args(argv)
+    try:
+        if args.table:
+            print(published_table(args.table))
+        elif not (args.run and args.repo):
+            parser.error("--run and --repo are required (or --table RUNS)")
+        elif args.dry_run:
+            print(dry_run(args.run, args.repo, merged=args.merged, card_dir=args.card_dir))
+        else:
+            done = publish(args.run, args.repo, public=args.public, merged=args.merged,
+                           timeout=args.timeout)
+            state = ("published" if done.new_commit else "already published, no new commit:")
+            print(f"{state} run {done.run_id} at {done.url} revision {done.revision}"
+                  f"{' (also main)' if done.on_main else ''}, commit {done.commit}")
+    except (RunError, HubError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""Model cards and the paper's numbers. Offline, CPU, no model weights needed.
+
+Runs here are written by `write_run` with invented metric values; the leak test scores real
+gold labels with the evaluation command and scans the card for every text and label of the data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import ModelCard
+
+from meditod_hub import paper_results
+from meditod_hub.model_card import (METRICS, RunError, card_identity, metric_value, read_run,
+                                    render_model_card)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PAPER_TABLES = PROJECT_ROOT.parent / "shared" / "spec" / "paper-results.md"
+
+NLU_RESULTS = {
+    "precision": 0.61, "recall": 0.52, "f1": 0.5614,
+    "medical": {"precision": 0.7, "recall": 0.6, "f1": 0.6462, "tp": 6, "fp": 3, "fn": 4},
+    "non_medical": {"precision": 0.3, "recall": 0.25, "f1": 0.2727, "tp": 1, "fp": 2, "fn": 3},
+    "joint_accuracy": 0.4, "examples": 10, "parse_failures": 1, "judge": {"name": "exact"},
+}
+POL_RESULTS = {**NLU_RESULTS, "precision_at_k": {"1": 0.1, "4": 0.3, "8": 0.35, "inf": 0.5},
+               "precision_at_k_mode": "exact"}
+NLG_RESULTS = {"bleu2": 21.5, "bleu4": 9.25, "rouge1": 0.41, "rougeL": 0.39,
+               "sacrebleu": {"score": 12.5, "signature": "nrefs:1|case:mixed|tok:13a"},
+               "bertscore": None, "examples": 10, "parse_failures": 0}
+RESULTS = {"nlu": NLU_RESULTS, "pol": POL_RESULTS, "nlg": NLG_RESULTS}
+
+
+def write_run(path: Path, task: str = "nlu", model: str = "llama3-8b", family: str = "llama",
+              splits: dict[str, dict] | None = None, **info) -> Path:
+    """A run directory as training + evaluation leave it (weights are the caller's business)."""
+    (path / "eval").mkdir(parents=True, exist_ok=True)
+    run_info = {"model": model, "task": task, "family": family,
+                "base_model": "meta-llama/Meta-Llama-3-8B-Instruct", "adapter": True,
+                "quantization": "nf4", "global_step": 120, "train_runtime_s": 5400.0,
+                "hardware": "1x test accelerator", "framework_versions": {"torch": "2.13.0"},
+                "train_examples": 100, "truncated_examples": 2, "skipped_examples": 0,
+                "dataset": str(path / "no-such-build"), "seed": 42, **info}
+    (path / "run_info.json").write_text(json.dumps(run_info))
+    (path / "recipe.yaml").write_text("# Trainer arguments\nlearning_rate: 1.0e-4\nlora_r: 32\nseed: 42\n")
+    for split, results in (splits if splits is not None else {"test": RESULTS[task]}).items():
+        (path / "eval" / split).mkdir(exist_ok=True)
+        (path / "eval" / split / "results.json").write_text(json.dumps(results))
+    return path
+
+
+def _render(run_dir: Path, **kwargs) -> ModelCard:
+    return render_model_card(read_run(run_dir), run_id="0123456789ab", repo_id="org/model",
+                             revision="run-0123456789ab", **kwargs)
+
+
+# --- the paper's numbers ------------------------------------------------------------------------
+
+PAPER_MODELS = {"PPTOD (base)": "pptod-base", "Flan-T5 (base)": "flan-t5-base", "BioGPT": "biogpt",
+                "OpenBioLLM 8B": "openbiollm-8b", "Llama3 8B": "llama3-8b",
+                "Llama 8B": "llama3-8b", "in-context GPT-4-Turbo": "in-context-gpt-4-turbo",
+                "in-context OpenBioLLM 70B": "in-context-openbiollm-70b"}
+PAPER_COLUMNS = {  # section of paper-results.md -> (task, results.json key per numeric column)
+    "NLU, in-domain": ("nlu", ("precision", "recall", "f1", "medical.f1", "non_medical.f1")),
+    "POL, in-domain": ("pol", ("f1", "medical.f1", "non_medical.f1", "precision_at_k.1",
+                               "precision_at_k.4", "precision_at_k.8", "precision_at_k.inf")),
+    "NLG, in-domain": ("nlg", ("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1")),
+}
+OOD_FIGURE = r"(non-medical|medical|F1|BLEU-[24]|ROUGE-[1L]|BERTScore) ([\d.]+)"
+OOD_NAMES = {"F1": "f1", "medical": "medical.f1", "non-medical": "non_medical.f1",
+             "BLEU-2": "bleu2", "BLEU-4": "bleu4", "ROUGE-1": "rouge1", "ROUGE-L": "rougeL",
+             "BERTScore": "bertscore.f1"}
+
+
+def _model(cell: str) -> str:
+    return PAPER_MODELS[re.sub(r"\s*\((best few-shot|supervised)\)$", "", cell.replace("**", ""))]
+
+
+def _tables_from_spec() -> dict[tuple[str, str, str], dict[str, float]]:
+    text = PAPER_TABLES.read_text(encoding="utf-8")
+    found: dict[tuple[str, str, str], dict[str, float]] = {}
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        title, body = section.split("\n", 1)
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+                for line in body.splitlines() if line.startswith("| ") and "---" not in line][1:]
+        section_key = next((k for k in PAPER_COLUMNS if title.startswith(k)), None)
+        if section_key:
+            task, keys = PAPER_COLUMNS[section_key]
+            for cells in rows:
+                values = [float(c.replace("*", "")) for c in cells[1:]]
+                found[(_model(cells[0]), task, "test")] = dict(zip(keys, values))
+        elif title.startswith("Out-of-domain"):
+            for task, model, result in rows:
+                found[(_model(model), task.lower(), "test_ood")] = {
+                    OOD_NAMES[name]: float(value) for name, value in re.findall(OOD_FIGURE, result)}
+    return found
+
+
+def test_paper_results_transcribe_every_number_of_the_spec():
+    if not PAPER_TABLES.is_file():
+        pytest.skip(f"the paper's tables are not at {PAPER_TABLES}")
+    assert _tables_from_spec() == paper_results.RESULTS
+
+
+def test_paper_keys_are_card_metrics():
+    """Every paper number has a row in the card's table (same key as results.json)."""
+    for (model, task, split), row in paper_results.RESULTS.items():
+        assert set(row) <= {m.key for m in METRICS[task]}, (model, task, split)
+    assert paper_results.paper_row("llama3-8b", "nlu", "test")["f1"] == 0.7139
+    assert paper_results.paper_row("tiny-llama", "nlu", "test") == {}
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("task", ["nlu", "pol", "nlg"])
+def test_model_index_parses_back_with_every_metric(tmp_path, task):
+    ood = json.loads(json.dumps(RESULTS[task]).replace("0.", "0.0"))  # different OOD values
+    run_dir = write_run(tmp_path, task=task, splits={"test": RESULTS[task], "test_ood": ood})
+    card = ModelCard(str(_render(run_dir)))  # parse the rendered text back
+    got = {(r.dataset_split, r.metric_config): r.metric_value for r in card.data.eval_results}
+    expected = {(split, metric.key): metric_value(results, metric.key)
+                for split, results in (("test", RESULTS[task]), ("test_ood", ood))
+                for metric in METRICS[task] if metric_value(results, metric.key) is not None}
+    assert got == pytest.approx(expected)
+    assert {r.dataset_type for r in card.data.eval_results} == {"meditod"}
+    assert {r.dataset_config for r in card.data.eval_results} == {task}
+    assert card_identity(card) == {"model": "llama3-8b", "task": task, "run_id": "0123456789ab",
+                                   "merged": False}
+    if task == "nlg":  # a null BERTScore is left out, not reported as 0
+        assert ("test", "bertscore.f1") not in got
+
+
+def test_card_sets_results_beside_the_paper_row(tmp_path):
+    text = str(_render(write_run(tmp_path, task="pol")))
+    row = next(line for line in text.splitlines() if line.startswith("| Overall F1 |"))
+    assert row.split("|")[2:4] == [" 0.5614 ", " 0.2389 "]  # ours, then the paper's Llama3 8B
+    assert "| P@inf | 0.5000 | 0.4162 |" in text
+    assert "exact string match" in text  # the judge used for non-medical values is stated
+    assert "P@K: the authors' definition" in text
+
+
+def test_card_flags_scoring_that_differs_from_the_paper(tmp_path):
+    results = {**POL_RESULTS, "precision_at_k_mode": "medical_present",
+               "judge": {"name": "llm", "model": "judge-model-x", "endpoint": "http://127.0.0.1:1/v1"}}
+    text = str(_render(write_run(tmp_path, task="pol", splits={"test": results})))
+    assert "not comparable with the paper's P@K" in text
+    assert "an LLM judge (`judge-model-x`)" in text and "127.0.0.1" not in text
+
+
+def test_card_body_sections_and_metadata(tmp_path):
+    run_dir = write_run(tmp_path)
+    (run_dir / "eval" / "test" / "results.png").write_bytes(b"\x89PNG fake")
+    card = _render(run_dir)
+    text = str(card)
+    for needed in ("## Intended use", "Out of scope", "## Limitations",
+                   "## How to use", "peft.AutoPeftModelForCausalLM",
+                   'snapshot_download("org/model", revision="run-0123456789ab")', "predict_rows",
+                   "![F1 per slot type, test](eval/test/results.png)",
+                   "learning_rate", "1 h 30 min", "torch 2.13.0", "saley2024meditod",
+                   "dubey2024llama3", "respiratory"):
+        assert needed in text, needed
+    assert card.data.base_model == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert card.data.library_name == "peft" and card.data.license == "llama3"
+    assert "meditod" in card.data.tags
+    assert str(tmp_path) not in text  # local paths (the dataset build here) stay out of cards
+
+
+def test_tiny_local_base_has_no_paper_row_and_no_local_path(tmp_path):
+    run_dir = write_run(tmp_path, model="tiny-t5", family="flan-t5", adapter=False,
+                        base_model=str(tmp_path / "models" / "tiny-t5"))
+    card = _render(run_dir)
+    text = str(card)
+    assert card.data.base_model is None and str(tmp_path) not in text
+    assert "the paper has no row for this model" in text
+    assert "transformers.AutoModelForSeq2SeqLM" in text and 'DEFAULT_BUDGETS["flan-t5"]' in text
+
+
+def test_merged_card_says_full_weights(tmp_path):
+    card = _render(write_run(tmp_path), merged=True)
+    assert card.data.library_name == "transformers"
+    assert "Full weights: `transformers.AutoModelForCausalLM`" in str(card)
+    assert "trained on a nf4 base and merged into the bf16 base" in str(card)
+    assert card_identity(card)["merged"] is True
+
+
+def test_run_without_results_is_refused(tmp_path):
+    run_dir = write_run(tmp_path, splits={})
+    with pytest.raises(RunError, match=r"no evaluation results \(eval/test/results.json\)"):
+        read_run(run_dir)
+
+
+def test_results_of_another_task_are_refused(tmp_path):
+    run_dir = write_run(tmp_path, task="nlg", splits={"test": NLU_RESULTS})
+    with pytest.raises(RunError, match="results.json: no 'bleu4'"):
+        read_run(run_dir)
+
+
+def test_run_info_without_required_keys_is_refused(tmp_path):
+    run_dir = write_run(tmp_path)
+    info = json.loads((run_dir / "run_info.json").read_text())
+    del info["family"]
+    (run_dir / "run_info.json").write_text(json.dumps(info))
+    with pytest.raises(RunError, match="run_info.json: missing keys family"):
+        read_run(run_dir)
+
+
+# --- no MediTOD data in cards -------------------------------------------------------------------
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _data_strings(release: Path) -> set[str]:
+    """Every utterance text and label value (not schema keys) of a release, of >= 12 chars."""
+    dialogues = json.loads((release / "dialogs.json").read_text(encoding="utf-8"))
+    found = set()
+    for dialogue in dialogues.values():
+        for utterance in dialogue["utterances"]:
+            found.add(utterance["text"])
+            for key in ("nlu", "actions", "dialog_state"):
+                found.update(_strings(utterance.get(key)))
+    return {s.strip() for s in found if len(s.strip()) >= 12}
+
+
+@pytest.mark.parametrize("source", ["sample", "embedded"])
+def test_cards_and_published_results_carry_no_dataset_text_or_labels(request, tmp_path, source):
+    from meditod_hub import evaluate_cli
+
+    build = request.getfixturevalue(f"{source}_build")
+    release = request.getfixturevalue(f"{source}_release")
+    needles = _data_strings(release)
+    assert needles, "the scan must have something to look for"
+    for task, column in (("nlu", "nlu"), ("pol", "actions"), ("nlg", "response")):
+        run_dir = write_run(tmp_path / task, task=task, splits={}, dataset=str(build))
+        eval_dir = run_dir / "eval" / "test"
+        eval_dir.mkdir(parents=True)
+        rows = evaluate_cli.load_gold(build, task, "test")
+        with (eval_dir / "predictions.jsonl").open("w") as out:
+            for row in rows:  # gold as predictions: real labels flow through the evaluation
+                out.write(json.dumps({"id": row["id"], "prediction": row[column]}) + "\n")
+        assert evaluate_cli.main(["--task", task, "--data", str(build), "--split", "test",
+                                  "--predictions", str(eval_dir / "predictions.jsonl"),
+                                  "--out", str(eval_dir / "results.json")]) == 0
+        card = str(_render(run_dir))
+        assert yaml.safe_load(card.split("---")[1])["meditod"]["task"] == task
+        published = {"card": card, **{p.name: p.read_text() for p in eval_dir.glob("results.*")
+                                      if p.suffix in (".json", ".md")}}  # uploaded beside it
+        assert len(published) == 3
+        for name, text in published.items():
+            leaked = sorted(s for s in needles if s in text)
+            assert not leaked, f"{len(leaked)} dataset strings in the {task} {name}"
