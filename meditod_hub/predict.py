@@ -186,6 +186,15 @@ def parse_failure_summary(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def cascade_rows(task: str, rows: list[dict], upstream: str | Path) -> list[dict]:
+    """Rows whose inputs come from the previous task's predictions (the paper's pipeline)."""
+    from .metrics.cascade import cascade_nlg_rows, cascade_pol_rows
+    from .metrics.predictions import read_predictions
+
+    labels = {i: p.label for i, p in read_predictions(upstream).items()}
+    return cascade_pol_rows(rows, labels) if task == "pol" else cascade_nlg_rows(rows, labels)
+
+
 def main(argv: list[str] | None = None) -> int:
     from datasets import disable_progress_bars, load_dataset
 
@@ -202,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load_in_4bit", action=argparse.BooleanOptionalAction,
                    help="default: 4-bit iff the run was trained on a 4-bit base")
     p.add_argument("--limit", type=int, help="only the first N rows (smoke runs)")
+    p.add_argument("--upstream", help="cascade: a predictions file of the task before (NLU for "
+                                      "pol: the state is folded from it; POL for nlg: its actions "
+                                      "replace the gold ones) instead of gold inputs")
     args = p.parse_args(argv)
+    if args.upstream and args.task == "nlu":
+        p.error("--upstream needs --task pol (NLU predictions) or nlg (POL predictions)")
 
     info, recipe = run_settings(args.model_path)
     family = args.family or info.get("family")
@@ -220,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
 
     disable_progress_bars()
     rows = list(load_dataset(str(args.data), args.task, split=args.split))[:args.limit]
+    if args.upstream:
+        rows = cascade_rows(args.task, rows, args.upstream)
     records = predict_rows(model, tokenizer, family, args.task, rows, budget, args.batch_size,
                            progress=True)
     write_predictions(records, args.out)

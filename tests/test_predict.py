@@ -119,3 +119,23 @@ def test_outputs_parse_with_their_familys_parser():
     assert P.parse_output("biogpt", "pol", "@ inquire @").value == [{"action": "inquire"}]
     broken = P.parse_output("pptod", "nlu", "<sos_b> @inform@ [positive_symptom] ( value")
     assert not broken.ok and broken.reason
+
+
+def test_cascade_rows_from_gold_upstream_equal_gold_inputs(embedded_build, tmp_path):
+    """--upstream with gold NLU (for pol) or gold actions (for nlg) reproduces the gold rows."""
+    import json as _json
+
+    from datasets import load_dataset
+
+    from meditod_hub.predict import cascade_rows
+
+    nlu = load_dataset(str(embedded_build), "nlu", split="test")
+    pol = list(load_dataset(str(embedded_build), "pol", split="test"))
+    nlg = list(load_dataset(str(embedded_build), "nlg", split="test"))
+    nlu_file, pol_file = tmp_path / "nlu.jsonl", tmp_path / "pol.jsonl"
+    nlu_file.write_text("".join(_json.dumps({"id": r["id"], "prediction": r["nlu"]}) + "\n" for r in nlu))
+    pol_file.write_text("".join(_json.dumps({"id": r["id"], "prediction": r["actions"]}) + "\n" for r in pol))
+    assert [r["state"] for r in cascade_rows("pol", pol, nlu_file)] == [r["state"] for r in pol]
+    assert [r["actions"] for r in cascade_rows("nlg", nlg, pol_file)] == [r["actions"] for r in nlg]
+    nlu_file.write_text("".join(_json.dumps({"id": r["id"], "prediction": []}) + "\n" for r in nlu))
+    assert all(r["state"] == {} for r in cascade_rows("pol", pol, nlu_file))
