@@ -105,6 +105,20 @@ MEDICAL_CHECK_VALUE_TYPES: dict[str, frozenset[str]] = {
 INFORM_INTENT = "inform"
 INQUIRE_ACTION = "inquire"
 
+# Check types a doctor asks about, per action slot (reference 1.4: those seen in the sample), and
+# the patient attributes that answer them where a check type names a family of attributes.
+CHECK_TYPES = {
+    "symptom": ("onset", "ana_factors", "location", "characteristics", "progression",
+                "duration", "frequency", "severity", "color", "volume"),
+    "habit": ("frequency", "starting"), "medication": ("frequency", "respone_to"),
+    "exposure": ("where",), "residence": ("value",), "travel": ("status",),
+}
+CHECK_TYPE_ATTRIBUTES = {
+    "ana_factors": ("aggravating_factor", "alleviating_factor", "not_aggravating_factor",
+                    "not_alleviating_factor"),
+    "characteristics": ("positive_characteristics", "negative_characteristics"),
+}
+
 NO_VALUE = None  # state key of an entry without `value` (travel, basic_information, ...)
 
 

@@ -46,20 +46,6 @@ ACTIONS_PER_TURN = {1: 93.0, 2: 5.0, 3: 2.0}
 EXTRA_SLOT_KEY = 0.09
 SECOND_NLU_ITEM = 0.03
 
-# Check types the doctor asks about, per action slot (reference 1.4), and the patient attributes
-# that answer them (a check type may name a family of attributes).
-CHECK_TYPES = {
-    "symptom": ("onset", "ana_factors", "location", "characteristics", "progression",
-                "duration", "frequency", "severity", "color", "volume"),
-    "habit": ("frequency", "starting"), "medication": ("frequency", "respone_to"),
-    "exposure": ("where",), "residence": ("value",), "travel": ("status",),
-}
-CHECK_ANSWERS = {
-    "ana_factors": ("aggravating_factor", "alleviating_factor", "not_aggravating_factor",
-                    "not_alleviating_factor"),
-    "characteristics": ("positive_characteristics", "negative_characteristics"),
-}
-
 # Invented values, lowercase, UMLS-looking. Keys: a slot (its heads), an attribute, or
 # (slot, attribute) where one attribute name means different things on different slots.
 _FACTORS = ("exertion", "lying flat", "cold air", "rest", "warm drinks", "climbing stairs",
@@ -88,7 +74,7 @@ VALUES: dict = {
     "frequency": ("every day", "twice a week", "a few times a day", "once a month", "at night"),
     "volume": ("a teaspoon", "small amount", "a lot"),
     "color": ("yellow", "green", "clear", "white"),
-    **dict.fromkeys(CHECK_ANSWERS["ana_factors"], _FACTORS),
+    **dict.fromkeys(cmas.CHECK_TYPE_ATTRIBUTES["ana_factors"], _FACTORS),
     "starting": ("since college", "five years ago", "as a teenager", "last year"),
     "relation": ("mother", "father", "sister", "brother", "grandmother", "uncle"),
     "where": ("at home", "at work", "at school"),
@@ -217,14 +203,14 @@ class _Interview:
 
     def _action_entry(self, base: str) -> dict:
         entry = {"value": self._head(base) or self.rng.choice(_pool(self.domain, ("action", base)))}
-        kinds = CHECK_TYPES.get(base, ())
+        kinds = cmas.CHECK_TYPES.get(base, ())
         if kinds and self.rng.random() < (0.4 if base == "symptom" else 0.25):
             count = min(len(kinds), self.rng.choice((1, 1, 1, 2)))
             entry["checks"] = [self._check(base, kind) for kind in self.rng.sample(kinds, count)]
         return entry
 
     def _check(self, base: str, kind: str) -> dict:
-        pool = _pool(self.domain, (base, kind), kind, *CHECK_ANSWERS.get(kind, ()))
+        pool = _pool(self.domain, (base, kind), kind, *cmas.CHECK_TYPE_ATTRIBUTES.get(kind, ()))
         if kind == "value" or not pool or self.rng.random() >= 0.28:
             return {"type": kind}
         return {"type": kind, "values": self.rng.sample(pool, 2)}
@@ -261,7 +247,7 @@ class _Interview:
         status = self._status(base, head)
         options = [a for a in cmas.SLOT_ATTRIBUTES[base]
                    if a != "value" and _pool(self.domain, (base, a), a)]
-        wanted = {self.rng.choice(CHECK_ANSWERS.get(c["type"], (c["type"],))) for c in checks}
+        wanted = {self.rng.choice(cmas.CHECK_TYPE_ATTRIBUTES.get(c["type"], (c["type"],))) for c in checks}
         extra = 0 if status in NO_DETAIL_STATUSES else self.rng.choice((0, 0, 1, 1, 2, 3))
         wanted.update(self.rng.sample(options, min(max(extra, head is None), len(options))))
         entry = {} if head is None else {"value": head}

@@ -116,10 +116,10 @@ def test_values_are_lowercase_and_free_of_span_delimiters(paper_scale):
 
 
 def test_every_check_type_is_answered_by_attributes_of_its_slot():
-    for slot, kinds in synthetic.CHECK_TYPES.items():
+    for slot, kinds in cmas.CHECK_TYPES.items():
         assert slot in cmas.ACTION_SLOTS
         for kind in kinds:
-            answers = synthetic.CHECK_ANSWERS.get(kind, (kind,))
+            answers = cmas.CHECK_TYPE_ATTRIBUTES.get(kind, (kind,))
             assert set(answers) <= set(cmas.SLOT_ATTRIBUTES[slot]), (slot, kind)
 
 
