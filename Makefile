@@ -42,7 +42,8 @@ demo: setup
 	set -e; for t in nlu pol nlg; do r=runs/tiny-llama/$$t; DATA=$(DATA) PYTHON=$(PY) scripts/train.sh tiny-llama $$t; \
 	  for s in train test; do $(PY) -m meditod_hub.predict --model_path $$r --task $$t --data $(DATA) --split $$s --out $$r/eval/$$s/predictions.jsonl; \
 	  $(PY) -m meditod_hub.evaluate_cli --task $$t --data $(DATA) --split $$s --predictions $$r/eval/$$s/predictions.jsonl --out $$r/eval/$$s/results.json; done; done
-	cat runs/tiny-llama/{nlu,pol,nlg}/eval/{train,test}/results.md
+	for t in nlu pol nlg; do for s in train test; do echo; echo "== tiny-llama, $$t, $$s split =="; \
+	  cat runs/tiny-llama/$$t/eval/$$s/results.md; done; done
 	$(PY) -m meditod_hub.publish --run runs/tiny-llama/nlu --repo local/meditod-tiny-llama-nlu --dry-run --card-dir out/model-card
 
 test: setup
