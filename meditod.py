@@ -54,8 +54,10 @@ def view_tables(release: Release) -> dict[str, dict[str, list[dict]]]:
     """config -> split -> rows: every view computed once, for Parquet, infos and the card."""
     tables = {config: {} for config in CONFIGS}
     for split, ids in release.splits.items():
-        for config in CONFIGS:
+        for config in ("dialogues", "nlu", "nlg"):
             tables[config][split] = [row for d in ids for row in view_rows(config, d, release.dialogues[d])]
+        # pol rows are nlg rows without the target: derive them rather than fold every state twice
+        tables["pol"][split] = [{k: row[k] for k in FEATURES["pol"]} for row in tables["nlg"][split]]
     return tables
 
 
