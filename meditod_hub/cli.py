@@ -1,0 +1,69 @@
+"""The `meditod` command: one subcommand per pipeline step, in the order data flows.
+
+    meditod build --source data/sample --out meditod      # release -> Hub-ready folder
+    meditod train recipes/tiny-llama/nlu.yaml             # recipe -> run folder
+    meditod predict --model_path runs/tiny-llama/nlu --task nlu --split test --out preds.jsonl
+    meditod evaluate --task nlu --split test --predictions preds.jsonl --out results.json
+    meditod <command> -h                                  # every flag of one command
+
+Each subcommand is a module with `main(argv) -> int` that parses its own dataclass arguments
+(`HfArgumentParser`, or `TrlParser` for train: snake_case flags, `--flag-name` accepted too).
+Modules are imported only when their command runs, so `meditod -h` and light commands stay
+fast. Failures and exit codes are `errors.run_main`'s: one line, 0/1/2/130.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from .errors import EXIT_OK, EXIT_USAGE, run_main
+
+# name -> (module with main(argv), one-line help); the order is the order data flows.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "build": ("meditod_hub.build", "validate a release and write the Hub-ready dataset folder"),
+    "push": ("meditod_hub.hub", "upload a built dataset folder to the Hub (private, gated)"),
+    "train": ("meditod_hub.train", "train a model from a recipe into a run folder"),
+    "predict": ("meditod_hub.predict", "greedy predictions of a run (or Hub model) on a split"),
+    "evaluate": ("meditod_hub.evaluate", "score a predictions file: results .json/.md/.png"),
+    "publish": ("meditod_hub.publish", "push an evaluated run with its model card to the Hub"),
+}
+
+
+def parse_args(types, argv: list[str], prog: str, description: str) -> tuple:
+    """`argv` -> one instance per dataclass in `types`; an unknown flag is a usage error (exit 2)."""
+    from transformers import HfArgumentParser
+
+    parser = HfArgumentParser(types, prog=prog, description=description)
+    namespace, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"unrecognised arguments: {' '.join(unknown)}")
+    return tuple(cls(**{k: v for k, v in vars(namespace).items() if k in cls.__dataclass_fields__})
+                 for cls in types)
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: meditod <command> [flags]   (meditod <command> -h for its flags)", "",
+             "MediTOD Hub kit: build the dataset, train, predict, evaluate, publish.", "",
+             "commands:"]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "--debug (or MEDITOD_DEBUG=1) shows the traceback of a failure."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return EXIT_OK if argv else EXIT_USAGE
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return EXIT_USAGE
+    module = importlib.import_module(COMMANDS[name][0])
+    return run_main(module.main, rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
