@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEBUG_FLAG, DEBUG_ENV = "--debug", "MEDITOD_DEBUG"
@@ -25,6 +25,12 @@ class MeditodError(Exception):
 
 class UsageError(MeditodError):
     """A setting that cannot work (a negative timeout, a path that is a file): exit code 2."""
+
+
+def name_ids(ids: Sequence[str], shown: int = 20) -> str:
+    """The first ids of a list, for an error message."""
+    head = ", ".join(ids[:shown])
+    return head + (f" (and {len(ids) - shown} more)" if len(ids) > shown else "")
 
 
 def debug_requested(argv: list[str] | None) -> bool:

@@ -188,8 +188,8 @@ def parse_failure_summary(records: list[dict]) -> str:
 
 def cascade_rows(task: str, rows: list[dict], upstream: str | Path) -> list[dict]:
     """Rows whose inputs come from the previous task's predictions (the paper's pipeline)."""
-    from .metrics.cascade import cascade_nlg_rows, cascade_pol_rows
     from .metrics.predictions import read_predictions
+    from .views import cascade_nlg_rows, cascade_pol_rows
 
     labels = {i: p.label for i, p in read_predictions(upstream).items()}
     return cascade_pol_rows(rows, labels) if task == "pol" else cascade_nlg_rows(rows, labels)

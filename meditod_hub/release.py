@@ -188,7 +188,14 @@ class _Checker:
         for attr, value in entry.items():
             if base is not None and attr not in cmas.SLOT_ATTRIBUTES[base]:
                 self.add(f"unknown attribute {attr!r} on slot {key!r}", did, uid, error=False)
-            if cmas.is_list_attribute(attr):
+            if attr == "value" and not isinstance(value, str):
+                # the head keys the state fold's entries: anything but a string breaks it
+                self.add(f"slot {key!r} `value` must be a string, got {type(value).__name__}",
+                         did, uid)
+            elif _nested(value):
+                self.add(f"attribute {attr!r} on slot {key!r} holds an object or a nested list "
+                         "(only strings and lists of strings can be scored)", did, uid)
+            elif cmas.is_list_attribute(attr):
                 if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                     self.add(f"attribute {attr!r} on slot {key!r} must be a list of strings, "
                              f"got {type(value).__name__}", did, uid, error=False)
@@ -219,7 +226,7 @@ class _Checker:
             if key not in cmas.ACTION_ENTRY_KEYS:
                 self.add(f"unknown key {key!r} in an action {slot!r} entry", did, uid, error=False)
         if "value" in entry and not isinstance(entry["value"], str):
-            self.add(f"action {slot!r} `value` must be a string", did, uid, error=False)
+            self.add(f"action {slot!r} `value` must be a string", did, uid)
         checks = entry.get("checks", [])
         if not isinstance(checks, list):
             self.add(f"action {slot!r} `checks` must be a list", did, uid)
@@ -257,6 +264,23 @@ class _Checker:
             elif json.dumps(rendered) != json.dumps(utt["dialog_state"]):
                 self.add("`dialog_state` differs from the state recomputed from the NLU labels "
                          "(the release's state is kept)", did, utt["uttr_id"], error=False)
+
+
+def _nested(value) -> bool:
+    """An object, or a list holding objects or lists: no CMAS attribute value has that shape."""
+    return isinstance(value, dict) or (isinstance(value, list)
+                                       and any(isinstance(v, (dict, list)) for v in value))
+
+
+def label_errors(kind: str, label) -> list[str]:
+    """What makes one label unusable by the state fold and the metrics (`nlu` items or doctor
+    `actions`): the release's error-level checks, for a label that comes from a model."""
+    if not isinstance(label, list):
+        return [f"expected a list, got {type(label).__name__}"]
+    problems: list[Problem] = []
+    checker = _Checker("<label>", problems)
+    (checker.nlu if kind == "nlu" else checker.actions)(None, None, label)
+    return [p.message for p in problems if p.error]
 
 
 def _read_dialogs(folder: Path, problems: list[Problem]) -> dict[str, dict] | None:

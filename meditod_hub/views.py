@@ -17,8 +17,12 @@ the typed `intents` / `action_types` columns give the viewer something to filter
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from datasets import Features, Json, List, Value
 
+from .errors import MeditodError, name_ids
+from .release import label_errors
 from .state import DialogueState
 
 CONFIGS = ("dialogues", "nlu", "pol", "nlg")
@@ -130,3 +134,58 @@ def view_rows(config: str, dialogue_id: str, dialogue: dict) -> list[dict]:
     rows = {"nlu": to_nlu, "pol": to_pol, "nlg": to_nlg}[config](dialogue_id, dialogue["utterances"])
     columns = FEATURES[config]
     return [{k: row[k] for k in columns} for row in rows]
+
+
+# --- cascaded rows: the pipeline reading of POL and NLG --------------------------------------
+# The authors fed every model gold inputs (reference 2.2); the paper describes a pipeline. These
+# rebuild `pol`/`nlg` rows from upstream *predictions* (example id -> parsed label, None for one
+# that did not parse): POL rows whose `state` folds the predicted NLU of every patient line
+# before the doctor line, NLG rows whose `actions` are the predicted ones. A label that did not
+# parse, or that the fold / metrics cannot take (`release.label_errors`), contributes nothing.
+
+class MissingPredictions(MeditodError):
+    """An upstream predictions file lacks ids the cascade needs."""
+
+
+def _require(ids: list[str], predictions: Mapping, what: str) -> None:
+    missing = [i for i in ids if i not in predictions]
+    if missing:
+        raise MissingPredictions(f"no predicted {what} for {len(missing)} id(s): "
+                                 f"{name_ids(missing)}; predict every row of the split first")
+
+
+def _usable(kind: str, label) -> list:
+    return label if label is not None and not label_errors(kind, label) else []
+
+
+def cascade_pol_rows(pol_rows: Sequence[dict],
+                     nlu_predictions: Mapping[str, list | None]) -> list[dict]:
+    """POL (or NLG) rows whose `state` is folded from predicted NLU labels."""
+    patient_ids = [[f"{row['dialogue_id']}-{c['uttr_id']}" for c in row["context"]
+                    if c["speaker"] == "patient"] for row in pol_rows]
+    _require(sorted({i for ids in patient_ids for i in ids}), nlu_predictions, "NLU")
+    states: dict[str, DialogueState] = {}
+    folded: dict[str, set[str]] = {}
+    out: list[dict | None] = [None] * len(pol_rows)
+    for index in sorted(range(len(pol_rows)), key=lambda i: (pol_rows[i]["dialogue_id"],
+                                                            pol_rows[i]["uttr_id"])):
+        row = pol_rows[index]
+        state = states.setdefault(row["dialogue_id"], DialogueState())
+        done = folded.setdefault(row["dialogue_id"], set())
+        for pid in patient_ids[index]:
+            if pid not in done:
+                state.update(_usable("nlu", nlu_predictions[pid]))
+                done.add(pid)
+        out[index] = {**row, "state": state.render()}
+    return out
+
+
+def cascade_nlg_rows(nlg_rows: Sequence[dict],
+                     pol_predictions: Mapping[str, list | None]) -> list[dict]:
+    """NLG rows whose `actions` (and `action_types`) are the predicted actions."""
+    _require([row["id"] for row in nlg_rows], pol_predictions, "actions")
+    out = []
+    for row in nlg_rows:
+        actions = _usable("actions", pol_predictions[row["id"]])
+        out.append({**row, "actions": actions, "action_types": [a["action"] for a in actions]})
+    return out

@@ -4,7 +4,6 @@ Plain functions over labels; `meditod_hub.evaluate_cli` wires them to a dataset 
 predictions file, and `metrics/meditod_{nlu,pol}` expose them as local `evaluate` modules.
 """
 
-from .cascade import cascade_nlg_rows, cascade_pol_rows
 from .f1 import Counts, F1Scores, nlu_f1, pol_f1
 from .judges import JUDGES, EmbeddingJudge, ExactJudge, JudgeError, LLMJudge, make_judge
 from .nlg import bleu, bertscore, nlg_scores, normalise, rouge, sacrebleu_score
@@ -16,7 +15,7 @@ from .tuples import MalformedLabel, Tuples, nlu_tuples, pol_tuples
 __all__ = [
     "Counts", "EmbeddingJudge", "ExactJudge", "F1Scores", "JUDGES", "JudgeError", "LLMJudge",
     "MalformedLabel", "PAK_MODES", "PAPER_KS", "Prediction", "PredictionsError", "Tuples",
-    "align", "bertscore", "bleu", "cascade_nlg_rows", "cascade_pol_rows", "make_judge",
+    "align", "bertscore", "bleu", "make_judge",
     "nlg_scores", "nlu_f1", "nlu_tuples", "normalise", "pol_f1", "pol_precision_at_k",
     "pol_tuples", "precision_at_k_tuples", "read_predictions", "rouge", "sacrebleu_score",
 ]

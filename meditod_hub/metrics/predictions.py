@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_SHOWN_IDS = 20
+from ..errors import MeditodError, name_ids
 
-
-class PredictionsError(ValueError):
+class PredictionsError(MeditodError, ValueError):
     """The predictions file cannot be scored; the message says where and which ids."""
 
 
@@ -36,12 +35,6 @@ class Prediction:
     def label(self) -> Any:
         """The parsed prediction, or None when it did not parse."""
         return self.prediction if self.parse_ok else None
-
-
-def name_ids(ids: Sequence[str]) -> str:
-    """The first ids of a list, for an error message."""
-    shown = ", ".join(ids[:_SHOWN_IDS])
-    return shown + (f" (and {len(ids) - _SHOWN_IDS} more)" if len(ids) > _SHOWN_IDS else "")
 
 
 def read_predictions(path: str | Path) -> dict[str, Prediction]:

@@ -9,9 +9,8 @@ import copy
 
 import pytest
 
-from meditod_hub.metrics import PredictionsError, cascade_nlg_rows, cascade_pol_rows
 from meditod_hub.release import read_release
-from meditod_hub.views import view_rows
+from meditod_hub.views import MissingPredictions, cascade_nlg_rows, cascade_pol_rows, view_rows
 
 
 def symptom(polarity, value):
@@ -53,7 +52,7 @@ def test_gold_nlu_reproduces_the_gold_states(sample_release):
 
 
 def test_missing_nlu_predictions_are_named():
-    with pytest.raises(PredictionsError, match="9-3"):
+    with pytest.raises(MissingPredictions, match="9-3"):
         cascade_pol_rows(view_rows("pol", "9", DIALOGUE), {"9-1": []})
 
 
@@ -64,5 +63,5 @@ def test_nlg_rows_take_the_predicted_actions():
     assert [(r["actions"], r["action_types"]) for r in cascaded] == \
            [([{"action": "chit-chat"}], ["chit-chat"]), ([], [])]
     assert [r["response"] for r in cascaded] == ["Fever?", "I see."]
-    with pytest.raises(PredictionsError, match="9-4"):
+    with pytest.raises(MissingPredictions, match="9-4"):
         cascade_nlg_rows(rows, {"9-2": []})
