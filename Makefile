@@ -1,11 +1,15 @@
 # MediTOD Hub kit. `make demo` runs the whole pipeline on the embedded synthetic sample (CPU);
 # `make test` runs the offline test suite. Every target that needs Python depends on `setup`.
+# Every target calls the `meditod` command (meditod_hub/cli.py); paths are quoted, so they may
+# hold spaces.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Installed first and explicitly: letting pip resolve torch pulls a multi-GB CUDA build.
-TORCH ?= torch==2.13.0
+MEDITOD := $(VENV)/bin/meditod
+# Installed first and explicitly: letting pip resolve torch pulls a multi-GB CUDA build. The
+# version is pyproject.toml's lower bound (the project's one torch pin).
+TORCH ?= torch==$(shell sed -n 's/.*"torch>=\([0-9.]*\)".*/\1/p' pyproject.toml)
 STAMP := $(VENV)/.installed
 
 SOURCE ?= data/sample
@@ -14,7 +18,7 @@ GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test data infos bench train predict eval push push-data published clean
+.PHONY: setup demo test lint data infos bench train predict eval push push-data published clean
 
 setup: $(STAMP)
 
@@ -27,27 +31,24 @@ $(STAMP): pyproject.toml
 
 ## data: build SOURCE (a release folder; default the embedded sample) into ./$(DATA)
 data: setup
-	$(PY) meditod.py build --source $(SOURCE) $(if $(OOD_SOURCE),--ood-source $(OOD_SOURCE)) --out $(DATA)
+	"$(MEDITOD)" build --source "$(SOURCE)" $(if $(OOD_SOURCE),--ood_source "$(OOD_SOURCE)") --out "$(DATA)"
 
 ## infos: regenerate the top-level dataset_infos.json from the embedded sample
 infos: setup
-	$(PY) meditod.py build --source data/sample --out .cache/infos/meditod
+	rm -rf .cache/infos
+	"$(MEDITOD)" build --source data/sample --out .cache/infos/meditod
 	cp .cache/infos/meditod/dataset_infos.json dataset_infos.json
 
-## demo: the whole pipeline on the embedded synthetic sample, on CPU: build, tiny models, train
-## NLU/POL/NLG, predict and evaluate (train split: memorised; test: the pipeline runs), model card
+## demo: the whole pipeline on the embedded synthetic sample, on CPU (scripts/demo_cpu.sh)
 demo: setup
-	$(PY) meditod.py build --source data/sample --out $(DATA)
-	$(PY) -m meditod_hub.tiny --data $(DATA) --out build/tiny-models
-	set -e; for t in nlu pol nlg; do r=runs/tiny-llama/$$t; DATA=$(DATA) PYTHON=$(PY) scripts/train.sh tiny-llama $$t; \
-	  for s in train test; do $(PY) -m meditod_hub.predict --model_path $$r --task $$t --data $(DATA) --split $$s --out $$r/eval/$$s/predictions.jsonl; \
-	  $(PY) -m meditod_hub.evaluate_cli --task $$t --data $(DATA) --split $$s --predictions $$r/eval/$$s/predictions.jsonl --out $$r/eval/$$s/results.json; done; done
-	for t in nlu pol nlg; do for s in train test; do echo; echo "== tiny-llama, $$t, $$s split =="; \
-	  cat runs/tiny-llama/$$t/eval/$$s/results.md; done; done
-	$(PY) -m meditod_hub.publish --run runs/tiny-llama/nlu --repo local/meditod-tiny-llama-nlu --dry-run --card-dir out/model-card
+	PYTHON="$(PY)" scripts/demo_cpu.sh
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+## lint: ruff (lint rules and import order, configured in pyproject.toml)
+lint: setup
+	$(PY) -m ruff check .
 
 bench: setup
 	$(PY) bench/bench_build.py
@@ -59,30 +60,32 @@ bench: setup
 ## runs/MODEL); GPUS=N launches accelerate (ACCELERATE_CONFIG=recipes/accelerate/fsdp_qlora.yaml|zero3.yaml
 ## to shard); ARGS="--key=value ..." overrides any recipe key
 train: setup
-	DATA=$(DATA) OUT=$(OUT) GPUS=$(GPUS) ARGS='$(ARGS)' PYTHON=$(PY) scripts/train.sh $(MODEL) $(TASK)
+	@test -n "$(MODEL)" || { echo "make train needs MODEL=<recipes folder>: $$(ls recipes | grep -v accelerate | tr '\n' ' ')" >&2; exit 2; }
+	DATA="$(DATA)" OUT="$(OUT)" GPUS="$(GPUS)" ARGS='$(ARGS)' PYTHON="$(PY)" scripts/train.sh "$(MODEL)" $(TASK)
 
 ## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT
 predict: setup
-	$(PY) -m meditod_hub.predict --model_path $(MODEL_PATH) --task $(TASK) --data $(DATA) \
-		--split $(SPLIT) --out $(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT)/predictions.jsonl)
+	"$(MEDITOD)" predict --model_path "$(MODEL_PATH)" --task "$(TASK)" --data "$(DATA)" \
+		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT)/predictions.jsonl)"
 
 ## eval: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes OUT (+ .md, .png)
 eval: setup
-	$(PY) -m meditod_hub.evaluate_cli --task $(TASK) --data $(DATA) --split $(SPLIT) \
-		--predictions $(PREDICTIONS) --out $(OUT) --judge $(or $(JUDGE),exact)
+	"$(MEDITOD)" evaluate --task "$(TASK)" --data "$(DATA)" --split "$(SPLIT)" \
+		--predictions "$(PREDICTIONS)" --out "$(OUT)" --judge "$(or $(JUDGE),exact)"
 
 ## push: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless PUBLIC=1;
 ## MERGED=1 merges the adapter into a 16-bit base). Needs a write token (HF_TOKEN or `hf auth login`).
 push: setup
-	$(PY) -m meditod_hub.publish --run $(RUN) --repo $(REPO) $(if $(PUBLIC),--public) $(if $(MERGED),--merged)
+	"$(MEDITOD)" publish --run "$(RUN)" --repo "$(REPO)" $(if $(PUBLIC),--public) $(if $(MERGED),--merged)
 
 ## published: the README table of published (model, task) repos and their headline metric
 published: setup
-	$(PY) -m meditod_hub.publish --table runs/
+	"$(MEDITOD)" publish --table runs/
 
 ## push-data: upload the built ./$(DATA) as REPO (private, gated unless synthetic; PUBLIC=1 for --public)
 push-data: setup
-	$(PY) meditod.py push --folder $(DATA) --repo $(REPO) $(if $(PUBLIC),--public)
+	"$(MEDITOD)" push --folder "$(DATA)" --repo "$(REPO)" $(if $(PUBLIC),--public)
 
+## clean: what the demo and `make infos` wrote (never ./meditod: it may be a real build)
 clean:
-	rm -rf .cache runs out $(DATA)
+	rm -rf .cache out

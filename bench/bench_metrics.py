@@ -24,8 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub.metrics import (bleu, nlu_f1, nlu_tuples, pol_f1, pol_precision_at_k,  # noqa: E402
-                                 pol_tuples, rouge)
+from meditod_hub.metrics import bleu, nlu_f1, nlu_tuples, pol_f1, pol_precision_at_k, pol_tuples, rouge  # noqa: E402
 from meditod_hub.synthetic import generate_dialogues, split_ids  # noqa: E402
 from meditod_hub.views import view_rows  # noqa: E402
 

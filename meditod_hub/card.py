@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datasets.info import DatasetInfosDict
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from . import about, cmas
-from .release import Release
+from .views import CONFIGS
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "cards" / "dataset_card.md"
+TEMPLATE = Path(__file__).resolve().parent / "cards" / "dataset_card.md"
 
 GATING = {
     "extra_gated_prompt": about.LICENCE_NOTE,
@@ -44,27 +43,29 @@ def splits_table(sizes: dict[str, dict[str, int]]) -> str:
     return "\n".join(rows)
 
 
-def render_dataset_card(release: Release, infos: DatasetInfosDict, sizes: dict[str, dict[str, int]],
-                        metadata: dict) -> DatasetCard:
-    synthetic = bool(metadata.get("synthetic"))
-    configs = [{"config_name": config,
-                "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"}
-                               for split in info.splits],
-                **({"default": True} if config == "nlu" else {})}
-               for config, info in infos.items()]
+def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int]],
+                        metadata: dict, has_ood: bool) -> DatasetCard:
+    """The card of a build: `dataset_info` is the YAML block of features and row counts per
+    config (`build.card_dataset_info`), `metadata` the release's release.json."""
+    synthetic = metadata.get("synthetic") is True
+    configs = [{"config_name": info["config_name"],
+                "data_files": [{"split": split["name"],
+                                "path": f"{info['config_name']}/{split['name']}-*.parquet"}
+                               for split in info["splits"]],
+                **({"default": True} if info["config_name"] == "nlu" else {})}
+               for info in sorted(dataset_info, key=lambda i: CONFIGS.index(i["config_name"]))]
     card_data = DatasetCardData(
         language="en", license="other", pretty_name=about.PRETTY_NAME,
         task_categories=["text-generation", "token-classification"],
         tags=["medical", "dialogue", "task-oriented-dialogue"] + (["synthetic"] if synthetic else []),
         size_categories="n<1K" if sum(n["nlu"] for n in sizes.values()) < 1000 else "10K<n<100K",
-        configs=configs, **({} if synthetic else GATING))
-    infos.to_dataset_card_data(card_data)
+        configs=configs, dataset_info=dataset_info, **({} if synthetic else GATING))
     return DatasetCard.from_template(
         card_data, template_path=str(TEMPLATE),
         pretty_name=about.PRETTY_NAME, synthetic=synthetic,
         description=metadata.get("description", ""), summary=about.SUMMARY,
         paper=about.PAPER, homepage=about.HOMEPAGE, splits_table=splits_table(sizes),
-        has_ood=release.has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),
+        has_ood=has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),
         action_types=", ".join(f"`{a}`" for a in cmas.ACTION_TYPES),
         action_slots=", ".join(f"`{s}`" for s in cmas.ACTION_SLOTS),
         slots=_slot_tree(), licence_note=about.LICENCE_NOTE,

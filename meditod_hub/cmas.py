@@ -1,8 +1,8 @@
 """The CMAS vocabulary (Comprehensive Medical Attribute Schema): the one place that spells it.
 
 Every other module (release validation, the state fold, dataset views, model formats, metrics,
-cards) imports these names. Sources: reference.md sections 1.2, 1.3, 1.4 and 4.1/4.2, which
-describe the authors' canonical release and metric code.
+cards) imports these names. docs/format.md ("Release format", "Metrics") says what they mean
+and where they come from.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ POLARITY_PREFIXES = ("positive", "negative", "unknown")
 TEST_PREFIXES = ("avail", "unavail")
 
 # Base slots whose entries are medical concepts (head value canonicalised to UMLS), in the
-# fixed order the dialogue state renders them (reference 1.3).
+# fixed order the dialogue state renders them (docs/format.md, "The dialogue-state rule").
 POLAR_SLOTS = ("symptom", "medical_history", "family_history", "habit", "exposure", "medication")
 TEST_SLOT = "medical_test"
 # Non-polar patient slots: status, if any, is an attribute.
@@ -52,9 +52,9 @@ SLOT_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "basic_information": ("age", "gender", "name"),
 }
 
-# List-valued attributes: exactly the authors' parser `list_fields` (reference 1.2), which also
-# has `unknown_ana_factor` (the prompt says `unknown_factor`; which one the full data uses is
-# unknown, so both are accepted on symptoms).
+# List-valued attributes: exactly the authors' parser `list_fields` (docs/format.md, "Release
+# format"), which also has `unknown_ana_factor` (the prompt says `unknown_factor`; which one the
+# full data uses is unknown, so both are accepted on symptoms).
 LIST_ATTRIBUTES = frozenset({
     "location",
     "positive_characteristics", "negative_characteristics", "unknown_characteristics",
@@ -65,7 +65,7 @@ LIST_ATTRIBUTES = frozenset({
 SLOT_ATTRIBUTES["symptom"] = SLOT_ATTRIBUTES["symptom"] + ("unknown_ana_factor",)
 
 # Medical ("canon", exact match) attributes per base slot, as the metric code classifies them
-# (reference 4.1). The head `value` of a medical slot is always medical; everything not listed
+# (docs/format.md, "Metrics"). The head `value` of a medical slot is always medical; everything not listed
 # is non-medical and may go through a semantic equivalence judge.
 MEDICAL_ATTRIBUTES: dict[str, frozenset[str]] = {
     "symptom": frozenset({"value", "location", "progression", "severity", "lesion_size",
@@ -87,10 +87,10 @@ ACTION_SLOTS = POLAR_SLOTS + (TEST_SLOT, "residence", "occupation", "travel",
                               "basic_information", "disease")
 ACTION_ENTRY_KEYS = ("value", "checks")
 CHECK_KEYS = ("type", "values")
-# Action slots whose entries are medical heads in the POL metric (reference 4.2).
+# Action slots whose entries are medical heads in the POL metric (docs/format.md, "Metrics").
 MEDICAL_ACTION_SLOTS = MEDICAL_BASE_SLOTS + ("disease",)
 
-# How the NLU/POL metrics unroll the non-medical slots (reference 4.1, 4.2): the status slots
+# How the NLU/POL metrics unroll the non-medical slots (docs/format.md, "Metrics"): the status slots
 # have no head tuple and only their `status` is medical; basic information is all medical in
 # NLU, and in POL its head is non-medical and its checks are ignored.
 STATUS_SLOTS = ("residence", "occupation", "travel")
@@ -101,12 +101,12 @@ MEDICAL_CHECK_VALUE_TYPES: dict[str, frozenset[str]] = {
     slot: MEDICAL_ATTRIBUTES[slot] - {"value"} for slot in ("symptom", "medication") + STATUS_SLOTS
 }
 
-# The scoring skip rules name one patient intent and one action type (reference 4.1, 4.2).
+# The scoring skip rules name one patient intent and one action type (docs/format.md, "Metrics").
 INFORM_INTENT = "inform"
 INQUIRE_ACTION = "inquire"
 
-# Check types a doctor asks about, per action slot (reference 1.4: those seen in the sample), and
-# the patient attributes that answer them where a check type names a family of attributes.
+# Check types a doctor asks about, per action slot (those seen in the authors' sample), and the
+# patient attributes that answer them where a check type names a family of attributes.
 CHECK_TYPES = {
     "symptom": ("onset", "ana_factors", "location", "characteristics", "progression",
                 "duration", "frequency", "severity", "color", "volume"),

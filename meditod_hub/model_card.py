@@ -1,61 +1,32 @@
-"""Render a model card for a finished training run (the run-directory contract in `train.py`).
+"""Render a model card for a finished training run (`runs.Run`).
 
 A card is built only from metrics (`eval/<split>/results.json`), run metadata (`run_info.json`)
 and the recipe: never from dataset rows, dialogue text or predictions, so it can be public
-while the data stays gated. The `model-index` lists every metric as a `huggingface_hub.EvalResult`
-whose `metric_config` is the metric's key path in results.json (`medical.f1`,
-`precision_at_k.4`), which makes the card machine-comparable with the paper's rows in
-`paper_results` and with other runs.
+while the data stays gated. The `model-index` lists every metric of the task spec
+(`tasks.Task.metrics`) as a `huggingface_hub.EvalResult` whose `metric_config` is the metric's
+key path in results.json (`medical.f1`, `precision_at_k.4`), which makes the card
+machine-comparable with the paper's rows in `paper_results` and with other runs. The model's
+identity (paper row, licence, citation) comes from its base model, so a `-full` recipe of
+BioGPT is still BioGPT.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from . import about, paper_results
+from .runs import EVAL_SPLITS, Run
+from .tasks import Metric, get_task
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "cards" / "model_card.md"
-EVAL_SPLITS = ("test", "test_ood")
+TEMPLATE = Path(__file__).resolve().parent / "cards" / "model_card.md"
 CARD_KEY = "meditod"  # YAML block {model, task, run_id, merged}: what makes a repo ours
-DECODER_FAMILIES = ("llama", "biogpt")  # the rest (flan-t5, pptod) are encoder-decoders
 
 
-@dataclass(frozen=True)
-class Metric:
-    key: str    # path in results.json, nested keys joined with dots
-    type: str   # model-index metric id
-    name: str   # what the card's table calls it
-    fmt: str = ".4f"
-
-
-_F1 = tuple(Metric(f"{prefix}{stat}", stat, f"{label} {stat_name}")
-            for prefix, label in (("", "Overall"), ("medical.", "Medical"),
-                                  ("non_medical.", "Non-medical"))
-            for stat, stat_name in (("precision", "precision"), ("recall", "recall"), ("f1", "F1")))
-_JOINT = Metric("joint_accuracy", "accuracy", "Joint accuracy")
-METRICS: dict[str, tuple[Metric, ...]] = {
-    "nlu": _F1 + (_JOINT,),
-    "pol": _F1 + (_JOINT,) + tuple(Metric(f"precision_at_k.{k}", "precision_at_k", f"P@{k}")
-                                   for k in ("1", "4", "8", "inf")),
-    "nlg": (Metric("bleu2", "bleu", "BLEU-2 (NLTK, x100)", ".2f"),
-            Metric("bleu4", "bleu", "BLEU-4 (NLTK, x100)", ".2f"),
-            Metric("rouge1", "rouge", "ROUGE-1"), Metric("rougeL", "rouge", "ROUGE-L"),
-            Metric("sacrebleu.score", "sacrebleu", "sacreBLEU", ".2f"),
-            Metric("bertscore.f1", "bertscore", "BERTScore F1")),
-}
-HEADLINE = {"nlu": "f1", "pol": "f1", "nlg": "bleu4"}
-TASKS = {
-    "nlu": "from the dialogue so far and the patient's utterance, predict its intents, slots and "
-           "attributes (CMAS labels)",
-    "pol": "from the dialogue so far and the dialogue state, predict the doctor's next actions",
-    "nlg": "from the dialogue so far and the doctor's actions, write the doctor's utterance",
-}
 HYPERPARAMETERS = (
     "learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
     "gradient_accumulation_steps", "lr_scheduler_type", "warmup_ratio", "optim", "max_length",
@@ -70,25 +41,27 @@ class BaseModel:
     link: str
     license: str
     citation: str
+    paper_model: str  # the paper's row for this base model (`paper_results` key)
 
 
+# Keyed by the base model's name: the last part of its Hub id or local folder.
 BASE_MODELS: dict[str, BaseModel] = {
-    "llama3-8b": BaseModel(
+    "Meta-Llama-3-8B-Instruct": BaseModel(
         "Meta-Llama-3-8B-Instruct", "https://huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct",
         "llama3", """@article{dubey2024llama3,
   title   = {The Llama 3 Herd of Models},
   author  = {Dubey, Abhimanyu and Jauhri, Abhinav and Pandey, Abhinav and others},
   journal = {arXiv preprint arXiv:2407.21783},
   year    = {2024}
-}"""),
-    "openbiollm-8b": BaseModel(
+}""", "llama3-8b"),
+    "Llama3-OpenBioLLM-8B": BaseModel(
         "Llama3-OpenBioLLM-8B", "https://huggingface.co/aaditya/Llama3-OpenBioLLM-8B",
         "llama3", """@misc{pal2024openbiollms,
   title        = {OpenBioLLMs: Advancing Open-Source Large Language Models for Healthcare and Life Sciences},
   author       = {Pal, Ankit and Sankarasubbu, Malaikannan},
   year         = {2024},
   howpublished = {\\url{https://huggingface.co/aaditya/Llama3-OpenBioLLM-8B}}
-}"""),
+}""", "openbiollm-8b"),
     "flan-t5-base": BaseModel(
         "Flan-T5 base", "https://huggingface.co/google/flan-t5-base", "apache-2.0",
         """@article{chung2022scaling,
@@ -96,7 +69,7 @@ BASE_MODELS: dict[str, BaseModel] = {
   author  = {Chung, Hyung Won and Hou, Le and Longpre, Shayne and others},
   journal = {arXiv preprint arXiv:2210.11416},
   year    = {2022}
-}"""),
+}""", "flan-t5-base"),
     "biogpt": BaseModel(
         "BioGPT", "https://huggingface.co/microsoft/biogpt", "mit",
         """@article{luo2022biogpt,
@@ -107,7 +80,7 @@ BASE_MODELS: dict[str, BaseModel] = {
   number  = {6},
   pages   = {bbac409},
   year    = {2022}
-}"""),
+}""", "biogpt"),
     "pptod-base": BaseModel(
         "PPTOD base", "https://github.com/awslabs/pptod", "apache-2.0",
         """@inproceedings{su2022pptod,
@@ -116,78 +89,8 @@ BASE_MODELS: dict[str, BaseModel] = {
   booktitle = {Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics},
   pages     = {4661--4676},
   year      = {2022}
-}"""),
+}""", "pptod-base"),
 }
-
-
-class RunError(ValueError):
-    """A run directory that cannot be carded or published; the message names the file."""
-
-
-@dataclass
-class Run:
-    path: Path
-    info: dict                                  # run_info.json
-    recipe: str                                 # recipe.yaml, verbatim
-    results: dict[str, dict] = field(default_factory=dict)  # split -> eval/<split>/results.json
-
-    @property
-    def model(self) -> str:
-        return self.info["model"]
-
-    @property
-    def task(self) -> str:
-        return self.info["task"]
-
-    def chart(self, split: str) -> Path | None:
-        path = self.path / "eval" / split / "results.png"
-        return path if path.is_file() else None
-
-
-_RUN_INFO_KEYS = ("model", "task", "family", "base_model", "adapter")
-
-
-def read_run(path: Path) -> Run:
-    """Read a run directory; refuse one without run_info, recipe or test results."""
-    path = Path(path)
-    info_file, recipe_file = path / "run_info.json", path / "recipe.yaml"
-    for needed in (info_file, recipe_file):
-        if not needed.is_file():
-            raise RunError(f"{needed}: missing; is {path} a finished training run?")
-    info = _read_json(info_file)
-    missing = [key for key in _RUN_INFO_KEYS if key not in info]
-    if missing:
-        raise RunError(f"{info_file}: missing keys {', '.join(missing)}")
-    if info["task"] not in METRICS:
-        raise RunError(f"{info_file}: unknown task {info['task']!r} (expected one of {', '.join(METRICS)})")
-    run = Run(path, info, recipe_file.read_text(encoding="utf-8"))
-    for split in EVAL_SPLITS:
-        results_file = path / "eval" / split / "results.json"
-        if results_file.is_file():
-            run.results[split] = _read_json(results_file)
-            if metric_value(run.results[split], HEADLINE[run.task]) is None:
-                raise RunError(f"{results_file}: no {HEADLINE[run.task]!r}: not {run.task} results")
-    if "test" not in run.results:
-        raise RunError(f"{path}: no evaluation results (eval/test/results.json); run `make predict` "
-                       "and `make eval` on the test split first")
-    return run
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunError(f"{path}: cannot read ({exc})") from exc
-
-
-def metric_value(results: dict, key: str) -> float | None:
-    """The number at a dotted key path of results.json (None when absent or null)."""
-    value = results
-    for part in key.split("."):
-        if not isinstance(value, dict) or value.get(part) is None:
-            return None
-        value = value[part]
-    return float(value) if isinstance(value, (int, float)) else None
 
 
 def hub_id(name: str | None) -> str | None:
@@ -202,19 +105,26 @@ def base_label(name: str) -> str:
     return hub_id(name) or Path(name).name
 
 
+def base_model(run: Run) -> BaseModel | None:
+    """The paper's base model this run fine-tunes (None for others, e.g. the tiny models)."""
+    return BASE_MODELS.get(Path(run.info["base_model"]).name)
+
+
+def paper_row(run: Run, split: str) -> dict[str, float]:
+    base = base_model(run)
+    return paper_results.paper_row(base.paper_model, run.task, split) if base else {}
+
+
 def eval_results(run: Run) -> list[EvalResult]:
-    return [EvalResult(task_type=_pipeline_tag(run), task_name=f"MediTOD {run.task.upper()}",
-                       dataset_type="meditod", dataset_name=about.PRETTY_NAME,
+    dataset = hub_id(run.info.get("dataset")) or "meditod"
+    return [EvalResult(task_type=run.family.pipeline_tag, task_name=f"MediTOD {run.task.upper()}",
+                       dataset_type=dataset, dataset_name=about.PRETTY_NAME,
                        dataset_config=run.task, dataset_split=split,
                        metric_type=metric.type, metric_name=metric.name, metric_config=metric.key,
                        metric_value=round(value, 6))
             for split, results in run.results.items()
-            for metric in METRICS[run.task]
-            if (value := metric_value(results, metric.key)) is not None]
-
-
-def _pipeline_tag(run: Run) -> str:
-    return "text-generation" if run.info["family"] in DECODER_FAMILIES else "text2text-generation"
+            for metric in get_task(run.task).metrics
+            if (value := results.value(metric.key)) is not None]
 
 
 def _cell(value: float | None, metric: Metric) -> str:
@@ -223,11 +133,11 @@ def _cell(value: float | None, metric: Metric) -> str:
 
 def _results_rows(run: Run, splits: list[str]) -> list[dict]:
     rows = []
-    for metric in METRICS[run.task]:
+    for metric in get_task(run.task).metrics:
         cells = []
         for split in splits:
-            ours = metric_value(run.results.get(split, {}), metric.key)
-            paper = paper_results.paper_row(run.model, run.task, split).get(metric.key)
+            ours = run.results[split].value(metric.key) if split in run.results else None
+            paper = paper_row(run, split).get(metric.key)
             cells += [_cell(ours, metric), _cell(paper, metric)]
         if any(cell != "—" for cell in cells):
             rows.append({"name": metric.name, "cells": cells})
@@ -269,8 +179,9 @@ def _training_data(info: dict) -> str:
     where = (f"[{dataset}](https://huggingface.co/datasets/{dataset})" if dataset
              else "a local MediTOD build")
     counts = ", ".join(f"{info[key]} {label}" for key, label in (
-        ("train_examples", "training examples"), ("truncated_examples", "with the context "
-         "left-truncated to fit"), ("skipped_examples", "skipped (target too long)")) if key in info)
+        ("train_examples", "training examples"), ("truncated_examples", "cut to fit the token "
+         "budget"), ("state_cut_examples", "of them losing old state entries"),
+        ("skipped_examples", "skipped (over budget)")) if key in info)
     return f"{where}, `{info['task']}` config, train split; {counts}; seed {info.get('seed')}."
 
 
@@ -281,28 +192,31 @@ def _hyperparameters(recipe_text: str) -> list[tuple[str, object]]:
 
 def _loading(run: Run, repo_id: str, revision: str | None, merged: bool) -> tuple[str, str]:
     """How to load this repo and run it on dataset rows, through the project's own inference."""
-    family, task = run.info["family"], run.task
+    family, task = run.family.name, run.task
     adapter = run.info["adapter"] and not merged
-    auto = ("AutoPeftModelFor" if adapter else "AutoModelFor") + (
-        "CausalLM" if family in DECODER_FAMILIES else "Seq2SeqLM")
+    auto = ("AutoPeftModelFor" if adapter else "AutoModelFor") + run.family.auto_model_name
     text = (f"A LoRA adapter: `peft.{auto}` loads its base model "
             f"(`{base_label(run.info['base_model'])}`, named in `adapter_config.json`) and applies it."
             if adapter else f"Full weights: `transformers.{auto}` loads them.")
     if merged and run.info.get("quantization"):
         text += (f" The adapter was trained on a {run.info['quantization']} base and merged into the "
                  "bf16 base: outputs are close to, not identical with, the adapter's.")
-    text += (" Inputs are built and outputs parsed with the project's formats (`meditod_hub.formats`)"
-             f" on rows of the `{task}` config of a MediTOD build; `meditod_hub.predict` does both, "
-             "with this repo's `recipe.yaml` token budgets when run on a downloaded snapshot:")
+    text += (" Inputs are built and outputs parsed by the project's family registry "
+             f"(`meditod_hub.families`) on rows of the `{task}` config of a MediTOD build; "
+             "`meditod_hub.predict` does both, with this repo's `recipe.yaml` token budgets:")
     rev = f', revision="{revision}"' if revision else ""
-    code = f"""from datasets import load_dataset
-from huggingface_hub import snapshot_download
-from meditod_hub.predict import DEFAULT_BUDGETS, load_model, predict_rows
+    code = f"""from huggingface_hub import snapshot_download
+from meditod_hub.dataset import load_split
+from meditod_hub.families import get_family
+from meditod_hub.predict import load_model, predict_rows
+from meditod_hub.runs import run_settings
 
-model, tokenizer = load_model(snapshot_download("{repo_id}"{rev}), "{family}")
-rows = list(load_dataset("meditod", "{task}", split="test"))[:4]  # a MediTOD build (gated data)
-for record in predict_rows(model, tokenizer, "{family}", "{task}", rows, DEFAULT_BUDGETS["{family}"]):
-    print(record["id"], record["parse_ok"], record["prediction"])"""
+path, family = snapshot_download("{repo_id}"{rev}), get_family("{family}")
+model, tokenizer = load_model(path, family)
+rows = load_split("meditod", "{task}", "test")[:4]  # a MediTOD build (gated data)
+budget = family.budget(run_settings(path)[1])
+for record in predict_rows(model, tokenizer, family, "{task}", rows, budget):
+    print(record.id, record.parse_ok, record.prediction)"""
     return text, code
 
 
@@ -310,27 +224,26 @@ def _predict_command(repo_id: str, revision: str | None, task: str) -> str:
     rev = f', revision="{revision}"' if revision else ""
     return (f"MODEL=$(python -c 'from huggingface_hub import snapshot_download as s; "
             f"print(s(\"{repo_id}\"{rev}))')\n"
-            f"python -m meditod_hub.predict --model_path $MODEL --task {task} --data meditod "
+            f"meditod predict --model_path $MODEL --task {task} --data meditod "
             "--split test --out predictions.jsonl\n"
-            f"python -m meditod_hub.evaluate_cli --task {task} --data meditod --split test "
+            f"meditod evaluate --task {task} --data meditod --split test "
             "--predictions predictions.jsonl --out results.json")
 
 
 def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | None = None,
                       merged: bool = False) -> ModelCard:
     info, task = run.info, run.task
-    base = BASE_MODELS.get(run.model)
+    base = base_model(run)
     adapter = info["adapter"] and not merged
-    splits = [s for s in EVAL_SPLITS
-              if s in run.results or paper_results.paper_row(run.model, task, s)]
+    splits = [s for s in EVAL_SPLITS if s in run.results or paper_row(run, s)]
     card_data = ModelCardData(
         model_name=f"meditod-{run.model}-{task}", base_model=hub_id(info["base_model"]),
-        library_name="peft" if adapter else "transformers", pipeline_tag=_pipeline_tag(run),
+        library_name="peft" if adapter else "transformers", pipeline_tag=run.family.pipeline_tag,
         license=base.license if base else None, language="en",
         datasets=[d] if (d := hub_id(info.get("dataset"))) else None,
         tags=["meditod", f"meditod-{task}", "medical", "dialogue", "task-oriented-dialogue",
               info["family"]] + (["lora"] if info["adapter"] else []),
-        metrics=sorted({m.type for m in METRICS[task]}), eval_results=eval_results(run),
+        metrics=sorted({m.type for m in get_task(task).metrics}), eval_results=eval_results(run),
         **{CARD_KEY: {"model": run.model, "task": task, "run_id": run_id, "merged": merged}})
     load_text, load_code = _loading(run, repo_id, revision, merged)
     base_name = f"[{base.name}]({base.link})" if base else f"`{base_label(info['base_model'])}`"
@@ -339,14 +252,14 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
     return ModelCard.from_template(
         card_data, template_path=str(TEMPLATE),
         title=f"MediTOD {task.upper()}: {run.model}", weights_summary=weights + base_name,
-        task_upper=task.upper(), task_description=TASKS[task], paper=about.PAPER,
+        task_upper=task.upper(), task_description=get_task(task).description, paper=about.PAPER,
         run_id=run_id, revision=revision, licence_note=about.LICENCE_NOTE,
         load_text=load_text, load_code=load_code,
         predict_command=_predict_command(repo_id, revision, task),
         splits=splits, results_rows=_results_rows(run, splits),
         paper_source=paper_results.SOURCE,
-        has_paper_row=bool(paper_results.paper_row(run.model, task, "test")),
-        scoring_note=_scoring_note(run.results["test"]),
+        has_paper_row=bool(paper_row(run, "test")),
+        scoring_note=_scoring_note(run.results["test"].scores),
         charts=[{"path": f"eval/{s}/results.png", "alt": f"F1 per slot type, {s}"}
                 for s in run.results if run.chart(s)],
         results_files=[f"eval/{s}/results.json" for s in run.results],
@@ -354,7 +267,7 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         wall_clock=_wall_clock(info.get("train_runtime_s")), global_step=info.get("global_step"),
         quantization=info.get("quantization") or "none",
         framework_versions=", ".join(f"{k} {v}" for k, v in info.get("framework_versions", {}).items()),
-        hyperparameters=_hyperparameters(run.recipe), recipe=run.recipe.strip(),
+        hyperparameters=_hyperparameters(run.recipe_text), recipe=run.recipe_text.strip(),
         citation=about.CITATION, base_citations=[base.citation] if base else [])
 
 

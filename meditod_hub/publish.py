@@ -1,13 +1,13 @@
 """Publish a finished, evaluated run to the Hub in one commit; list what was published.
 
     # LoRA adapter + card + results + chart + recipe, to a private repo
-    python -m meditod_hub.publish --run runs/llama3-8b/nlu --repo my-org/meditod-llama3-8b-nlu
+    meditod publish --run runs/llama3-8b/nlu --repo my-org/meditod-llama3-8b-nlu
     # the adapter merged into its base in bf16 instead, to a public repo
-    python -m meditod_hub.publish --run runs/llama3-8b/nlu --repo ORG/NAME --merged --public
-    # no network: the file list and the card (with --card-dir: written to a folder, not printed)
-    python -m meditod_hub.publish --run runs/tiny-llama/nlu --repo ORG/NAME --dry-run --card-dir out/card
+    meditod publish --run runs/llama3-8b/nlu --repo ORG/NAME --merged --public
+    # no network: the file list and the card (with --card_dir: written to a folder, not printed)
+    meditod publish --run runs/tiny-llama/nlu --repo ORG/NAME --dry_run --card_dir out/card
     # the README's table of published (model, task) repos with their headline metric
-    python -m meditod_hub.publish --table runs/
+    meditod publish --table runs/
 
 Revisions: one repo per (model, task). Each run is identified by a hash of the files it publishes
 (`run_id`) and gets its own branch `run-<run_id>`. The first run pushed to a repo also lands on
@@ -23,24 +23,26 @@ not on the allow-lists below. Each successful push is recorded in `<run>/publish
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, ModelCard
 from huggingface_hub.errors import EntryNotFoundError
 
-from . import paper_results
-from .hub import HubError, hub_session
-from .model_card import (DECODER_FAMILIES, EVAL_SPLITS, HEADLINE, METRICS, Run, RunError,
-                         base_label, card_identity, metric_value, read_run, render_model_card)
+from .cli import parse_args
+from .errors import UsageError, run_main
+from .files import atomic_write
+from .hub import KEEP_ON_HUB, HubError, check_timeout, deadline, hub_session
+from .model_card import base_label, card_identity, paper_row, render_model_card
+from .runs import EVAL_SPLITS, PUBLISHED, Run, RunError, eval_dir, read_run
+from .tasks import get_task
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 FULL_FILES = ("config.json", "generation_config.json", "model.safetensors", "model-*.safetensors",
@@ -49,8 +51,24 @@ TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json",
                    "chat_template.jinja", "vocab.*", "merges.txt", "*.model")
 RUN_FILES = ("recipe.yaml", "run_info.json")
 EVAL_FILES = ("results.json", "results.md", "results.png")
-RECORD = "published.json"
-KEEP_ON_HUB = (".gitattributes",)
+
+
+@dataclass
+class PublishArguments:
+    run: Path | None = field(default=None, metadata={"help": "a finished, evaluated run folder"})
+    repo: str | None = field(default=None, metadata={"help": "ORG/NAME, one repo per (model, task)"})
+    public: bool = field(default=False, metadata={"help": "create the repo public (default: "
+                                                          "private)"})
+    merged: bool = field(default=False, metadata={"help": "push the adapter merged into its "
+                                                          "bf16 base"})
+    dry_run: bool = field(default=False, metadata={"help": "print the file list and card; no "
+                                                           "network"})
+    card_dir: Path | None = field(default=None, metadata={
+        "help": "with --dry_run: write the card and charts here"})
+    timeout: float = field(default=600.0, metadata={
+        "help": "seconds for the whole push, retries included (also the limit of each request)"})
+    table: Path | None = field(default=None, metadata={
+        "help": "print the table of published runs under this folder (no network)"})
 
 
 @dataclass
@@ -84,7 +102,7 @@ def run_files(run: Run, merged: bool = False) -> dict[str, Path]:
     if merged:
         check_mergeable(run)
     for split in run.results:
-        folder = run.path / "eval" / split
+        folder = eval_dir(run.path, split)
         files.update({f"eval/{split}/{name}": path
                       for name, path in _top_level(folder, EVAL_FILES).items()})
     return files
@@ -120,12 +138,9 @@ def check_mergeable(run: Run) -> None:
 @contextmanager
 def merged_weights(run: Run) -> Iterator[dict[str, Path]]:
     """The adapter merged into its base reloaded in bf16 (the training base may have been NF4)."""
-    import peft
     import torch
 
-    auto = (peft.AutoPeftModelForCausalLM if run.info["family"] in DECODER_FAMILIES
-            else peft.AutoPeftModelForSeq2SeqLM)
-    model = auto.from_pretrained(run.path, dtype=torch.bfloat16)
+    model = run.family.auto_model(adapter=True).from_pretrained(run.path, dtype=torch.bfloat16)
     with tempfile.TemporaryDirectory(prefix="meditod-merged-") as folder:
         model.merge_and_unload().save_pretrained(folder)
         yield _top_level(Path(folder), FULL_FILES)
@@ -162,18 +177,24 @@ def _refuse_token_in_files(token: str, card_text: str, files: dict[str, Path]) -
 
 
 def publish(run_dir: Path, repo: str, *, public: bool = False, merged: bool = False,
-            timeout: float = 30.0) -> Published:
+            timeout: float = 600.0) -> Published:
+    timeout = check_timeout(timeout)
     run = read_run(run_dir)
     files = run_files(run, merged)
     rid = run_id(files, merged)
     card_text = str(render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}",
                                       merged=merged))
-    with hub_session(f"publish {run.path} to {repo}", timeout) as api:
-        _refuse_token_in_files(api.token, card_text, files)
-        url = str(api.create_repo(repo, private=not public, exist_ok=True))
-        done = _push(api, run, Published(repo, rid, f"run-{rid}", "", False, merged, False, url),
-                     files, card_text, timeout)
-    (run.path / RECORD).write_text(json.dumps(asdict(done), indent=2) + "\n", encoding="utf-8")
+    action = f"publish {run.path} to {repo}"
+
+    def work() -> Published:
+        with hub_session(action, timeout) as api:
+            _refuse_token_in_files(api.token, card_text, files)
+            url = str(api.create_repo(repo, private=not public, exist_ok=True))
+            return _push(api, run, Published(repo, rid, f"run-{rid}", "", False, merged, False,
+                                             url), files, card_text, timeout)
+
+    done = deadline(timeout, action, work)
+    atomic_write(run.path / PUBLISHED, json.dumps(asdict(done), indent=2) + "\n")
     return done
 
 
@@ -244,13 +265,13 @@ def published_table(runs: Path) -> str:
     """A Markdown table of every published run under `runs` (from the published.json records)."""
     rows = ["| model | task | repo (revision) | headline metric | test | test_ood | paper, test |",
             "|---|---|---|---|---|---|---|"]
-    for record_file in sorted(Path(runs).rglob(RECORD)):
+    for record_file in sorted(Path(runs).rglob(PUBLISHED)):
         record = json.loads(record_file.read_text(encoding="utf-8"))
         run = read_run(record_file.parent)
-        key = HEADLINE[run.task]
-        metric = next(m for m in METRICS[run.task] if m.key == key)
-        cells = [metric_value(run.results.get(s, {}), key) for s in EVAL_SPLITS]
-        cells.append(paper_results.paper_row(run.model, run.task, "test").get(key))
+        metric = get_task(run.task).headline_metric
+        cells = [run.results[s].value(metric.key) if s in run.results else None
+                 for s in EVAL_SPLITS]
+        cells.append(paper_row(run, "test").get(metric.key))
         shown = ["—" if v is None else format(v, metric.fmt) for v in cells]
         revision = "main" if record["on_main"] else record["revision"]
         link = record["url"] if record["on_main"] else f"{record['url']}/tree/{revision}"
@@ -259,36 +280,22 @@ def published_table(runs: Path) -> str:
     return "\n".join(rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m meditod_hub.publish",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--run", type=Path, help="a finished, evaluated run directory")
-    parser.add_argument("--repo", help="ORG/NAME, one repo per (model, task)")
-    parser.add_argument("--public", action="store_true", help="create the repo public (default: private)")
-    parser.add_argument("--merged", action="store_true", help="push the adapter merged into its bf16 base")
-    parser.add_argument("--dry-run", action="store_true", help="print the file list and card, no network")
-    parser.add_argument("--card-dir", type=Path, help="with --dry-run: write the card and charts here")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request")
-    parser.add_argument("--table", type=Path, metavar="RUNS", help="print the published-runs table")
-    args = parser.parse_args(argv)
-    try:
-        if args.table:
-            print(published_table(args.table))
-        elif not (args.run and args.repo):
-            parser.error("--run and --repo are required (or --table RUNS)")
-        elif args.dry_run:
-            print(dry_run(args.run, args.repo, merged=args.merged, card_dir=args.card_dir))
-        else:
-            done = publish(args.run, args.repo, public=args.public, merged=args.merged,
-                           timeout=args.timeout)
-            state = ("published" if done.new_commit else "already published, no new commit:")
-            print(f"{state} run {done.run_id} at {done.url} revision {done.revision}"
-                  f"{' (also main)' if done.on_main else ''}, commit {done.commit}")
-    except (RunError, HubError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+def main(argv: list[str]) -> int:
+    (args,) = parse_args((PublishArguments,), argv, "meditod publish", __doc__.split("\n")[0])
+    if args.table:
+        print(published_table(args.table))
+    elif not (args.run and args.repo):
+        raise UsageError("--run and --repo are required (or --table RUNS)")
+    elif args.dry_run:
+        print(dry_run(args.run, args.repo, merged=args.merged, card_dir=args.card_dir))
+    else:
+        done = publish(args.run, args.repo, public=args.public, merged=args.merged,
+                       timeout=args.timeout)
+        state = "published" if done.new_commit else "already published, no new commit:"
+        print(f"{state} run {done.run_id} at {done.url} revision {done.revision}"
+              f"{' (also main)' if done.on_main else ''}, commit {done.commit}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

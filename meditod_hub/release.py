@@ -1,4 +1,4 @@
-"""Read and validate a MediTOD release folder (reference 1 and 7).
+"""Read and validate a MediTOD release folder (docs/format.md, "Release format").
 
 A release is `dialogs.json` plus `train_ids.json`, `valid_ids.json`, `test_ids.json`, and
 optionally an out-of-domain id file (`ood_ids.json` or `test_ood_ids.json`) or a second release
@@ -16,17 +16,23 @@ not by index parity; each irregularity is a warning. See `views` for how rows ar
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cmas
+from .errors import MeditodError, name_ids
 from .state import DialogueState
 
 SPLIT_FILES = {"train": "train_ids.json", "validation": "valid_ids.json", "test": "test_ids.json"}
 OOD_SPLIT_FILES = ("ood_ids.json", "test_ood_ids.json")
 DIALOGS_FILE = "dialogs.json"
+METADATA_FILE = "release.json"  # optional: {"synthetic": true, "name": ..., "description": ...}
 SPLITS = ("train", "validation", "test", "test_ood")
+# Longer than any real utterance (the longest in the authors' sample is ~200 words); every later
+# row of its dialogue repeats it in `context`, so it is reported.
+LONG_UTTERANCE_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,7 @@ class Problem:
         return f"{level}: {', '.join(where)}: {self.message}"
 
 
-class ReleaseError(Exception):
+class ReleaseError(MeditodError):
     """The release cannot be built; `problems` lists every problem found, not only the first."""
 
     def __init__(self, problems: list[Problem], reason: str):
@@ -61,30 +67,74 @@ class Release:
     dialogues: dict[str, dict]                # dialogue id -> dialogue object, as in the release
     splits: dict[str, list[str]]              # split -> dialogue ids, in id-file order
     problems: list[Problem] = field(default_factory=list)  # warnings that were accepted
+    metadata: dict = field(default_factory=dict)          # release.json
+    fingerprint: str = ""                                  # sha256 over every file read
 
     @property
     def has_ood(self) -> bool:
         return bool(self.splits.get("test_ood"))
 
-
-def _load_json(path: Path, problems: list[Problem]):
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        problems.append(Problem(str(path), "file not found"))
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(str(path), f"cannot read file ({exc.__class__.__name__}: {exc})"))
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        problems.append(Problem(str(path), f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"))
-        return None
+    @property
+    def synthetic(self) -> bool:
+        return self.metadata.get("synthetic") is True
 
 
-def _load_ids(path: Path, problems: list[Problem]) -> list[str] | None:
-    ids = _load_json(path, problems)
+class _Files:
+    """Reads release files, hashing each one for the build's fingerprint."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        self.digest = hashlib.sha256()
+
+    def text(self, path: Path) -> str | None:
+        if path.is_dir():
+            self.problems.append(Problem(str(path), "is a folder, expected a JSON file"))
+            return None
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            self.problems.append(Problem(str(path), "file not found"))
+            return None
+        except OSError as exc:
+            self.problems.append(Problem(str(path), f"cannot read file ({exc.__class__.__name__})"))
+            return None
+        self.digest.update(f"{path.name}\n{len(data)}\n".encode() + data)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.problems.append(Problem(str(path), f"not UTF-8 (byte {exc.start}): save it as UTF-8"))
+            return None
+
+    def json(self, path: Path, hook=None):
+        text = self.text(path)
+        if text is None:
+            return None
+        try:
+            return json.loads(text, object_pairs_hook=hook)
+        except json.JSONDecodeError as exc:
+            self.problems.append(Problem(str(path), f"invalid JSON at line {exc.lineno}, column "
+                                                    f"{exc.colno}: {exc.msg}"))
+            return None
+
+
+class _DuplicateKeys:
+    """`object_pairs_hook` that records every object whose keys repeat: plain `json.loads` keeps
+    the last value silently, so a dialogue id listed twice would lose a dialogue unseen."""
+
+    def __init__(self):
+        self.found: dict[int, list[str]] = {}  # id() of the resulting dict -> repeated keys
+
+    def __call__(self, pairs: list[tuple[str, object]]) -> dict:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            seen: set[str] = set()
+            self.found[id(result)] = sorted({k for k, _ in pairs if k in seen or seen.add(k)})
+        return result
+
+
+def _load_ids(path: Path, files: _Files) -> list[str] | None:
+    problems = files.problems
+    ids = files.json(path)
     if ids is None:
         return None
     if not isinstance(ids, list) or not all(isinstance(i, (str, int)) for i in ids):
@@ -139,6 +189,10 @@ class _Checker:
             self.add("`text` missing or not a string", did, index)
         elif not utt["text"].strip():
             self.add("empty `text`", did, index, error=False)
+        elif len(utt["text"]) > LONG_UTTERANCE_CHARS:
+            self.add(f"`text` is {len(utt['text']):,} characters long (over "
+                     f"{LONG_UTTERANCE_CHARS:,}; every later row of the dialogue repeats it in "
+                     "`context`): check the transcript", did, index, error=False)
         speaker = utt.get("speaker")
         if speaker not in cmas.SPEAKERS:
             self.add(f"unknown speaker {speaker!r} (expected doctor or patient)", did, index)
@@ -222,7 +276,7 @@ class _Checker:
                     self.action_entry(did, uid, slot, entry)
 
     def action_entry(self, did, uid, slot: str, entry: dict) -> None:
-        for key, value in entry.items():
+        for key in entry:
             if key not in cmas.ACTION_ENTRY_KEYS:
                 self.add(f"unknown key {key!r} in an action {slot!r} entry", did, uid, error=False)
         if "value" in entry and not isinstance(entry["value"], str):
@@ -252,7 +306,7 @@ class _Checker:
                      "row follows it)", did, utterances[-1]["uttr_id"], error=False)
 
     def state(self, did: str, utterances: list[dict]) -> None:
-        """Recompute the state fold and compare it, byte for byte, with `dialog_state`."""
+        """Recompute the state fold and compare it with `dialog_state`, key order included."""
         state = DialogueState()
         for utt in utterances:
             if utt["speaker"] != "patient":
@@ -261,9 +315,16 @@ class _Checker:
             if "dialog_state" not in utt:
                 self.add("`dialog_state` missing; the recomputed state is used", did,
                          utt["uttr_id"], error=False)
-            elif json.dumps(rendered) != json.dumps(utt["dialog_state"]):
+            elif not _same_json(rendered, utt["dialog_state"]):
                 self.add("`dialog_state` differs from the state recomputed from the NLU labels "
                          "(the release's state is kept)", did, utt["uttr_id"], error=False)
+
+
+def _same_json(rendered: dict, given) -> bool:
+    """Equal as JSON text would be: values equal (a C-speed `==`), and every slot and entry in
+    the same key order (a state's entries are flat: strings and lists of strings)."""
+    return rendered == given and list(rendered) == list(given) and all(
+        list(a) == list(b) for key in rendered for a, b in zip(rendered[key], given[key]))
 
 
 def _nested(value) -> bool:
@@ -283,14 +344,40 @@ def label_errors(kind: str, label) -> list[str]:
     return [p.message for p in problems if p.error]
 
 
-def _read_dialogs(folder: Path, problems: list[Problem]) -> dict[str, dict] | None:
-    path = folder / DIALOGS_FILE
-    data = _load_json(path, problems)
+def _where_nested(dialogue, targets: set[int]) -> int | None:
+    """The index of the utterance holding one of the objects `targets` (id()s), if any."""
+    for index, utt in enumerate(dialogue.get("utterances", []) if isinstance(dialogue, dict) else []):
+        stack = [utt]
+        while stack:
+            value = stack.pop()
+            if id(value) in targets:
+                return index
+            stack.extend(value.values() if isinstance(value, dict) else
+                         value if isinstance(value, list) else ())
+    return None
+
+
+def _read_dialogs(folder: Path, files: _Files) -> dict[str, dict] | None:
+    path, problems = folder / DIALOGS_FILE, files.problems
+    duplicates = _DuplicateKeys()
+    data = files.json(path, duplicates)
     if data is None:
         return None
     if not isinstance(data, dict):
         problems.append(Problem(str(path), "expected an object keyed by dialogue id"))
         return None
+    if id(data) in duplicates.found:
+        ids = duplicates.found.pop(id(data))
+        problems.append(Problem(str(path), f"dialogue id(s) listed twice: {name_ids(ids)} (JSON "
+                                           "keeps only the last; give each dialogue its own id)"))
+    if duplicates.found:
+        targets = set(duplicates.found)
+        for did, dialogue in data.items():
+            uid = _where_nested(dialogue, targets)
+            if uid is not None or id(dialogue) in targets:
+                problems.append(Problem(str(path), "an object repeats a key (JSON keeps only the "
+                                                   "last value): remove the duplicate", str(did),
+                                        uid))
     checker = _Checker(str(path), problems)
     dialogues = {}
     for did, dialogue in data.items():
@@ -300,15 +387,38 @@ def _read_dialogs(folder: Path, problems: list[Problem]) -> dict[str, dict] | No
     return dialogues
 
 
+def _read_metadata(source: Path, files: _Files) -> dict:
+    path = source / METADATA_FILE
+    if not path.exists():
+        return {}
+    metadata = files.json(path)
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        files.problems.append(Problem(str(path), "expected a JSON object"))
+        return {}
+    if "synthetic" in metadata and not isinstance(metadata["synthetic"], bool):
+        files.problems.append(Problem(str(path), "`synthetic` must be true or false"))
+    for key in ("name", "description"):
+        if key in metadata and not isinstance(metadata[key], str):
+            files.problems.append(Problem(str(path), f"`{key}` must be a string"))
+    return metadata
+
+
 def read_release(source: str | Path, ood_source: str | Path | None = None,
                  strict: bool = False) -> Release:
     """Validate and load a release; raise `ReleaseError` listing every problem if it can't be."""
     source = Path(source)
     problems: list[Problem] = []
-    dialogues = _read_dialogs(source, problems) or {}
+    if not source.is_dir():
+        raise ReleaseError([], f"no such release folder: {source} (it must hold {DIALOGS_FILE} "
+                               "and the split id files)")
+    files = _Files(problems)
+    metadata = _read_metadata(source, files)
+    dialogues = _read_dialogs(source, files) or {}
     splits: dict[str, list[str]] = {}
     for split, name in SPLIT_FILES.items():
-        ids = _load_ids(source / name, problems)
+        ids = _load_ids(source / name, files)
         if ids is not None:
             splits[split] = ids
     ood_files = [source / n for n in OOD_SPLIT_FILES if (source / n).exists()]
@@ -316,16 +426,18 @@ def read_release(source: str | Path, ood_source: str | Path | None = None,
         problems.append(Problem(str(source), f"both {OOD_SPLIT_FILES[0]} and "
                                              f"{OOD_SPLIT_FILES[1]} exist; keep one"))
     elif ood_files:
-        ids = _load_ids(ood_files[0], problems)
+        ids = _load_ids(ood_files[0], files)
         if ids is not None:
             splits["test_ood"] = ids
     dialogue_files = {did: source / DIALOGS_FILE for did in dialogues}
     if ood_source is not None:
         if ood_files:
-            problems.append(Problem(str(ood_files[0]), "an OOD id file and --ood-source were both "
+            problems.append(Problem(str(ood_files[0]), "an OOD id file and --ood_source were both "
                                                        "given; use one"))
+        if not Path(ood_source).is_dir():
+            raise ReleaseError([], f"no such release folder: {ood_source} (--ood_source)")
         ood_path = Path(ood_source) / DIALOGS_FILE
-        ood_dialogues = _read_dialogs(Path(ood_source), problems) or {}
+        ood_dialogues = _read_dialogs(Path(ood_source), files) or {}
         for did in ood_dialogues:
             if did in dialogues:
                 problems.append(Problem(str(ood_path), "dialogue id also used by the in-domain "
@@ -337,7 +449,11 @@ def read_release(source: str | Path, ood_source: str | Path | None = None,
     owner: dict[str, str] = {}
     known = set(dialogues) | {p.dialogue_id for p in problems if p.error}
     for split, ids in splits.items():
-        split_file = ood_files[0] if split == "test_ood" and ood_files else source / SPLIT_FILES.get(split, DIALOGS_FILE)
+        split_file = (ood_files[0] if split == "test_ood" and ood_files
+                      else source / SPLIT_FILES.get(split, DIALOGS_FILE))
+        if not ids:
+            problems.append(Problem(str(split_file), f"split {split!r} is empty (it is built "
+                                                     "with no rows)", error=False))
         for did in ids:
             if did not in known and did not in dialogues:
                 problems.append(Problem(str(split_file), f"id listed in split {split!r} is not in "
@@ -350,6 +466,8 @@ def read_release(source: str | Path, ood_source: str | Path | None = None,
         if did not in owner:
             problems.append(Problem(str(dialogue_files[did]), "dialogue is in no split (kept out of "
                                                               "every split)", did, error=False))
+    if not any(p.error and p.file.endswith(DIALOGS_FILE) for p in problems) and not dialogues:
+        problems.append(Problem(str(source / DIALOGS_FILE), "the release holds no dialogue"))
 
     errors = [p for p in problems if p.error]
     if errors:
@@ -357,4 +475,5 @@ def read_release(source: str | Path, ood_source: str | Path | None = None,
                                      f"error(s), {len(problems) - len(errors)} warning(s)")
     if strict and problems:
         raise ReleaseError(problems, f"--strict: {len(problems)} warning(s) in {source}")
-    return Release(dialogues=dialogues, splits=splits, problems=problems)
+    return Release(dialogues=dialogues, splits=splits, problems=problems, metadata=metadata,
+                   fingerprint=files.digest.hexdigest())

@@ -1,4 +1,5 @@
-"""The dialogue-state fold (reference 1.3): patient NLU labels -> cumulative patient state.
+"""The dialogue-state fold: patient NLU labels -> cumulative patient state (docs/format.md,
+"The dialogue-state rule").
 
 Rule, verified byte-identical on all 178 patient turns of the authors' sample:
 one entry per (base slot, head value); the last mention wins (status moves, attributes are
@@ -21,7 +22,7 @@ class DialogueState:
         # base slot -> {head value (or NO_VALUE): [status, attrs]} in first-mention order
         self._slots: dict[str, dict[str | None, list]] = {base: {} for base in BASE_SLOTS}
 
-    def update(self, nlu_items: Iterable[dict]) -> "DialogueState":
+    def update(self, nlu_items: Iterable[dict]) -> DialogueState:
         for item in nlu_items:
             for slot_key, entries in (item.get("slots") or {}).items():
                 parsed = split_slot_key(slot_key)

@@ -24,12 +24,21 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
-from datasets import load_dataset
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (BioGptConfig, BioGptForCausalLM, LlamaConfig, LlamaForCausalLM,
-                          PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration)
+from transformers import (
+    BioGptConfig,
+    BioGptForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+    T5Config,
+    T5ForConditionalGeneration,
+)
 
-from .formats import TASKS, chat, pptod, seq2seq
+from .dataset import load_split
+from .families import FAMILIES
+from .formats import pptod
+from .tasks import TASK_NAMES
 
 FAMILY_OF = {"tiny-llama": "llama", "tiny-biogpt": "biogpt", "tiny-t5": "flan-t5",
              "tiny-pptod": "pptod"}
@@ -52,17 +61,14 @@ LLAMA3_SPECIALS = ("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>"
 
 def corpus(data: str | Path, split: str = "train") -> Iterator[str]:
     """Every family's source and target text for every row of every task in one split."""
-    return texts_of({task: load_dataset(str(data), task, split=split) for task in TASKS})
+    return texts_of({task: load_split(data, task, split) for task in TASK_NAMES})
 
 
 def texts_of(rows_by_task: dict[str, Iterable[dict]]) -> Iterator[str]:
     for task, rows in rows_by_task.items():
         for row in rows:
-            for message in chat.messages(task, row):
-                yield message["content"]
-            for family in seq2seq.FAMILIES:
-                yield " ".join(seq2seq.source_text(family, task, row))
-                yield seq2seq.target_text(family, task, row)
+            for family in FAMILIES.values():
+                yield from family.texts(task, row)
 
 
 def _byte_bpe(texts: Iterable[str], specials: Iterable[str], vocab_size: int) -> Tokenizer:

@@ -1,7 +1,7 @@
 """The one training entry point: a recipe -> a finished run directory.
 
-    python -m meditod_hub.train recipes/llama3-8b/nlu.yaml
-    python -m meditod_hub.train recipes/tiny-llama/nlu.yaml --num_train_epochs=2 --output_dir=runs/x
+    meditod train recipes/llama3-8b/nlu.yaml
+    meditod train recipes/tiny-llama/nlu.yaml --num_train_epochs=2 --output_dir=runs/x
     accelerate launch --config_file recipes/accelerate/ddp.yaml -m meditod_hub.train recipes/...
     torchrun --nproc_per_node 2 -m meditod_hub.train recipes/...   # CPU: gloo
 
@@ -10,27 +10,33 @@ decoders, transformers `Seq2SeqTrainingArguments` for encoder-decoders), TRL `Mo
 (model, LoRA, 4-bit) and `MeditodArguments` below; every key can be overridden as `--key=value`.
 Full fine-tuning vs QLoRA is `use_peft` + `load_in_4bit` (ModelConfig's own flags).
 
-Data flow: dataset rows -> `formats` (the family's input/target) -> token budgets fitted HERE,
-before the trainer sees anything (TRL would silently cut or drop long rows): the context is cut
-from the left, never the target; an example that cannot fit is skipped, and every cut and skip
-is counted in the log and in run_info.json. Decoders train with TRL's `SFTTrainer` on
-prompt/completion data (loss on the completion, ending in EOS / the end-of-turn token),
-encoder-decoders with `Seq2SeqTrainer`. Both evaluate by generating on the validation split, so
-NLU/POL checkpoints are selected by F1 (`metric_for_best_model: f1`), NLG by loss.
+Data flow: dataset rows -> the family's training example (`families`: its format, fitted to
+the token budget before the trainer sees anything, since TRL would silently cut or drop long
+rows): old context is cut from the left, then the oldest state entries, never the target; an
+example that cannot fit is skipped, and every cut and skip is counted in the log and in
+run_info.json. Decoders train with TRL's `SFTTrainer` on prompt/completion data (loss on the
+completion, ending in EOS / the end-of-turn token), encoder-decoders with `Seq2SeqTrainer`. Both
+evaluate by generating on the validation split, so NLU/POL checkpoints are selected by F1
+(`metric_for_best_model: f1`), NLG by loss.
 
-The run directory (`output_dir`) gets the model (adapter or full weights) + tokenizer,
-`recipe.yaml` (resolved), `run_info.json` and `checkpoints/`; a rerun resumes from the last
-checkpoint there.
+The run directory (`output_dir`, see `runs`) gets the model (adapter or full weights) +
+tokenizer, `recipe.yaml` (resolved), `run_info.json` and `checkpoints/`. A rerun resumes from the
+last complete checkpoint there, only if it was trained from the same recipe and dataset (each
+checkpoint records both); `train_runtime_s` adds up every segment of a resumed run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import hashlib
 import json
 import logging
 import os
 import platform
+import shutil
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,21 +48,21 @@ import trl
 import yaml
 from accelerate import PartialState
 from accelerate.utils import gather_object
-from datasets import Dataset, load_dataset
+from datasets import Dataset
 from peft import get_peft_model, prepare_model_for_kbit_training
-from transformers import (AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer,
-                          DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments)
-from transformers.trainer_utils import get_last_checkpoint
+from transformers import AutoTokenizer, DataCollatorForSeq2Seq, Seq2SeqTrainer, TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
-from trl import (ModelConfig, SFTConfig, SFTTrainer, TrlParser, get_peft_config,
-                 get_quantization_config)
-from trl.trainer.utils import create_model_from_path
+from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantization_config
 
-from .formats import TASKS, chat, seq2seq
-from .formats.fit import BudgetError, fit_to_budget
-from .metrics import nlu_f1, pol_f1
-from .predict import (DECODER_FAMILIES, FAMILIES, SEQ2SEQ_FAMILIES, Budget, predict_rows,
-                      stop_token_ids)
+from .dataset import load_split
+from .errors import MeditodError, UsageError, run_main
+from .families import FAMILY_NAMES, Budget, Family, get_family
+from .files import atomic_write
+from .formats.fit import BudgetError
+from .predict import predict_rows
+from .runs import CHECKPOINTS, write_run_files
+from .tasks import TASK_NAMES, get_task
 
 logger = logging.getLogger("meditod_hub.train")
 
@@ -69,9 +75,9 @@ PAD_CANDIDATES = ("<|finetune_right_pad_id|>", "<|reserved_special_token_0|>", "
 class MeditodArguments:
     """The MediTOD part of a recipe; the trainer's and TRL's dataclasses hold the rest."""
 
-    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASKS)})
-    family: str = field(metadata={"help": "input/output format and trainer",
-                                  "choices": list(FAMILIES)})
+    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
+    family: str = field(metadata={"help": "input/output format and trainer (meditod_hub.families)",
+                                  "choices": list(FAMILY_NAMES)})
     model: str = field(metadata={"help": "recipe model name, e.g. llama3-8b (run_info.json)"})
     dataset_name: str = field(default="meditod",
                               metadata={"help": "built dataset folder or Hub dataset id"})
@@ -88,41 +94,73 @@ class MeditodArguments:
         "help": "if set, gradient_accumulation_steps = this / (per-device batch x processes)"})
     eval_max_examples: int | None = field(default=None, metadata={
         "help": "generate on only the first N validation rows (cheap CPU runs)"})
+    overwrite_output_dir: bool = field(default=False, metadata={
+        "help": "start over when output_dir holds checkpoints of another recipe or dataset "
+                "(they are deleted); without it such a resume is refused"})
 
 
 @dataclass
 class Recipe:
+    path: Path
     script: MeditodArguments
     training: object  # SFTConfig or Seq2SeqTrainingArguments
     model: object     # trl.ModelConfig
     resolved: dict    # the recipe's keys and every overridden key, with their final values
 
     @property
+    def family(self) -> Family:
+        return get_family(self.script.family)
+
+    @property
     def budget(self) -> Budget:
-        seq = self.script.family in SEQ2SEQ_FAMILIES
-        return Budget(self.script.max_source_length if seq else self.training.max_length,
-                      self.script.max_new_tokens)
+        settings = {**self.training.to_dict(), **_plain(self.script)}
+        return self.family.budget({k: v for k, v in settings.items() if v is not None})
+
+
+def _read_recipe(path: Path) -> dict:
+    if not path.is_file():
+        models = sorted(p.name for p in Path("recipes").glob("*") if (p / "nlu.yaml").is_file())
+        raise UsageError(f"no recipe {path}" + (f"; models: {', '.join(models)}" if models else ""))
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise UsageError(f"{path}: invalid YAML{where}: fix the recipe") from None
+    if not isinstance(config, dict):
+        raise UsageError(f"{path}: a recipe is a YAML mapping of settings, got "
+                         f"{type(config).__name__}")
+    return config
 
 
 def parse_recipe(argv: list[str]) -> Recipe:
     """`<recipe.yaml> [--key=value ...]` -> the three dataclasses (TrlParser: YAML, then CLI)."""
     if not argv or argv[0].startswith("-"):
-        raise SystemExit("usage: python -m meditod_hub.train <recipe.yaml> [--key=value ...]")
-    path, overrides = argv[0], list(argv[1:])
-    config = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    cli_keys = [a[2:].split("=", 1)[0] for a in overrides if a.startswith("--")]
-    family = _cli_value(overrides, "family") or config.get("family")
-    if family not in FAMILIES:
-        raise SystemExit(f"{path}: `family` must be one of {FAMILIES}, got {family!r}")
-    training_class = SFTConfig if family in DECODER_FAMILIES else Seq2SeqTrainingArguments
-    parser = TrlParser((MeditodArguments, training_class, ModelConfig))
+        raise UsageError("usage: meditod train <recipe.yaml> [--key=value ...]")
+    path, overrides = Path(argv[0]), list(argv[1:])
+    config = _read_recipe(path)
+    cli_keys = [a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")]
+    family = get_family(_cli_value(overrides, "family") or config.get("family") or "(missing)")
+    parser = TrlParser((MeditodArguments, family.trainer_arguments_class(), ModelConfig))
+    known = {a.dest for a in parser._actions} - {"help", "config"}
+    unknown = sorted((set(config) | set(cli_keys)) - known)
+    if unknown:
+        hints = [f"{k} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, known, 1))
+                 else k for k in unknown]
+        raise UsageError(f"{path}: unknown setting(s) {', '.join(hints)}: recipe keys are fields "
+                         f"of MeditodArguments, ModelConfig and "
+                         f"{family.trainer_arguments_class().__name__}")
     # Without CUDA, TrainingArguments must be told so at construction: it then runs several
     # processes as gloo DDP (otherwise each trains alone) and accepts bf16 recipes.
     device = [] if torch.cuda.is_available() else ["--use_cpu=true"]
-    script, training, model = parser.parse_args_and_config(["--config", path, *device, *overrides])
+    try:
+        script, training, model = parser.parse_args_and_config(["--config", str(path), *device,
+                                                                *overrides])
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
     values = {**_plain(model), **training.to_dict(), **_plain(script)}
     resolved = {k: values[k] for k in dict.fromkeys([*config, *cli_keys]) if k in values}
-    return Recipe(script, training, model, resolved)
+    return Recipe(path, script, training, model, resolved)
 
 
 def _cli_value(args: list[str], key: str) -> str | None:
@@ -142,51 +180,35 @@ def _plain(instance) -> dict:
 @dataclass
 class Encoded:
     dataset: Dataset | None
-    truncated: int = 0                                    # examples whose context was cut
+    truncated: int = 0                                    # examples whose input was cut
+    state_cut: int = 0                                    # ...of which lost state entries
     skipped: list[str] = field(default_factory=list)      # ids of examples that cannot fit
 
 
-def encode(family: str, task: str, rows: list[dict], tokenizer, budget: Budget) -> Encoded:
+def encode(family: Family, task: str, rows: list[dict], tokenizer, budget: Budget) -> Encoded:
     """Trainer-ready examples within the budget; nothing is cut or dropped without a count."""
-    examples, truncated, skipped = [], 0, []
+    examples, truncated, state_cut, skipped = [], 0, 0, []
     for row in rows:
-        if family == "llama":
-            messages = chat.messages(task, row)
-            length = len(tokenizer.apply_chat_template(messages, tokenize=True,
-                                                       return_dict=True)["input_ids"])
-            if budget.max_length is not None and length > budget.max_length:
-                skipped.append(row["id"])  # the chat window has no context left to cut
-                continue
-            examples.append({"prompt": messages[:2], "completion": messages[2:]})
-            continue
-        parts = seq2seq.source_parts(family, task, row)
-        text = seq2seq.target_text(family, task, row)
-        if family == "biogpt":  # one sequence: fitted prompt, then target + EOS
-            target = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        else:                   # T5 labels: the tokenizer's own template appends </s>
-            target = tokenizer(text)["input_ids"]
         try:
-            fitted = fit_to_budget(tokenizer, parts, budget.max_length, row["id"],
-                                   len(target) if family == "biogpt" else 0)
+            example = family.training_example(task, row, tokenizer, budget)
         except BudgetError:
             skipped.append(row["id"])
             continue
-        truncated += fitted.truncated
-        if family == "biogpt":
-            examples.append({"input_ids": fitted.input_ids + target,
-                             "labels": [-100] * len(fitted.input_ids) + target})
-        else:
-            examples.append({"input_ids": fitted.input_ids, "labels": target})
-    return Encoded(Dataset.from_list(examples) if examples else None, truncated, skipped)
+        truncated += example.fitted.truncated
+        state_cut += example.fitted.dropped_state > 0
+        examples.append(example.features)
+    return Encoded(Dataset.from_list(examples) if examples else None, truncated, state_cut,
+                   skipped)
 
 
-def ensure_pad_token(tokenizer) -> None:
+def ensure_pad_token(tokenizer, family: Family) -> None:
     """Give the tokenizer a pad token that is neither EOS nor the end-of-turn token.
 
     Upstream set pad = EOS and its collator masked every pad id out of the labels, so the model
-    never learned to stop (reference 3.3). Distinct ids keep every collator from confusing them.
+    never learned to stop (docs/format.md, "Model formats"). Distinct ids keep every collator from
+    confusing them.
     """
-    stops = set(stop_token_ids(tokenizer))
+    stops = set(family.stop_token_ids(tokenizer))
     if tokenizer.pad_token_id is not None and tokenizer.pad_token_id not in stops:
         return
     vocab = tokenizer.get_vocab()
@@ -194,8 +216,8 @@ def ensure_pad_token(tokenizer) -> None:
         if candidate in vocab and vocab[candidate] not in stops:
             tokenizer.pad_token = candidate
             return
-    raise ValueError(f"{tokenizer.name_or_path}: no pad token distinct from EOS/end-of-turn and "
-                     f"none of {PAD_CANDIDATES} in the vocabulary; add one to the tokenizer")
+    raise MeditodError(f"{tokenizer.name_or_path}: no pad token distinct from EOS/end-of-turn "
+                       f"and none of {PAD_CANDIDATES} in the vocabulary; add one to the tokenizer")
 
 
 # --- model ---------------------------------------------------------------------------------
@@ -205,7 +227,7 @@ def flash_varlen_available(attn_implementation: str | None) -> bool:
         or (attn_implementation == "flash_attention_3" and is_flash_attn_3_available()))
 
 
-def plan_batching(family: str, training, model_args) -> str:
+def plan_batching(family: Family, training, model_args) -> str:
     """Padding-free where it is exact, length-grouped padded batches everywhere else.
 
     Padding-free concatenates a batch into one row and relies on FlashAttention's varlen kernel
@@ -216,9 +238,9 @@ def plan_batching(family: str, training, model_args) -> str:
     """
     if not getattr(training, "padding_free", False):
         return "padded"
-    if family != "llama":
-        raise ValueError(f"padding_free is not exact for family {family!r}: its attention ignores "
-                         "position ids, so examples in one batch would attend to each other")
+    if not family.exact_padding_free:
+        raise UsageError(f"padding_free is not exact for family {family.name!r}: its attention "
+                         "ignores position ids, so examples in one batch would attend to each other")
     if flash_varlen_available(model_args.attn_implementation):
         training.max_length = None  # every example is already fitted; TRL refuses both together
         return "padding_free"
@@ -230,7 +252,7 @@ def plan_batching(family: str, training, model_args) -> str:
     return "padded"
 
 
-def load_model(family: str, model_args, training):
+def load_model(family: Family, model_args, training):
     """The base model (4-bit when the recipe says so), ready for LoRA on a quantized base."""
     quantization = get_quantization_config(model_args)
     # FSDP / ZeRO-3 shard the base themselves; DDP wants one full copy on each process's GPU.
@@ -239,10 +261,10 @@ def load_model(family: str, model_args, training):
     device_map = None
     if quantization is not None and torch.cuda.is_available() and not sharded:
         device_map = {"": PartialState().local_process_index}
-    model = create_model_from_path(
-        model_args.model_name_or_path,
-        AutoModelForCausalLM if family in DECODER_FAMILIES else AutoModelForSeq2SeqLM,
-        revision=model_args.model_revision, dtype=model_args.dtype,
+    dtype = model_args.dtype
+    model = family.auto_model().from_pretrained(
+        model_args.model_name_or_path, revision=model_args.model_revision,
+        dtype=getattr(torch, dtype) if dtype in ("bfloat16", "float16", "float32") else dtype,
         attn_implementation=model_args.attn_implementation, quantization_config=quantization,
         device_map=device_map)
     if quantization is not None and not sharded:
@@ -261,7 +283,7 @@ class ValidationScorer:
     and compute the same score, so checkpoint selection agrees across ranks.
     """
 
-    family: str
+    family: Family
     task: str
     rows: list[dict]
     tokenizer: object
@@ -272,12 +294,9 @@ class ValidationScorer:
         mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
         records = predict_rows(model, self.tokenizer, self.family, self.task,
                                [self.rows[i] for i in mine], self.budget, self.batch_size)
-        gathered = dict(gather_object([(i, r["prediction"] if r["parse_ok"] else None)
-                                       for i, r in zip(mine, records)]))
-        labels = [gathered[i] for i in range(len(self.rows))]
-        gold = [row[chat.TARGET_COLUMN[self.task]] for row in self.rows]
-        scores = (nlu_f1 if self.task == "nlu" else pol_f1)(gold, labels)
-        return {"f1": scores.total().f1, "parse_failures": scores.parse_failures}
+        gathered = dict(gather_object([(i, r.label) for i, r in zip(mine, records)]))
+        scores = get_task(self.task).score(self.rows, [gathered[i] for i in range(len(self.rows))])
+        return {"f1": scores["f1"], "parse_failures": scores["parse_failures"]}
 
 
 class GenerationEvalMixin:
@@ -309,15 +328,102 @@ def make_trainer(recipe: Recipe, model, tokenizer, train: Encoded, evaluation: E
     common = dict(args=recipe.training, train_dataset=train.dataset,
                   eval_dataset=evaluation.dataset if evaluation else None,
                   processing_class=tokenizer, callbacks=list(callbacks))
-    if recipe.script.family in DECODER_FAMILIES:
-        trainer = MeditodSFTTrainer(model=model, peft_config=peft_config, **common)
-    else:  # Seq2SeqTrainer takes no peft_config: wrap the model here
+    if recipe.family.encoder_decoder:  # Seq2SeqTrainer takes no peft_config: wrap the model here
         if peft_config is not None:
             model = get_peft_model(model, peft_config)
         trainer = MeditodSeq2SeqTrainer(model=model, **common,
                                         data_collator=DataCollatorForSeq2Seq(tokenizer, model))
+    else:
+        trainer = MeditodSFTTrainer(model=model, peft_config=peft_config, **common)
     trainer.scorer = scorer
     return trainer
+
+
+# --- resuming only what was started ------------------------------------------------------------
+RESUME_RECORD = "meditod_resume.json"  # in each checkpoint-N: what it was trained from
+# Settings that change nothing about the weights a resumed run would produce.
+NOT_FINGERPRINTED = frozenset({"output_dir", "overwrite_output_dir", "resume_from_checkpoint",
+                               "logging_steps", "report_to", "save_total_limit",
+                               "per_device_eval_batch_size", "dataloader_num_workers"})
+
+
+def data_fingerprint(dataset: str) -> str:
+    """A built folder: the hash of its build manifest (every file's hash); a Hub id: the id."""
+    from .dataset import MANIFEST
+
+    manifest = Path(dataset) / MANIFEST
+    if manifest.is_file():
+        return "sha256:" + hashlib.sha256(manifest.read_bytes()).hexdigest()
+    return str(dataset)
+
+
+def run_fingerprint(recipe: Recipe) -> dict:
+    """What a checkpoint was trained from: the resolved recipe and the data."""
+    settings = {k: v for k, v in recipe.resolved.items() if k not in NOT_FINGERPRINTED}
+    return {"settings": json.loads(json.dumps(settings, default=str)),
+            "data": data_fingerprint(recipe.script.dataset_name)}
+
+
+class ResumeRecorder(TrainerCallback):
+    """Writes RESUME_RECORD into each checkpoint once the trainer has saved it whole, with the
+    wall-clock of every training segment so far (so a resumed run's runtime adds up)."""
+
+    def __init__(self, fingerprint: dict, runtime_before: float):
+        self.fingerprint, self.runtime_before = fingerprint, runtime_before
+        self.started = time.perf_counter()
+
+    def runtime(self) -> float:
+        return self.runtime_before + time.perf_counter() - self.started
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+            atomic_write(folder / RESUME_RECORD, json.dumps(
+                {**self.fingerprint, "runtime_s": round(self.runtime(), 2)}, indent=2) + "\n")
+
+
+def _checkpoints(folder: Path) -> list[Path]:
+    found = [p for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir()
+             and p.name.rsplit("-", 1)[1].isdigit()]
+    return sorted(found, key=lambda p: int(p.name.rsplit("-", 1)[1]))
+
+
+def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
+    """The checkpoint to resume from (None: start) and the runtime already spent.
+
+    A checkpoint without its record was cut off while saving: the one before it is used. A
+    checkpoint of another recipe or dataset is refused, unless `overwrite_output_dir`.
+    """
+    fingerprint = run_fingerprint(recipe)
+    explicit = recipe.training.resume_from_checkpoint
+    found = [Path(explicit)] if explicit else _checkpoints(checkpoints)
+    complete = [c for c in found if (c / RESUME_RECORD).is_file()]
+    if not complete:
+        if found and not explicit:
+            logger.warning("%s holds only incomplete checkpoints (cut off while saving): starting "
+                           "over", checkpoints)
+        elif explicit:
+            raise UsageError(f"--resume_from_checkpoint {explicit}: not a complete checkpoint of "
+                             "this kit (no meditod_resume.json)")
+        return None, 0.0
+    last = complete[-1]
+    if found[-1] != last:
+        logger.warning("%s is incomplete (cut off while saving): resuming from %s instead",
+                       found[-1].name, last.name)
+    record = json.loads((last / RESUME_RECORD).read_text(encoding="utf-8"))
+    changed = sorted({k for k in set(record.get("settings", {})) | set(fingerprint["settings"])
+                      if record.get("settings", {}).get(k) != fingerprint["settings"].get(k)}
+                     | ({"the dataset"} if record.get("data") != fingerprint["data"] else set()))
+    if not changed:
+        return last, float(record.get("runtime_s", 0.0))
+    if recipe.script.overwrite_output_dir:
+        logger.warning("overwrite_output_dir: deleting the checkpoints of another run in %s "
+                       "(changed: %s)", checkpoints, ", ".join(changed))
+        shutil.rmtree(checkpoints)
+        return None, 0.0
+    raise UsageError(f"{checkpoints.parent} holds checkpoints of another run (changed: "
+                     f"{', '.join(changed[:6])}): pass --overwrite_output_dir=true to start over, "
+                     "or choose another output_dir")
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -328,7 +434,7 @@ def apply_effective_batch(recipe: Recipe) -> None:
         return
     per_step = training.per_device_train_batch_size * training.world_size
     if target % per_step:
-        raise ValueError(f"effective_batch_size {target} is not a multiple of per-device batch "
+        raise UsageError(f"effective_batch_size {target} is not a multiple of per-device batch "
                          f"x processes = {per_step}")
     training.gradient_accumulation_steps = target // per_step
 
@@ -345,21 +451,21 @@ def framework_versions() -> dict:
 
 def prepare_data(recipe: Recipe, tokenizer, budget: Budget):
     """Fitted train / validation examples and, for NLU and POL, the generating F1 scorer."""
-    script, training = recipe.script, recipe.training
-    data = load_dataset(script.dataset_name, script.task)
-    train = encode(script.family, script.task, list(data[script.dataset_train_split]), tokenizer,
-                   budget)
+    script, training, family = recipe.script, recipe.training, recipe.family
+    train = encode(family, script.task,
+                   load_split(script.dataset_name, script.task, script.dataset_train_split),
+                   tokenizer, budget)
     if train.dataset is None:
-        raise ValueError(f"{script.dataset_name}: no {script.task} training example fits within "
-                         f"{budget.max_length} tokens")
+        raise MeditodError(f"{script.dataset_name}: no {script.task} training example fits "
+                           f"within {budget.max_length} tokens; raise the budget")
     _log_fit("train", train, budget)
     if not script.dataset_eval_split or training.eval_strategy == "no":
         return train, None, None
-    rows = list(data[script.dataset_eval_split])
-    evaluation = encode(script.family, script.task, rows, tokenizer, budget)
+    rows = load_split(script.dataset_name, script.task, script.dataset_eval_split)
+    evaluation = encode(family, script.task, rows, tokenizer, budget)
     _log_fit(script.dataset_eval_split, evaluation, budget)
-    scorer = None if script.task == "nlg" else ValidationScorer(
-        script.family, script.task, rows[:script.eval_max_examples], tokenizer, budget,
+    scorer = None if not get_task(script.task).structured else ValidationScorer(
+        family, script.task, rows[:script.eval_max_examples], tokenizer, budget,
         training.per_device_eval_batch_size)
     return train, evaluation, scorer
 
@@ -367,67 +473,69 @@ def prepare_data(recipe: Recipe, tokenizer, budget: Budget):
 def _log_fit(split: str, encoded: Encoded, budget: Budget) -> None:
     kept = len(encoded.dataset) if encoded.dataset else 0
     log = logger.warning if encoded.skipped else logger.info
-    log("%s: %d examples, %d with context cut to fit %s tokens, %d skipped%s", split, kept,
-        encoded.truncated, budget.max_length, len(encoded.skipped),
-        f" (ids: {', '.join(encoded.skipped)})" if encoded.skipped else "")
+    log("%s: %d examples, %d cut to fit %s tokens (%d of them lost state entries), %d skipped%s",
+        split, kept, encoded.truncated, budget.max_length, encoded.state_cut,
+        len(encoded.skipped), f" (ids: {', '.join(encoded.skipped)})" if encoded.skipped else "")
 
 
 def run(recipe: Recipe, callbacks=()) -> dict:
     """Train, save the run directory, return its run_info."""
-    script, training = recipe.script, recipe.training
+    script, training, family = recipe.script, recipe.training, recipe.family
     run_dir = Path(training.output_dir)
-    training.output_dir = str(run_dir / "checkpoints")  # checkpoints are never published
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"output_dir {run_dir} is a file: give a folder")
+    training.output_dir = str(run_dir / CHECKPOINTS)  # checkpoints are never published
     budget = recipe.budget  # before plan_batching, which may lift TRL's own max_length
     apply_effective_batch(recipe)
-    batching = plan_batching(script.family, training, recipe.model)
+    batching = plan_batching(family, training, recipe.model)
     logger.info("%s/%s: %s batches, %d process(es) x %d per device x %d accumulation",
-                   script.model, script.task, batching, training.world_size,
-                   training.per_device_train_batch_size, training.gradient_accumulation_steps)
+                script.model, script.task, batching, training.world_size,
+                training.per_device_train_batch_size, training.gradient_accumulation_steps)
+    resume, runtime_before = plan_resume(recipe, Path(training.output_dir))
 
     tokenizer = AutoTokenizer.from_pretrained(recipe.model.model_name_or_path,
                                               revision=recipe.model.model_revision)
-    ensure_pad_token(tokenizer)
+    ensure_pad_token(tokenizer, family)
     train, evaluation, scorer = prepare_data(recipe, tokenizer, budget)
-    model = load_model(script.family, recipe.model, training)
-    trainer = make_trainer(recipe, model, tokenizer, train, evaluation, scorer, callbacks)
+    model = load_model(family, recipe.model, training)
+    recorder = ResumeRecorder(run_fingerprint(recipe), runtime_before)
+    trainer = make_trainer(recipe, model, tokenizer, train, evaluation, scorer,
+                           [*callbacks, recorder])
     if len(trainer.train_dataset) != len(train.dataset):  # TRL filters rows without a word
-        raise RuntimeError(f"the trainer dropped {len(train.dataset) - len(trainer.train_dataset)}"
+        raise MeditodError(f"the trainer dropped {len(train.dataset) - len(trainer.train_dataset)}"
                            " of the fitted training examples")
-    last = get_last_checkpoint(training.output_dir) if Path(training.output_dir).is_dir() else None
-    resume = training.resume_from_checkpoint or last
     if resume:
         logger.info("resuming from %s", resume)
-    result = trainer.train(resume_from_checkpoint=resume)
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
 
     trainer.save_model(str(run_dir))  # the best checkpoint's weights with load_best_model_at_end
     trainer.save_state()              # checkpoints/trainer_state.json: loss and eval history
     info = {
-        "model": script.model, "task": script.task, "family": script.family,
+        "model": script.model, "task": script.task, "family": family.name,
         "base_model": recipe.model.model_name_or_path, "adapter": recipe.model.use_peft,
         "quantization": recipe.model.bnb_4bit_quant_type if recipe.model.load_in_4bit else None,
         "global_step": trainer.state.global_step,
-        "train_runtime_s": round(result.metrics["train_runtime"], 2),
+        "train_runtime_s": round(recorder.runtime(), 2),
         "hardware": hardware(training.world_size), "framework_versions": framework_versions(),
         "train_examples": len(train.dataset), "truncated_examples": train.truncated,
-        "skipped_examples": len(train.skipped), "dataset": script.dataset_name,
+        "state_cut_examples": train.state_cut, "skipped_examples": len(train.skipped),
+        "dataset": script.dataset_name, "data_fingerprint": data_fingerprint(script.dataset_name),
         "seed": training.seed,
     }
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(run_dir)
-        (run_dir / "recipe.yaml").write_text(yaml.safe_dump(recipe.resolved, sort_keys=False),
-                                             encoding="utf-8")
-        (run_dir / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        write_run_files(run_dir, info, recipe.resolved)
     return info
 
 
-def main(argv: list[str] | None = None, callbacks=()) -> int:
+def main(argv: list[str], callbacks=()) -> int:
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logger.setLevel(logging.INFO)  # this module's figures; libraries stay at WARNING
-    info = run(parse_recipe(list(sys.argv[1:] if argv is None else argv)), callbacks)
+    info = run(parse_recipe(argv), callbacks)
     print(json.dumps({k: info[k] for k in ("model", "task", "global_step", "train_examples",
                                            "truncated_examples", "skipped_examples")}))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

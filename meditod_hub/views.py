@@ -1,10 +1,11 @@
 """Pure mapping functions from one validated dialogue to the rows of each dataset config.
 
-Rows are formed by speaker, not by index parity (reference 2.1 assumes strict alternation):
+Rows are formed by speaker, not by index parity (upstream assumed strict alternation; see
+docs/format.md, "Dataset views"):
 * `nlu`: one row per patient utterance; the state is the one *after* it.
 * `pol` / `nlg`: one row per doctor utterance that has a patient utterance before it (the
-  opening "what brings you in" line is never a target, reference 7.11); the state is the one
-  after the last patient utterance before it.
+  opening "what brings you in" line is never a target); the state is the one after the last
+  patient utterance before it. POL rows are the NLG rows without `response`, built once.
 On an alternating, doctor-final dialogue this gives exactly the authors' PPTOD turns, with
 `turn` equal to their `turn_num`.
 
@@ -19,42 +20,57 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from datasets import Features, Json, List, Value
-
 from .errors import MeditodError, name_ids
 from .release import label_errors
 from .state import DialogueState
 
 CONFIGS = ("dialogues", "nlu", "pol", "nlg")
 
-_CONTEXT = List({"uttr_id": Value("int32"), "speaker": Value("string"), "text": Value("string")})
-_ROW_HEAD = {"id": Value("string"), "dialogue_id": Value("string"), "turn": Value("int32"),
-             "uttr_id": Value("int32"), "context": _CONTEXT}
+# The columns of each config in `datasets.Features.to_dict()` form: one spec from which the build
+# derives the Parquet schema, dataset_infos.json and the card's `dataset_info` without importing
+# `datasets` (`features()` gives the `datasets.Features` object for users and tests).
+STRING = {"dtype": "string", "_type": "Value"}
+INT32 = {"dtype": "int32", "_type": "Value"}
+JSON = {"_type": "Json"}
 
-FEATURES: dict[str, Features] = {
-    "dialogues": Features({
-        "dialogue_id": Value("string"),
-        "num_utterances": Value("int32"),
-        "utterances": List(Json()),
-        "metadata": Json(),  # dialogue-level keys other than `utterances` (normally {})
-    }),
-    "nlu": Features({
+
+def list_of(feature: dict) -> dict:
+    return {"feature": feature, "_type": "List"}
+
+
+_ROW_HEAD = {"id": STRING, "dialogue_id": STRING, "turn": INT32, "uttr_id": INT32,
+             "context": list_of({"uttr_id": INT32, "speaker": STRING, "text": STRING})}
+FEATURES: dict[str, dict[str, dict]] = {
+    "dialogues": {
+        "dialogue_id": STRING,
+        "num_utterances": INT32,
+        "utterances": list_of(JSON),
+        "metadata": JSON,  # dialogue-level keys other than `utterances` (normally {})
+    },
+    "nlu": {
         **_ROW_HEAD,
-        "last_doctor_text": Value("string"),  # the doctor line before the patient's (null if none)
-        "patient_text": Value("string"),
-        "intents": List(Value("string")),
-        "nlu": Json(),
-        "state": Json(),  # after this patient utterance
-    }),
-    "pol": Features({
+        "last_doctor_text": STRING,  # the doctor line before the patient's (null if none)
+        "patient_text": STRING,
+        "intents": list_of(STRING),
+        "nlu": JSON,
+        "state": JSON,  # after this patient utterance
+    },
+    "pol": {
         **_ROW_HEAD,
-        "last_patient_text": Value("string"),
-        "state": Json(),  # before this doctor utterance
-        "action_types": List(Value("string")),
-        "actions": Json(),
-    }),
+        "last_patient_text": STRING,
+        "state": JSON,  # before this doctor utterance
+        "action_types": list_of(STRING),
+        "actions": JSON,
+    },
 }
-FEATURES["nlg"] = Features({**FEATURES["pol"], "response": Value("string")})
+FEATURES["nlg"] = {**FEATURES["pol"], "response": STRING}
+
+
+def features(config: str):
+    """The `datasets.Features` of one config."""
+    from datasets import Features
+
+    return Features.from_dict(FEATURES[config])
 
 
 def _context(utterances: list[dict]) -> list[dict]:
@@ -97,7 +113,7 @@ def to_nlu(dialogue_id: str, utterances: list[dict]) -> list[dict]:
     return rows
 
 
-def to_pol(dialogue_id: str, utterances: list[dict]) -> list[dict]:
+def to_nlg(dialogue_id: str, utterances: list[dict]) -> list[dict]:
     rows, state, last_patient = [], DialogueState(), None
     current: dict = {}
     context = _context(utterances)
@@ -123,25 +139,37 @@ def to_pol(dialogue_id: str, utterances: list[dict]) -> list[dict]:
     return rows
 
 
-def to_nlg(dialogue_id: str, utterances: list[dict]) -> list[dict]:
-    return to_pol(dialogue_id, utterances)  # same rows; the `nlg` features keep `response`
+def pol_of(nlg_rows: list[dict]) -> list[dict]:
+    """POL rows are the NLG rows without the target (`response`)."""
+    return [{k: row[k] for k in FEATURES["pol"]} for row in nlg_rows]
+
+
+def to_pol(dialogue_id: str, utterances: list[dict]) -> list[dict]:
+    return pol_of(to_nlg(dialogue_id, utterances))
+
+
+def dialogue_views(dialogue_id: str, dialogue: dict) -> dict[str, list[dict]]:
+    """The rows of every config for one dialogue (what the build writes)."""
+    nlg = to_nlg(dialogue_id, dialogue["utterances"])
+    return {"dialogues": [to_dialogue(dialogue_id, dialogue)],
+            "nlu": to_nlu(dialogue_id, dialogue["utterances"]), "pol": pol_of(nlg), "nlg": nlg}
 
 
 def view_rows(config: str, dialogue_id: str, dialogue: dict) -> list[dict]:
-    """Rows of `config` for one dialogue, restricted to that config's columns."""
+    """Rows of `config` for one dialogue."""
     if config == "dialogues":
         return [to_dialogue(dialogue_id, dialogue)]
-    rows = {"nlu": to_nlu, "pol": to_pol, "nlg": to_nlg}[config](dialogue_id, dialogue["utterances"])
-    columns = FEATURES[config]
-    return [{k: row[k] for k in columns} for row in rows]
+    return {"nlu": to_nlu, "pol": to_pol, "nlg": to_nlg}[config](dialogue_id,
+                                                              dialogue["utterances"])
 
 
 # --- cascaded rows: the pipeline reading of POL and NLG --------------------------------------
-# The authors fed every model gold inputs (reference 2.2); the paper describes a pipeline. These
-# rebuild `pol`/`nlg` rows from upstream *predictions* (example id -> parsed label, None for one
-# that did not parse): POL rows whose `state` folds the predicted NLU of every patient line
-# before the doctor line, NLG rows whose `actions` are the predicted ones. A label that did not
-# parse, or that the fold / metrics cannot take (`release.label_errors`), contributes nothing.
+# The authors fed every model gold inputs (docs/format.md, "Model formats"); the paper describes
+# a pipeline. These rebuild `pol`/`nlg` rows from upstream *predictions* (example id -> parsed
+# label, None for one that did not parse): POL rows whose `state` folds the predicted NLU of every
+# patient line before the doctor line, NLG rows whose `actions` are the predicted ones. A label
+# that did not parse, or that the fold / metrics cannot take (`release.label_errors`), adds
+# nothing.
 
 class MissingPredictions(MeditodError):
     """An upstream predictions file lacks ids the cascade needs."""

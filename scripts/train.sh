@@ -12,10 +12,14 @@ tasks=${2:-nlu pol nlg}
 python=${PYTHON:-.venv/bin/python}
 gpus=${GPUS:-1}
 out=${OUT:-runs/$model}
+if [[ ! -d recipes/$model ]]; then
+  echo "no recipes/$model; models: $(ls recipes | grep -v accelerate | tr '\n' ' ')" >&2
+  exit 2
+fi
 for task in $tasks; do
   recipe=recipes/$model/$task.yaml
   if [[ ! -f $recipe ]]; then
-    echo "no recipe $recipe; models: $(ls recipes | grep -v accelerate | tr '\n' ' ')" >&2
+    echo "no recipe $recipe; tasks: nlu pol nlg" >&2
     exit 2
   fi
   if (( gpus > 1 )); then

@@ -35,20 +35,44 @@ def embedded_release() -> Path:
 @pytest.fixture(scope="session")
 def sample_build(sample_release, tmp_path_factory) -> Path:
     """The authors' sample built with `meditod.py build` into <tmp>/meditod."""
-    import meditod
+    from meditod_hub.build import BuildArguments, build
 
     out = tmp_path_factory.mktemp("sample-build") / "meditod"
-    meditod.build(meditod.BuildArguments(source=sample_release, out=out))
+    build(BuildArguments(source=sample_release, out=out))
     return out
 
 
 @pytest.fixture(scope="session")
 def embedded_build(embedded_release, tmp_path_factory) -> Path:
-    import meditod
+    from meditod_hub.build import BuildArguments, build
 
     out = tmp_path_factory.mktemp("embedded-build") / "meditod"
-    meditod.build(meditod.BuildArguments(source=embedded_release, out=out))
+    build(BuildArguments(source=embedded_release, out=out))
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_models(embedded_build, tmp_path_factory) -> Path:
+    """The four tiny models (`meditod_hub.tiny`), built once per session."""
+    from meditod_hub.tiny import build_all
+
+    out = tmp_path_factory.getbasetemp() / "tiny-models"
+    if not (out / "done").exists():
+        build_all(embedded_build, out)
+        (out / "done").touch()
+    return out
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread: on a shared 2-core machine two threads spin against other processes
+    and run ~2x slower (no speed is asserted anywhere)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -8,8 +8,10 @@ import json
 
 import pytest
 
+from meditod_hub.errors import UsageError
 from meditod_hub.formats import ParseResult, chat, context_lines
 from meditod_hub.release import read_release
+from meditod_hub.tasks import TASKS
 from meditod_hub.views import view_rows
 
 
@@ -62,7 +64,7 @@ def test_answers_and_messages():
     roles = [m["role"] for m in chat.messages("nlu", FIRST_NLU_ROW)]
     assert roles == ["system", "user", "assistant"]
     assert chat.messages("nlu", FIRST_NLU_ROW)[0]["content"] == chat.SYSTEM_MESSAGES["nlu"]
-    with pytest.raises(ValueError, match="unknown task"):
+    with pytest.raises(UsageError, match="unknown task"):
         chat.messages("dst", FIRST_NLU_ROW)
     with pytest.raises(KeyError, match="'9-1'.*'response'"):
         chat.answer("nlg", FIRST_NLU_ROW)
@@ -108,5 +110,5 @@ def test_sample_answers_round_trip(sample_release):
         for row in rows:
             last_turn = "\n".join(context_lines(row)[-2:])
             assert chat.user_message(task, row).endswith(f"[last turn]\n{last_turn}\n\n[output]")
-            expected = row[chat.TARGET_COLUMN[task]]
+            expected = row[TASKS[task].target_column]
             assert chat.parse_answer(task, chat.answer(task, row)) == ParseResult(expected, True, None)

@@ -11,8 +11,14 @@ import json
 import pytest
 
 from meditod_hub.formats import ParseResult
-from meditod_hub.formats.pptod import (SpanValueError, parse_actions, parse_nlu, serialise_actions,
-                                       serialise_nlu, serialise_state)
+from meditod_hub.formats.pptod import (
+    SpanValueError,
+    parse_actions,
+    parse_nlu,
+    serialise_actions,
+    serialise_nlu,
+    serialise_state,
+)
 from meditod_hub.release import read_release
 from meditod_hub.views import view_rows
 

@@ -15,8 +15,10 @@ import yaml
 from huggingface_hub import ModelCard
 
 from meditod_hub import paper_results
-from meditod_hub.model_card import (METRICS, RunError, card_identity, metric_value, read_run,
-                                    render_model_card)
+from meditod_hub.model_card import card_identity, render_model_card
+from meditod_hub.records import Results
+from meditod_hub.runs import RunError, read_run
+from meditod_hub.tasks import TASKS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PAPER_TABLES = PROJECT_ROOT.parent / "shared" / "spec" / "paper-results.md"
@@ -49,7 +51,8 @@ def write_run(path: Path, task: str = "nlu", model: str = "llama3-8b", family: s
     (path / "recipe.yaml").write_text("# Trainer arguments\nlearning_rate: 1.0e-4\nlora_r: 32\nseed: 42\n")
     for split, results in (splits if splits is not None else {"test": RESULTS[task]}).items():
         (path / "eval" / split).mkdir(exist_ok=True)
-        (path / "eval" / split / "results.json").write_text(json.dumps(results))
+        (path / "eval" / split / "results.json").write_text(
+            json.dumps({"task": task, "split": split, **results}))
     return path
 
 
@@ -109,7 +112,7 @@ def test_paper_results_transcribe_every_number_of_the_spec():
 def test_paper_keys_are_card_metrics():
     """Every paper number has a row in the card's table (same key as results.json)."""
     for (model, task, split), row in paper_results.RESULTS.items():
-        assert set(row) <= {m.key for m in METRICS[task]}, (model, task, split)
+        assert set(row) <= {m.key for m in TASKS[task].metrics}, (model, task, split)
     assert paper_results.paper_row("llama3-8b", "nlu", "test")["f1"] == 0.7139
     assert paper_results.paper_row("tiny-llama", "nlu", "test") == {}
 
@@ -122,9 +125,10 @@ def test_model_index_parses_back_with_every_metric(tmp_path, task):
     run_dir = write_run(tmp_path, task=task, splits={"test": RESULTS[task], "test_ood": ood})
     card = ModelCard(str(_render(run_dir)))  # parse the rendered text back
     got = {(r.dataset_split, r.metric_config): r.metric_value for r in card.data.eval_results}
-    expected = {(split, metric.key): metric_value(results, metric.key)
+    expected = {(split, metric.key): Results(task, split, results).value(metric.key)
                 for split, results in (("test", RESULTS[task]), ("test_ood", ood))
-                for metric in METRICS[task] if metric_value(results, metric.key) is not None}
+                for metric in TASKS[task].metrics
+                if Results(task, split, results).value(metric.key) is not None}
     assert got == pytest.approx(expected)
     assert {r.dataset_type for r in card.data.eval_results} == {"meditod"}
     assert {r.dataset_config for r in card.data.eval_results} == {task}
@@ -176,7 +180,24 @@ def test_tiny_local_base_has_no_paper_row_and_no_local_path(tmp_path):
     text = str(card)
     assert card.data.base_model is None and str(tmp_path) not in text
     assert "the paper has no row for this model" in text
-    assert "transformers.AutoModelForSeq2SeqLM" in text and 'DEFAULT_BUDGETS["flan-t5"]' in text
+    assert "transformers.AutoModelForSeq2SeqLM" in text and 'get_family("flan-t5")' in text
+    assert card.data.pipeline_tag == "text-generation"  # the Hub has no text2text-generation tag
+
+
+def test_full_recipes_keep_the_paper_row_licence_and_citation_of_their_base(tmp_path):
+    run_dir = write_run(tmp_path, model="biogpt-full", family="biogpt", adapter=False,
+                        base_model="microsoft/biogpt")
+    card = _render(run_dir)
+    text = str(card)
+    assert "the paper has no row" not in text
+    assert "| Overall F1 | 0.5614 | 0.6090 |" in text  # ours, then the paper's BioGPT
+    assert card.data.license == "mit" and "luo2022biogpt" in text
+
+
+def test_model_index_names_the_hub_dataset_it_was_trained_on(tmp_path):
+    card = _render(write_run(tmp_path, dataset="org/meditod"))
+    assert card.data.datasets == ["org/meditod"]
+    assert {r.dataset_type for r in card.data.eval_results} == {"org/meditod"}
 
 
 def test_merged_card_says_full_weights(tmp_path):
@@ -234,7 +255,9 @@ def _data_strings(release: Path) -> set[str]:
 
 @pytest.mark.parametrize("source", ["sample", "embedded"])
 def test_cards_and_published_results_carry_no_dataset_text_or_labels(request, tmp_path, source):
-    from meditod_hub import evaluate_cli
+    from meditod_hub.dataset import load_split
+    from meditod_hub.errors import run_main
+    from meditod_hub.evaluate import main as evaluate
 
     build = request.getfixturevalue(f"{source}_build")
     release = request.getfixturevalue(f"{source}_release")
@@ -244,13 +267,13 @@ def test_cards_and_published_results_carry_no_dataset_text_or_labels(request, tm
         run_dir = write_run(tmp_path / task, task=task, splits={}, dataset=str(build))
         eval_dir = run_dir / "eval" / "test"
         eval_dir.mkdir(parents=True)
-        rows = evaluate_cli.load_gold(build, task, "test")
+        rows = load_split(build, task, "test")
         with (eval_dir / "predictions.jsonl").open("w") as out:
             for row in rows:  # gold as predictions: real labels flow through the evaluation
                 out.write(json.dumps({"id": row["id"], "prediction": row[column]}) + "\n")
-        assert evaluate_cli.main(["--task", task, "--data", str(build), "--split", "test",
-                                  "--predictions", str(eval_dir / "predictions.jsonl"),
-                                  "--out", str(eval_dir / "results.json")]) == 0
+        assert run_main(evaluate, ["--task", task, "--data", str(build), "--split", "test",
+                                   "--predictions", str(eval_dir / "predictions.jsonl"),
+                                   "--out", str(eval_dir / "results.json")]) == 0
         card = str(_render(run_dir))
         assert yaml.safe_load(card.split("---")[1])["meditod"]["task"] == task
         published = {"card": card, **{p.name: p.read_text() for p in eval_dir.glob("results.*")

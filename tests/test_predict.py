@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 from datasets import load_dataset
 
 from meditod_hub import predict as P
-from meditod_hub.metrics import read_predictions
-from test_train import one_thread, tiny_models  # noqa: F401  (shared session fixtures)
+from meditod_hub.errors import run_main
+from meditod_hub.families import FAMILIES
+from meditod_hub.records import read_predictions
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def rows(data, task, split="test"):
@@ -21,7 +23,7 @@ def rows(data, task, split="test"):
 
 def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_build, tmp_path,
                                                           capsys):
-    from meditod_hub.evaluate_cli import main as evaluate
+    from meditod_hub.evaluate import main as evaluate
 
     out = tmp_path / "eval" / "test" / "predictions.jsonl"
     P.main(["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama", "--task", "pol",
@@ -35,8 +37,8 @@ def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_
     assert failed > 0, "12 tokens from a random model cannot close the answer"
     assert f"{len(lines)} predictions, {failed} did not parse" in capsys.readouterr().err
     assert len(read_predictions(out)) == len(lines)
-    assert evaluate(["--task", "pol", "--data", str(embedded_build), "--split", "test",
-                     "--predictions", str(out), "--out", str(out.parent / "results.json")]) == 0
+    assert run_main(evaluate, ["--task", "pol", "--data", str(embedded_build), "--split", "test",
+                               "--predictions", str(out), "--out", str(out.parent / "results.json")]) == 0
 
 
 def test_a_run_directory_supplies_family_task_and_budgets(tiny_models, embedded_build, tmp_path,
@@ -55,9 +57,9 @@ def test_a_run_directory_supplies_family_task_and_budgets(tiny_models, embedded_
     assert len(lines) == len(rows(embedded_build, "nlg", "validation"))
     assert all(isinstance(r["prediction"], str) for r in lines)
     assert " x input does not fit: example " in capsys.readouterr().err, "40 tokens are too few"
-    with pytest.raises(SystemExit):
-        P.main(["--model_path", str(run), "--task", "nlu", "--data", str(embedded_build),
-                "--out", str(out)])  # trained for nlg
+    assert run_main(P.main, ["--model_path", str(run), "--task", "nlu", "--data",
+                             str(embedded_build), "--out", str(out)]) == 2  # trained for nlg
+    assert "was trained for nlg, not nlu" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name,family", [("tiny-llama", "llama"), ("tiny-t5", "flan-t5")])
@@ -73,14 +75,14 @@ def test_an_adapter_brings_its_base_model(tiny_models, tmp_path, name, family):
                                               if family == "llama" else ["q", "v"]))
     adapter.save_pretrained(tmp_path / "adapter")
     AutoTokenizer.from_pretrained(tiny_models / name).save_pretrained(tmp_path / "adapter")
-    model, tokenizer = P.load_model(str(tmp_path / "adapter"), family)
+    model, tokenizer = P.load_model(str(tmp_path / "adapter"), FAMILIES[family])
     assert isinstance(model, PeftModel)
     assert model.peft_config["default"].base_model_name_or_path == str(tiny_models / name)
     assert tokenizer.pad_token_id is not None
 
 
 def test_a_4bit_run_is_served_on_a_4bit_base(tiny_models):
-    model, _ = P.load_model(str(tiny_models / "tiny-llama"), "llama", load_in_4bit=True)
+    model, _ = P.load_model(str(tiny_models / "tiny-llama"), FAMILIES["llama"], load_in_4bit=True)
     assert getattr(model, "is_loaded_in_4bit", False)
 
 
@@ -95,11 +97,13 @@ def test_batched_generation_equals_one_example_at_a_time(tiny_models, embedded_b
     auto = AutoModelForSeq2SeqLM if family == "pptod" else AutoModelForCausalLM
     model = auto.from_pretrained(tiny_models / name)
     tok = AutoTokenizer.from_pretrained(tiny_models / name)
-    budget = P.DEFAULT_BUDGETS[family]
-    prompts = [P.prompt_ids(family, task, r, tok, budget) for r in rows(embedded_build, task)]
+    family = FAMILIES[family]
+    prompts = [family.prompt(task, r, tok, family.default_budget).input_ids
+               for r in rows(embedded_build, task)]
     assert len({len(p) for p in prompts}) > 1
-    batched = P.generate_texts(model, tok, prompts, max_new_tokens=10, batch_size=16)
-    single = P.generate_texts(model, tok, prompts, max_new_tokens=10, batch_size=1)
+    stops = family.stop_token_ids(tok)
+    batched = P.generate_texts(model, tok, prompts, 10, stops, batch_size=16)
+    single = P.generate_texts(model, tok, prompts, 10, stops, batch_size=1)
     assert batched == single
     assert any(batched)
 
@@ -108,16 +112,16 @@ def test_stop_tokens_are_eos_and_the_chat_end_of_turn(tiny_models):
     from transformers import AutoTokenizer
 
     llama = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
-    assert set(P.stop_token_ids(llama)) == {llama.convert_tokens_to_ids("<|eot_id|>")}
+    assert set(FAMILIES["llama"].stop_token_ids(llama)) == {llama.convert_tokens_to_ids("<|eot_id|>")}
     t5 = AutoTokenizer.from_pretrained(tiny_models / "tiny-t5")
-    assert P.stop_token_ids(t5) == [t5.eos_token_id]
+    assert FAMILIES["flan-t5"].stop_token_ids(t5) == [t5.eos_token_id]
 
 
 def test_outputs_parse_with_their_familys_parser():
-    assert P.parse_output("llama", "nlu", '[answer] [{"intent": "chit-chat"}] [done]').ok
-    assert P.parse_output("flan-t5", "nlu", "@chit-chat@").value == [{"intent": "chit-chat"}]
-    assert P.parse_output("biogpt", "pol", "@ inquire @").value == [{"action": "inquire"}]
-    broken = P.parse_output("pptod", "nlu", "<sos_b> @inform@ [positive_symptom] ( value")
+    assert FAMILIES["llama"].parse("nlu", '[answer] [{"intent": "chit-chat"}] [done]').ok
+    assert FAMILIES["flan-t5"].parse("nlu", "@chit-chat@").value == [{"intent": "chit-chat"}]
+    assert FAMILIES["biogpt"].parse("pol", "@ inquire @").value == [{"action": "inquire"}]
+    broken = FAMILIES["pptod"].parse("nlu", "<sos_b> @inform@ [positive_symptom] ( value")
     assert not broken.ok and broken.reason
 
 

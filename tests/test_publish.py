@@ -43,7 +43,8 @@ def tiny_base(tmp_path_factory) -> Path:
     return path
 
 
-def make_run(folder: Path, base: Path, seed: int = 0, results: dict = NLU_RESULTS) -> Path:
+def make_run(folder: Path, base: Path, seed: int = 0, results: dict = NLU_RESULTS,
+             task: str = "nlu") -> Path:
     """A finished, evaluated tiny LoRA run: adapter, tokenizer, recipe, run info, results."""
     import torch
     from peft import LoraConfig, get_peft_model
@@ -55,7 +56,7 @@ def make_run(folder: Path, base: Path, seed: int = 0, results: dict = NLU_RESULT
                                       init_lora_weights=False))
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(base).save_pretrained(folder)
-    write_run(folder, model="tiny-llama", base_model=str(base), quantization=None,
+    write_run(folder, task=task, model="tiny-llama", base_model=str(base), quantization=None,
               splits={"test": results, "test_ood": results})
     (folder / "eval" / "test" / "results.png").write_bytes(b"\x89PNG\r\n\x1a\n chart")
     (folder / "eval" / "test" / "predictions.jsonl").write_text('{"id": "d-1", "prediction": []}\n')
@@ -182,7 +183,7 @@ def test_new_run_goes_to_its_own_branch_and_main_stays(tmp_path, tiny_run, tiny_
 def test_push_without_results_is_refused_before_any_request(tmp_path, tiny_run, hub_server):
     shutil.rmtree(tiny_run / "eval")
     done = publish(hub_server.client_env(tmp_path), "--run", str(tiny_run), "--repo", REPO)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "no evaluation results" in done.stderr and "Traceback" not in done.stderr
     assert hub_server.requests == []
 
@@ -192,7 +193,7 @@ def test_repo_with_other_content_is_refused(tmp_path, tiny_run, hub_server):
     hub_server.commit(foreign, "main", "someone else's model", "",
                       {"README.md": b"---\nlicense: mit\n---\n# Another model\n"}, {})
     done = publish(hub_server.client_env(tmp_path), "--run", str(tiny_run), "--repo", REPO)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "not a MediTOD model" in done.stderr and "choose another --repo" in done.stderr
     assert len(foreign.commits) == 2
 
@@ -200,11 +201,10 @@ def test_repo_with_other_content_is_refused(tmp_path, tiny_run, hub_server):
 def test_repo_of_another_task_is_refused(tmp_path, tiny_run, tiny_base, hub_server):
     env = hub_server.client_env(tmp_path)
     assert publish(env, "--run", str(tiny_run), "--repo", REPO).returncode == 0
-    pol_run = make_run(tmp_path / "pol", tiny_base, results={**NLU_RESULTS, "precision_at_k": {}})
-    info = json.loads((pol_run / "run_info.json").read_text())
-    (pol_run / "run_info.json").write_text(json.dumps({**info, "task": "pol"}))
+    pol_run = make_run(tmp_path / "pol", tiny_base, results={**NLU_RESULTS, "precision_at_k": {}},
+                       task="pol")
     done = publish(env, "--run", str(pol_run), "--repo", REPO)
-    assert done.returncode == 2 and "a MediTOD tiny-llama nlu model" in done.stderr
+    assert done.returncode == 1 and "a MediTOD tiny-llama nlu model" in done.stderr
 
 
 # --- failures of the endpoint and the token -----------------------------------------------------
@@ -214,7 +214,7 @@ def test_endpoint_down_fails_fast_with_a_clear_message(tmp_path, tiny_run, hub_s
         env = {**hub_server.client_env(tmp_path), "HF_ENDPOINT": url}
         start = time.monotonic()
         done = publish(env, "--run", str(tiny_run), "--repo", REPO, "--timeout", "5", timeout=60)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "cannot connect" in done.stderr and "Traceback" not in done.stderr
     assert time.monotonic() - start < 30  # generous: a hang would hit the 60 s limit above
 
@@ -223,20 +223,21 @@ def test_endpoint_that_never_answers_times_out(tmp_path, tiny_run, hub_server):
     with silent_endpoint() as url:
         env = {**hub_server.client_env(tmp_path), "HF_ENDPOINT": url}
         done = publish(env, "--run", str(tiny_run), "--repo", REPO, "--timeout", "1", timeout=60)
-    assert done.returncode == 2
-    assert "did not answer in time" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "did not answer in time" in done.stderr or "not done within --timeout 1 s" in done.stderr
 
 
 def test_missing_token_is_refused_before_any_request(tmp_path, tiny_run, hub_server):
     done = publish(hub_server.client_env(tmp_path, token=None), "--run", str(tiny_run), "--repo", REPO)
-    assert done.returncode == 2 and "no Hugging Face token" in done.stderr
+    assert done.returncode == 1 and "no Hugging Face token" in done.stderr
     assert hub_server.requests == []
 
 
 def test_read_only_token_is_refused_and_never_printed(tmp_path, tiny_run, hub_server):
     done = publish(hub_server.client_env(tmp_path, token=READ_TOKEN), "--run", str(tiny_run),
                    "--repo", REPO)
-    assert done.returncode == 2 and "read-only" in done.stderr
+    assert done.returncode == 1 and "read-only" in done.stderr
     assert READ_TOKEN not in done.stdout + done.stderr
     assert ("model", REPO) not in hub_server.repos
 
@@ -295,7 +296,7 @@ def test_full_weights_run_publishes_weights_and_refuses_merged(tmp_path, tiny_ru
     info = json.loads((tiny_run / "run_info.json").read_text())
     (tiny_run / "run_info.json").write_text(json.dumps({**info, "adapter": False}))
     done = publish(offline_env(tmp_path), "--run", str(tiny_run), "--repo", REPO, "--merged", "--dry-run")
-    assert done.returncode == 2 and "--merged needs a LoRA adapter run" in done.stderr
+    assert done.returncode == 1 and "--merged needs a LoRA adapter run" in done.stderr
     listing = publish(offline_env(tmp_path), "--run", str(tiny_run), "--repo", REPO, "--dry-run")
     assert "  model.safetensors" in listing.stdout and "  config.json" in listing.stdout
     assert "library_name: transformers" in listing.stdout
@@ -306,12 +307,12 @@ def test_full_weights_run_publishes_weights_and_refuses_merged(tmp_path, tiny_ru
 @pytest.mark.slow
 def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
     """Tiny Llama + LoRA trained for 2 steps on an invented corpus (meditod_hub.synthetic)."""
-    import meditod
-    from meditod_hub import evaluate_cli, predict, synthetic, tiny, train
+    from meditod_hub import evaluate, predict, synthetic, tiny, train
+    from meditod_hub.build import BuildArguments, build
 
     data, run = tmp_path / "meditod", tmp_path / "run"
     release = synthetic.generate_release(tmp_path / "release", seed=0, dialogues=4)
-    meditod.build(meditod.BuildArguments(source=release, out=data))
+    build(BuildArguments(source=release, out=data))
     base = tiny.build_all(data, tmp_path / "models", ["tiny-llama"])["tiny-llama"]
     assert train.main([str(PROJECT_ROOT / "recipes" / "tiny-llama" / "nlu.yaml"),
                        f"--model_name_or_path={base}", f"--dataset_name={data}",
@@ -321,8 +322,8 @@ def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
     local = run / "eval" / "test" / "predictions.jsonl"
     common = ["--task", "nlu", "--data", str(data), "--split", "test", "--max_new_tokens", "8"]
     assert predict.main(["--model_path", str(run), *common, "--out", str(local)]) == 0
-    assert evaluate_cli.main(["--task", "nlu", "--data", str(data), "--split", "test",
-                              "--predictions", str(local), "--out", str(local.parent / "results.json")]) == 0
+    assert evaluate.main(["--task", "nlu", "--data", str(data), "--split", "test",
+                          "--predictions", str(local), "--out", str(local.parent / "results.json")]) == 0
 
     env = hub_server.client_env(tmp_path)
     done = publish(env, "--run", str(run), "--repo", REPO)
@@ -344,8 +345,8 @@ def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
 
 
 def test_merged_refused_for_a_quantised_base(tmp_path, tiny_run, tiny_base):
-    from meditod_hub.model_card import RunError, read_run
     from meditod_hub.publish import run_files
+    from meditod_hub.runs import RunError, read_run
 
     quantised = tmp_path / "quantised-base"
     shutil.copytree(tiny_base, quantised)

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from datasets import Dataset, get_dataset_config_names, load_dataset
-from huggingface_hub import DatasetCard, DatasetCardData
 from hub_server import READ_TOKEN, WRITE_TOKEN, HubServer, silent_endpoint, unused_endpoint
+from huggingface_hub import DatasetCard, DatasetCardData
 
+from meditod_hub.build import MANIFEST_FORMAT, file_sha256, folder_files
 from meditod_hub.card import GATING
+from meditod_hub.dataset import MANIFEST
 
 MEDITOD = Path(__file__).resolve().parent.parent / "meditod.py"
 
@@ -63,8 +66,8 @@ def mismatches(local: dict, remote: dict) -> list[str]:
 
 
 def expect_one_line_error(result: subprocess.CompletedProcess, *phrases: str) -> None:
-    """Exit code 2, one line on stderr (no traceback) saying what failed, no token anywhere."""
-    assert result.returncode == 2, result.stderr[-2000:]
+    """Exit code 1, one line on stderr (no traceback) saying what failed, no token anywhere."""
+    assert result.returncode == 1, result.stderr[-2000:]
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-2000:]
     for phrase in phrases:
         assert phrase in result.stderr
@@ -81,19 +84,32 @@ def card_data(content: bytes) -> dict:
     return DatasetCard(content.decode()).data.to_dict()
 
 
+def write_manifest(folder: Path, synthetic: bool) -> None:
+    """What `meditod build` writes last: every file's hash, and what the data is."""
+    files = {name: file_sha256(folder / name) for name in folder_files(folder) if name != MANIFEST}
+    (folder / MANIFEST).write_text(json.dumps({
+        "format": MANIFEST_FORMAT, "synthetic": synthetic, "gated": not synthetic,
+        "release_fingerprint": "test", "files": files}))
+
+
 @pytest.fixture
 def tiny_build(tmp_path):
-    """A minimal built folder (no MediTOD data): Parquet files and a card, synthetic or gated."""
-    def build(synthetic: bool, splits=("train",), gated: bool | None = None):
+    """A minimal built folder (no MediTOD data): Parquet files, a card (synthetic or gated) and
+    the build manifest; `card_synthetic` makes the card disagree with the manifest."""
+    def build(synthetic: bool, splits=("train",), gated: bool | None = None,
+              card_synthetic: bool | None = None):
         gated = not synthetic if gated is None else gated
+        card_synthetic = synthetic if card_synthetic is None else card_synthetic
         folder = tmp_path / ("synthetic" if synthetic else "real") / "meditod"
+        shutil.rmtree(folder, ignore_errors=True)
         for split in splits:
             parquet = folder / "nlu" / f"{split}-00000-of-00001.parquet"
             Dataset.from_dict({"x": [1, 2]}).to_parquet(parquet)
-        data = DatasetCardData(tags=["synthetic"] if synthetic else ["medical"], configs=[
+        data = DatasetCardData(tags=["synthetic"] if card_synthetic else ["medical"], configs=[
             {"config_name": "nlu", "data_files": [{"split": "train", "path": "nlu/train-*.parquet"}]}],
             **(GATING if gated else {}))
         DatasetCard(f"---\n{data.to_yaml()}\n---\n# Tiny test build\n").save(folder / "README.md")
+        write_manifest(folder, synthetic)
         return folder
     return build
 
@@ -148,18 +164,54 @@ def test_real_data_is_refused_into_an_existing_public_repo(hub_server, tiny_buil
 
 def test_real_build_without_gating_fields_is_refused_offline(hub_server, tiny_build, tmp_path):
     result = push(hub_server.client_env(tmp_path), tiny_build(synthetic=False, gated=False), "org/x")
-    expect_one_line_error(result, "neither tagged synthetic nor gated")
+    expect_one_line_error(result, "disagrees with build_manifest.json")
     assert hub_server.requests == []
 
 
-def test_second_push_mirrors_the_folder(hub_server, tiny_build, tmp_path):
+def test_a_synthetic_card_beside_real_data_is_refused(hub_server, tiny_build, tmp_path):
+    """A crashed real build over a synthetic one once left the synthetic card beside real
+    Parquet: the manifest, not the card, says what the data is."""
+    folder = tiny_build(synthetic=False, gated=False, card_synthetic=True)
+    expect_one_line_error(push(hub_server.client_env(tmp_path), folder, "org/x"),
+                          "disagrees with build_manifest.json")
+    assert hub_server.requests == []
+
+
+@pytest.mark.parametrize("damage, phrase", [
+    (lambda f: (f / "nlu" / "deep" / "er").mkdir(parents=True) or
+     (f / "nlu" / "deep" / "er" / "x.parquet").write_bytes(b"stray"), "not from the build"),
+    (lambda f: (f / "nlu" / "train-00000-of-00001.parquet").write_bytes(b"edited"),
+     "changed since the build"),
+    (lambda f: (f / "nlu" / "train-00000-of-00001.parquet").unlink(), "missing"),
+    (lambda f: (f / MANIFEST).unlink(), "no build_manifest.json"),
+], ids=["stray-nested-parquet", "edited", "missing", "no-manifest"])
+def test_a_folder_that_does_not_match_its_manifest_is_refused(hub_server, tiny_build, tmp_path,
+                                                              damage, phrase):
+    folder = tiny_build(synthetic=True)
+    damage(folder)
+    expect_one_line_error(push(hub_server.client_env(tmp_path), folder, "org/x"), phrase)
+    assert hub_server.requests == []
+
+
+def test_second_push_deletes_only_what_the_first_build_put_there(hub_server, tiny_build,
+                                                                tmp_path):
     env = hub_server.client_env(tmp_path)
-    folder = tiny_build(synthetic=True, splits=("train", "test"))
-    assert push(env, folder, "org/mirror").returncode == 0
-    (folder / "nlu" / "test-00000-of-00001.parquet").unlink()
-    assert push(env, folder, "org/mirror").returncode == 0
-    assert "nlu/test-00000-of-00001.parquet" not in hub_server.files("dataset", "org/mirror")
-    assert "nlu/train-00000-of-00001.parquet" in hub_server.files("dataset", "org/mirror")
+    assert push(env, tiny_build(synthetic=True, splits=("train", "test")), "org/mirror").returncode == 0
+    assert push(env, tiny_build(synthetic=True, splits=("train",)), "org/mirror").returncode == 0
+    files = hub_server.files("dataset", "org/mirror")
+    assert "nlu/test-00000-of-00001.parquet" not in files
+    assert {"nlu/train-00000-of-00001.parquet", MANIFEST, "README.md"} <= set(files)
+
+
+def test_a_repo_holding_other_files_is_refused_and_left_alone(hub_server, tiny_build, tmp_path):
+    env = hub_server.client_env(tmp_path)
+    assert push(env, tiny_build(synthetic=True), "org/shared").returncode == 0
+    upload = ("from huggingface_hub import HfApi; HfApi().upload_file(path_or_fileobj=b'x', "
+              "path_in_repo='deep/er/foreign.parquet', repo_id='org/shared', repo_type='dataset')")
+    assert subprocess.run([sys.executable, "-c", upload], env=env, timeout=CLIENT_TIMEOUT).returncode == 0
+    expect_one_line_error(push(env, tiny_build(synthetic=True), "org/shared"),
+                          "deep/er/foreign.parquet")
+    assert "deep/er/foreign.parquet" in hub_server.files("dataset", "org/shared")
 
 
 def test_endpoint_down_fails_with_a_clear_message(tiny_build, tmp_path):
@@ -173,7 +225,8 @@ def test_silent_endpoint_times_out_instead_of_hanging(tiny_build, tmp_path):
     with silent_endpoint() as url, HubServer() as hub:
         env = {**hub.client_env(tmp_path), "HF_ENDPOINT": url}
         result = push(env, tiny_build(synthetic=True), "org/x", "--timeout", "1", guard=FAILURE_TIMEOUT)
-        expect_one_line_error(result, "did not answer in time", url)
+        expect_one_line_error(result, url)
+        assert "did not answer in time" in result.stderr or "not done within --timeout" in result.stderr
 
 
 def test_missing_token_fails_before_any_request(hub_server, tiny_build, tmp_path):

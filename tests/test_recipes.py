@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from meditod_hub import paper_results
+from meditod_hub.errors import UsageError
 from meditod_hub.train import parse_recipe
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
@@ -139,7 +140,7 @@ def test_effective_batch_arithmetic_holds_for_one_and_two_processes(parsed):
 
 
 def test_tiny_recipes_train_all_weights_without_gpu_defaults(parsed):
-    for (model, task), r in parsed.items():
+    for (model, _task), r in parsed.items():
         if model.startswith("tiny-"):
             assert not r.model.use_peft and not r.model.load_in_4bit
             assert not r.training.bf16 and not r.training.gradient_checkpointing
@@ -157,7 +158,7 @@ def test_overrides_win_over_the_recipe_and_are_recorded():
 def test_unknown_recipe_key_is_refused(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text((RECIPES / "tiny-llama" / "nlu.yaml").read_text() + "no_such_key: 1\n")
-    with pytest.raises(ValueError, match="no_such_key"):
+    with pytest.raises(UsageError, match="bad.yaml: unknown setting.s. no_such_key"):
         parse(bad)
 
 

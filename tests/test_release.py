@@ -73,7 +73,7 @@ def test_missing_file_is_named(tmp_path):
 def test_unreadable_file_is_named(tmp_path):
     folder = write_release(tmp_path / "r")
     (folder / "dialogs.json").write_bytes(b"\xff\xfe\x00garbage")
-    assert any("dialogs.json: cannot read file" in p for p in problems_of(folder))
+    assert any("dialogs.json: not UTF-8" in p for p in problems_of(folder))
 
 
 def test_invalid_json_names_line_and_column(tmp_path):

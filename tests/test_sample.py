@@ -136,7 +136,7 @@ def test_doctor_actions_cover_checks_values_pairs_diagnosis_and_chit_chat(sample
 
 
 def test_labels_are_lowercase_and_free_of_span_delimiters(sample):
-    """PPTOD spans (reference 3.1) cannot carry `= # ( ) |` inside a value."""
+    """PPTOD spans (docs/format.md, "Model formats") cannot carry `= # ( ) |` inside a value."""
     for dialogue in sample.dialogues.values():
         for utt in dialogue["utterances"]:
             assert not re.search(r"[<>\n]", utt["text"])

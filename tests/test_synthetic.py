@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +32,7 @@ def test_same_seed_same_bytes_across_processes_and_hash_seeds(tmp_path):
     env = {**os.environ, "PYTHONHASHSEED": "123"}
     subprocess.run([sys.executable, "-m", "meditod_hub.synthetic", "--out", str(tmp_path / "there"),
                     "--seed", "3", "--dialogues", "6"], check=True, env=env, capture_output=True,
-                   cwd=meditod.PROJECT_ROOT)
+                   cwd=Path(__file__).resolve().parent.parent)
     assert _files(here) == _files(tmp_path / "there")
     other = synthetic.generate_release(tmp_path / "other", seed=4, dialogues=6)
     assert _files(other)["dialogs.json"] != _files(here)["dialogs.json"]
@@ -105,7 +106,7 @@ def test_dialogues_alternate_and_ood_is_musculoskeletal(paper_scale):
 
 
 def test_values_are_lowercase_and_free_of_span_delimiters(paper_scale):
-    """Every label value comes from these pools; PPTOD spans (reference 3.1) cannot carry
+    """Every label value comes from these pools; PPTOD spans (docs/format.md, "Model formats") cannot carry
     `= # ( ) |` inside a value."""
     pools = list(synthetic.VALUES.values()) + [
         pool for table in synthetic.DOMAIN_VALUES.values() for pool in table.values()]

@@ -21,30 +21,14 @@ from datasets import load_dataset
 from safetensors.torch import load_file
 
 from meditod_hub import train as T
-from meditod_hub.predict import Budget
+from meditod_hub.errors import UsageError
+from meditod_hub.families import FAMILIES, Budget
 
 PROJECT = Path(__file__).resolve().parent.parent
 RECIPES = PROJECT / "recipes"
 
 
-@pytest.fixture(scope="session")
-def tiny_models(embedded_build, tmp_path_factory) -> Path:
-    """The four tiny models, built once per session (other test modules import this fixture)."""
-    from meditod_hub.tiny import build_all
-
-    out = tmp_path_factory.getbasetemp() / "tiny-models"
-    if not (out / "done").exists():
-        build_all(embedded_build, out)
-        (out / "done").touch()
-    return out
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def rows(data: Path, task: str, split: str = "train") -> list[dict]:
@@ -72,10 +56,9 @@ def run_info(out: Path) -> dict:
     ("tiny-pptod", "pptod", Budget(64, 32)),
     ("tiny-biogpt", "biogpt", Budget(160, 32)),
 ])
-def test_seq2seq_and_biogpt_cut_context_never_target_and_count_it(tiny_models, embedded_build,
-                                                                  name, family, budget):
-    from meditod_hub.formats import seq2seq
-
+def test_span_families_cut_context_never_target_and_count_it(tiny_models, embedded_build,
+                                                            name, family, budget):
+    family = FAMILIES[family]
     tok = tokenizer_of(tiny_models, name)
     data = rows(embedded_build, "nlu")
     encoded = T.encode(family, "nlu", data, tok, budget)
@@ -88,7 +71,7 @@ def test_seq2seq_and_biogpt_cut_context_never_target_and_count_it(tiny_models, e
         assert len(example["input_ids"]) <= budget.max_length  # BioGPT: prompt + target
         target = [t for t in example["labels"] if t != -100]
         text = tok.decode(target, skip_special_tokens=True)
-        assert text.strip() == seq2seq.target_text(family, "nlu", by_id[row["id"]]).strip()
+        assert text.strip() == family.target_text("nlu", by_id[row["id"]]).strip()
 
 
 @pytest.mark.parametrize("name,family", [("tiny-llama", "llama"), ("tiny-biogpt", "biogpt"),
@@ -97,10 +80,9 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
                                                               family):
     """The real (licensed, read-in-place) sample through the recipes' budgets: every row is
     either a trainer example or a counted skip."""
-    from meditod_hub.predict import DEFAULT_BUDGETS
-
+    family = FAMILIES[family]
     tok = tokenizer_of(tiny_models, name)
-    budget = Budget(2048, 500) if family == "llama" else DEFAULT_BUDGETS[family]
+    budget = Budget(2048, 500) if family.name == "llama" else family.default_budget
     for task in ("nlu", "pol", "nlg"):
         data = rows(sample_build, task)
         encoded = T.encode(family, task, data, tok, budget)
@@ -112,13 +94,13 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
 def test_llama_examples_over_budget_are_skipped_and_named(tiny_models, embedded_build):
     tok = tokenizer_of(tiny_models, "tiny-llama")
     data = rows(embedded_build, "pol")
-    full = T.encode("llama", "pol", data, tok, Budget(None, 32))
+    full = T.encode(FAMILIES["llama"], "pol", data, tok, Budget(None, 32))
     assert len(full.dataset) == len(data) and not full.skipped
     lengths = sorted(len(tok.apply_chat_template(
         [*e["prompt"], *e["completion"]], tokenize=True, return_dict=True)["input_ids"])
         for e in full.dataset)
     cut = lengths[len(lengths) // 2]
-    small = T.encode("llama", "pol", data, tok, Budget(cut, 32))
+    small = T.encode(FAMILIES["llama"], "pol", data, tok, Budget(cut, 32))
     assert 0 < len(small.skipped) < len(data)
     assert len(small.dataset) + len(small.skipped) == len(data)
     assert set(small.skipped) <= {r["id"] for r in data}
@@ -129,7 +111,7 @@ def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, e
 
     tok = tokenizer_of(tiny_models, "tiny-llama")
     row = rows(embedded_build, "nlu")[0]
-    example = T.encode("llama", "nlu", [row], tok, Budget(1024, 32)).dataset[0]
+    example = T.encode(FAMILIES["llama"], "nlu", [row], tok, Budget(1024, 32)).dataset[0]
     assert example["completion"] == [{"role": "assistant", "content": chat.answer("nlu", row)}]
     full = tok.apply_chat_template([*example["prompt"], *example["completion"]], tokenize=True,
                                    return_dict=True)["input_ids"]
@@ -140,21 +122,21 @@ def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, e
 def test_pad_token_is_made_distinct_from_eos(tiny_models):
     tok = tokenizer_of(tiny_models, "tiny-llama")
     tok.pad_token = tok.eos_token            # as OpenBioLLM ships it
-    T.ensure_pad_token(tok)
+    T.ensure_pad_token(tok, FAMILIES["llama"])
     assert tok.pad_token == "<|finetune_right_pad_id|>"
     tok.pad_token = None                     # as Llama-3 ships it
-    T.ensure_pad_token(tok)
-    assert tok.pad_token_id not in T.stop_token_ids(tok)
+    T.ensure_pad_token(tok, FAMILIES["llama"])
+    assert tok.pad_token_id not in FAMILIES["llama"].stop_token_ids(tok)
 
 
 def test_padding_free_is_refused_for_biogpt_and_falls_back_without_cuda_flash():
     recipe = T.parse_recipe([str(RECIPES / "biogpt-full" / "nlu.yaml"), "--padding_free=true"])
-    with pytest.raises(ValueError, match="position ids"):
-        T.plan_batching("biogpt", recipe.training, recipe.model)
+    with pytest.raises(UsageError, match="position ids"):
+        T.plan_batching(FAMILIES["biogpt"], recipe.training, recipe.model)
     llama = T.parse_recipe([str(RECIPES / "llama3-8b" / "nlu.yaml")])
     assert llama.training.padding_free
     expected = "padding_free" if T.flash_varlen_available("flash_attention_2") else "padded"
-    assert T.plan_batching("llama", llama.training, llama.model) == expected
+    assert T.plan_batching(FAMILIES["llama"], llama.training, llama.model) == expected
     if expected == "padded":
         assert not llama.training.padding_free
         assert llama.training.train_sampling_strategy == "group_by_length"
@@ -174,7 +156,7 @@ def test_biogpt_examples_in_one_batch_cannot_see_each_other(tiny_models, embedde
 
     tok = tokenizer_of(tiny_models, "tiny-biogpt")
     model = AutoModelForCausalLM.from_pretrained(tiny_models / "tiny-biogpt").eval()
-    data = T.encode("biogpt", "nlu", rows(embedded_build, "nlu"), tok, Budget(512, 64)).dataset
+    data = T.encode(FAMILIES["biogpt"], "nlu", rows(embedded_build, "nlu"), tok, Budget(512, 64)).dataset
     a, b1, b2 = data[0], data[1], data[2]
     assert len(b1["input_ids"]) != len(b2["input_ids"])
     padded = DataCollatorForLanguageModeling(pad_token_id=tok.pad_token_id)
@@ -325,7 +307,7 @@ def test_the_checkpoint_with_the_best_validation_f1_is_the_saved_model(
 def test_tiny_model_memorises_the_training_split(tiny_models, embedded_build, tmp_path, recipe,
                                                  model):
     """Loss at least halves and train-split NLU F1 > 0.9: the whole path works and learns."""
-    from meditod_hub.evaluate_cli import main as evaluate
+    from meditod_hub.evaluate import main as evaluate
     from meditod_hub.predict import main as predict
 
     out = tmp_path / "learn"

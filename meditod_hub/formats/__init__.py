@@ -1,16 +1,15 @@
 """Model formats: how dataset rows become model inputs/targets, and how model outputs parse back.
 
-One module per model family: `pptod` (the authors' span grammar, shared by PPTOD, Flan-T5 and
-BioGPT targets), `seq2seq` (Flan-T5 / BioGPT / PPTOD inputs), `chat` (Llama-3 / OpenBioLLM
-messages), `fit` (token budgets). This module holds what they share: the parse result and the
-one rule for which utterances a model sees as context (reference 2.2 and 7.11).
+`pptod` (the authors' span grammar, shared by PPTOD, Flan-T5 and BioGPT targets),
+`span_models` (Flan-T5 / BioGPT / PPTOD inputs and targets), `chat` (Llama-3 / OpenBioLLM
+messages), `fit` (token budgets). Which family uses which is the family registry's business
+(`meditod_hub.families`). This module holds what they share: the parse result and the one rule
+for which utterances a model sees as context (docs/format.md, "Model formats").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-TASKS = ("nlu", "pol", "nlg")
 
 
 @dataclass(frozen=True)
@@ -44,11 +43,6 @@ def context_utterances(row: dict) -> list[tuple[str, str]]:
 def context_lines(row: dict) -> list[str]:
     """`patient: <text>` / `doctor: <text>` lines of `context_utterances`."""
     return [f"{speaker}: {text}" for speaker, text in context_utterances(row)]
-
-
-def check_task(task: str) -> None:
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
 
 
 def row_field(row: dict, key: str):

@@ -1,4 +1,4 @@
-"""Llama-3-8B-Instruct / OpenBioLLM-8B supervised format (reference 3.3).
+"""Llama-3-8B-Instruct / OpenBioLLM-8B supervised format (docs/format.md, "Model formats").
 
 Each row becomes [system, user, assistant] messages. The user message shows a 4-line context
 window: `[dialog history]` (up to 2 lines, only if any) and `[last turn]` (the last 2 lines:
@@ -8,8 +8,9 @@ is `[answer] <json.dumps(target)> [done]`; for NLG the doctor's raw text between
 
 Training renders the messages with the tokenizer's chat template, which closes the assistant
 turn with the end-of-turn token, so the model learns to stop there; `[done]` stays as the
-upstream stop string. At inference render [system, user] with the generation prompt and append
-`ANSWER_OPEN` as upstream did: `parse_answer` accepts output with or without it.
+upstream stop string. At inference we render [system, user] with the generation prompt and, unlike
+upstream, do not append `ANSWER_OPEN`: the model was trained to write it and generates it first.
+`parse_answer` accepts output with or without it.
 
 `parse_answer` follows upstream `post.py` for NLU/POL: lowercase, keep the text before `[done]`,
 `json.loads` (gold is lowercase already; lowercasing JSON text changes no escape). NLG text is
@@ -23,7 +24,8 @@ from __future__ import annotations
 import json
 import re
 
-from . import ParseResult, check_task, context_lines, row_field
+from ..tasks import get_task
+from . import ParseResult, context_lines, row_field
 
 SYSTEM_MESSAGES = {
     "nlu": "Given the dialog history and the last turn, identify the patient's intent, slots, "
@@ -35,14 +37,12 @@ SYSTEM_MESSAGES = {
 }
 ANSWER_OPEN, ANSWER_CLOSE = "[answer]", "[done]"
 WINDOW = 4  # `history_size` in every upstream config
-TARGET_COLUMN = {"nlu": "nlu", "pol": "actions", "nlg": "response"}
-ITEM_HEAD = {"nlu": "intent", "pol": "action"}
 
 _WHITESPACE = re.compile(r"\s*")
 
 
 def user_message(task: str, row: dict) -> str:
-    check_task(task)
+    get_task(task)
     lines = context_lines(row)
     blocks = []
     if task == "pol":
@@ -57,13 +57,13 @@ def user_message(task: str, row: dict) -> str:
 
 
 def answer(task: str, row: dict) -> str:
-    check_task(task)
-    target = row_field(row, TARGET_COLUMN[task])
-    return f"{ANSWER_OPEN} {target if task == 'nlg' else json.dumps(target)} {ANSWER_CLOSE}"
+    spec = get_task(task)
+    target = row_field(row, spec.target_column)
+    return f"{ANSWER_OPEN} {json.dumps(target) if spec.structured else target} {ANSWER_CLOSE}"
 
 
 def messages(task: str, row: dict) -> list[dict]:
-    check_task(task)
+    get_task(task)
     return [{"role": "system", "content": SYSTEM_MESSAGES[task]},
             {"role": "user", "content": user_message(task, row)},
             {"role": "assistant", "content": answer(task, row)}]
@@ -71,20 +71,19 @@ def messages(task: str, row: dict) -> list[dict]:
 
 def parse_answer(task: str, text: str) -> ParseResult:
     """Generated text -> NLU items / actions (a JSON list) or the NLG response. Never raises."""
-    check_task(task)
-    empty = "" if task == "nlg" else []
+    spec = get_task(task)
     if not isinstance(text, str):
-        return ParseResult(empty, False, f"expected a string, got {type(text).__name__}")
-    if task != "nlg":
+        return ParseResult(spec.empty_label, False, f"expected a string, got {type(text).__name__}")
+    if spec.structured:
         text = text.lower()
     body = text.strip()
     if body.startswith(ANSWER_OPEN):
         body = body[len(ANSWER_OPEN):]
     body, done, _ = body.partition(ANSWER_CLOSE)
     reason = None if done else f"no {ANSWER_CLOSE} (truncated output?)"
-    if task == "nlg":
+    if not spec.structured:
         return ParseResult(body.strip(), reason is None, reason)
-    items, json_reason = _json_items(body.strip(), ITEM_HEAD[task])
+    items, json_reason = _json_items(body.strip(), spec.item_head)
     reason = json_reason or reason
     return ParseResult(items, reason is None, reason)
 

@@ -1,4 +1,5 @@
-"""The authors' PPTOD span grammar (reference 3.1), shared by the PPTOD, Flan-T5 and BioGPT targets.
+"""The authors' PPTOD span grammar, shared by the PPTOD, Flan-T5 and BioGPT targets
+(docs/format.md, "Model formats").
 
     <sos_b> @inform@ [positive_symptom] ( value=a # location=b | c ) ( value=d ) <eos_b>
     <sos_a> @inquire@ [symptom] ( value=a # checks-type=location # location-values=b | c ) <eos_a>

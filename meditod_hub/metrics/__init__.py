@@ -1,21 +1,20 @@
 """MediTOD metrics: NLU/POL F1 with a pluggable non-medical judge, POL Precision@K, NLG scores.
 
-Plain functions over labels; `meditod_hub.evaluate_cli` wires them to a dataset folder and a
-predictions file, and `metrics/meditod_{nlu,pol}` expose them as local `evaluate` modules.
+Plain functions over labels; `meditod_hub.tasks.Task.score` is the one caller that `meditod
+evaluate`, training-time validation and the local `evaluate` modules (`metrics/meditod_{nlu,pol}`)
+go through.
 """
 
 from .f1 import Counts, F1Scores, nlu_f1, pol_f1
 from .judges import JUDGES, EmbeddingJudge, ExactJudge, JudgeError, LLMJudge, make_judge
-from .nlg import bleu, bertscore, nlg_scores, normalise, rouge, sacrebleu_score
+from .nlg import bertscore, bleu, nlg_scores, normalise, rouge, sacrebleu_score
 from .precision_at_k import MODES as PAK_MODES
 from .precision_at_k import PAPER_KS, pol_precision_at_k, precision_at_k_tuples
-from .predictions import Prediction, PredictionsError, align, read_predictions
 from .tuples import MalformedLabel, Tuples, nlu_tuples, pol_tuples
 
 __all__ = [
     "Counts", "EmbeddingJudge", "ExactJudge", "F1Scores", "JUDGES", "JudgeError", "LLMJudge",
-    "MalformedLabel", "PAK_MODES", "PAPER_KS", "Prediction", "PredictionsError", "Tuples",
-    "align", "bertscore", "bleu", "make_judge",
+    "MalformedLabel", "PAK_MODES", "PAPER_KS", "Tuples", "bertscore", "bleu", "make_judge",
     "nlg_scores", "nlu_f1", "nlu_tuples", "normalise", "pol_f1", "pol_precision_at_k",
-    "pol_tuples", "precision_at_k_tuples", "read_predictions", "rouge", "sacrebleu_score",
+    "pol_tuples", "precision_at_k_tuples", "rouge", "sacrebleu_score",
 ]

@@ -1,4 +1,4 @@
-"""NLU and POL precision / recall / F1 and joint accuracy (reference 4.1, 4.2).
+"""NLU and POL precision / recall / F1 and joint accuracy (docs/format.md, "Metrics").
 
 Per turn, medical tuples are exact-matched (TP = |G & P|, FP = |P - G|, FN = |G - P|).
 Non-medical tuples are grouped by everything but their last element; a group only on one side
@@ -38,7 +38,7 @@ class Counts:
     fp: int = 0
     fn: int = 0
 
-    def __iadd__(self, other: "Counts") -> "Counts":
+    def __iadd__(self, other: Counts) -> Counts:
         self.tp, self.fp, self.fn = self.tp + other.tp, self.fp + other.fp, self.fn + other.fn
         return self
 

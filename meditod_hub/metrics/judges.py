@@ -1,4 +1,4 @@
-"""Equivalence judges for non-medical attribute values (reference 4.1, paper appendix).
+"""Equivalence judges for non-medical attribute values (docs/format.md, "Metrics", paper appendix).
 
 Medical values are canonical and always exact-matched; non-medical ones ("2 days ago" vs
 "two days before") may go through a judge. Every judge answers a whole batch of

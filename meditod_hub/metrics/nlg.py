@@ -1,4 +1,4 @@
-"""NLG scores as the authors computed them (reference 4.3), plus sacreBLEU.
+"""NLG scores as the authors computed them (docs/format.md, "Metrics"), plus sacreBLEU.
 
 * Normalisation (both sides): strip, tabs to spaces, lowercase, spaces around every
   `string.punctuation` character, whitespace collapsed.

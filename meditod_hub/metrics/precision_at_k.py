@@ -1,4 +1,4 @@
-"""POL Precision@K (reference 4.2): is a predicted action one the doctor takes within K turns?
+"""POL Precision@K (docs/format.md, "Metrics"): is a predicted action one the doctor takes within K turns?
 
 Per dialogue, turn i scores 1 if its predicted tuple set matches the gold of some turn
 j in [i, min(i + K, n) - 1], else 0; P@K is the mean over *all* turns (none skipped).

@@ -1,4 +1,4 @@
-"""Unroll NLU and POL labels into the authors' medical / non-medical tuple sets (reference 4.1, 4.2).
+"""Unroll NLU and POL labels into the authors' medical / non-medical tuple sets (docs/format.md, "Metrics").
 
 NLU, per item with intent I: no slots -> `(I,)`; a medical slot entry -> head `(I, key, value)`
 and `(I, key, value, attr, v)` per attribute value (lists unrolled; an entry without `value`

@@ -1,4 +1,4 @@
-"""MediTOD NLU F1 as a local `evaluate` module (the core is `meditod_hub.metrics`).
+"""MediTOD NLU F1 as a local `evaluate` module (the score is `meditod_hub.tasks`' NLU `score`).
 
     import evaluate
     nlu = evaluate.load("metrics/meditod_nlu")   # offline: a local folder
@@ -12,7 +12,8 @@ import datasets
 import evaluate
 
 from meditod_hub.about import CITATION
-from meditod_hub.metrics import make_judge, nlu_f1
+from meditod_hub.metrics import make_judge
+from meditod_hub.tasks import get_task
 
 _DESCRIPTION = ("MediTOD NLU precision, recall and F1 (medical, non-medical, overall) and joint "
                 "accuracy, by the authors' tuple unrolling; non-medical values go through a judge.")
@@ -29,4 +30,6 @@ class MeditodNlu(evaluate.Metric):
     def _compute(self, predictions, references, judge="exact", judge_options=None):
         if isinstance(judge, str):
             judge = make_judge(judge, **(judge_options or {}))
-        return nlu_f1(references, predictions, judge).as_dict()
+        task = get_task("nlu")
+        rows = [{"id": str(i), task.target_column: ref} for i, ref in enumerate(references)]
+        return task.score(rows, predictions, judge=judge)

@@ -1,4 +1,5 @@
-"""MediTOD POL F1 and Precision@K as a local `evaluate` module (the core is `meditod_hub.metrics`).
+"""MediTOD POL F1 and Precision@K as a local `evaluate` module (the score is `meditod_hub.tasks`'
+POL `score`).
 
     import evaluate
     pol = evaluate.load("metrics/meditod_pol")   # offline: a local folder
@@ -12,7 +13,8 @@ import datasets
 import evaluate
 
 from meditod_hub.about import CITATION
-from meditod_hub.metrics import PAPER_KS, make_judge, pol_f1, pol_precision_at_k
+from meditod_hub.metrics import make_judge
+from meditod_hub.tasks import get_task
 
 _DESCRIPTION = ("MediTOD POL precision, recall and F1 (medical, non-medical, overall), joint "
                 "accuracy and Precision@K, by the authors' tuple unrolling.")
@@ -31,9 +33,8 @@ class MeditodPol(evaluate.Metric):
                  judge="exact", judge_options=None):
         if isinstance(judge, str):
             judge = make_judge(judge, **(judge_options or {}))
-        results = pol_f1(references, predictions, judge).as_dict()
+        task = get_task("pol")
         dialogue_ids = dialogue_ids or ["dialogue"] * len(references)
-        results["precision_at_k"] = pol_precision_at_k(references, predictions, dialogue_ids,
-                                                       PAPER_KS, pak_mode)
-        results["precision_at_k_mode"] = pak_mode
-        return results
+        rows = [{"id": str(i), "dialogue_id": did, task.target_column: ref}
+                for i, (ref, did) in enumerate(zip(references, dialogue_ids))]
+        return task.score(rows, predictions, judge=judge, pak_mode=pak_mode)

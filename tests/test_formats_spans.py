@@ -1,4 +1,5 @@
-"""Flan-T5 / BioGPT / PPTOD inputs and targets, the context rule, and token budgets.
+"""Flan-T5 / BioGPT / PPTOD inputs and targets (the span-grammar families of the registry), the
+context rule, and token budgets.
 
 Offline: an invented dialogue goes through the project's own views; budgets use a word-level
 tokenizer trained here. The authors' sample (read in place, skipped when absent) checks the
@@ -13,10 +14,20 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
-from meditod_hub.formats import context_lines, seq2seq
+from meditod_hub.errors import UsageError
+from meditod_hub.families import FAMILIES, SPAN_FAMILIES, get_family
+from meditod_hub.formats import context_lines
 from meditod_hub.formats.fit import BudgetError, fit_to_budget, special_ids
-from meditod_hub.formats.pptod import (ACTION_SPAN, MARKERS, NLU_SPAN, serialise_actions, serialise_nlu,
-                                       serialise_state, unwrap)
+from meditod_hub.formats.pptod import (
+    ACTION_SPAN,
+    MARKERS,
+    NLU_SPAN,
+    serialise_actions,
+    serialise_nlu,
+    serialise_state,
+    unwrap,
+)
+from meditod_hub.formats.span_models import state_order
 from meditod_hub.release import read_release
 from meditod_hub.views import view_rows
 
@@ -48,6 +59,15 @@ LINES = ["patient: My knee has a zorbic ache.", "doctor: Since when?", "patient:
          "doctor: Any vell rash?", "patient: Nice weather.", "doctor: Indeed.", "patient: No rash."]
 
 
+def source_text(family: str, task: str, row: dict) -> tuple[str, str]:
+    parts = FAMILIES[family].source_parts(task, row)
+    return parts.prefix, parts.body
+
+
+def target_text(family: str, task: str, row: dict) -> str:
+    return FAMILIES[family].target_text(task, row)
+
+
 # --- the context rule -----------------------------------------------------------------------
 
 def test_context_starts_at_the_first_patient_line_and_ends_with_the_current_one():
@@ -66,7 +86,7 @@ def test_every_line_before_the_first_patient_line_is_left_out():
 # --- layouts --------------------------------------------------------------------------------
 
 def test_flan_t5_nlu_sees_the_whole_context():
-    assert seq2seq.source_text("flan-t5", "nlu", NLU_ROWS[3]) == (
+    assert source_text("flan-t5", "nlu", NLU_ROWS[3]) == (
         "convert dialog to dialog state:", " ".join(LINES))
 
 
@@ -74,77 +94,78 @@ def test_flan_t5_pol_sees_the_real_state_and_four_lines():
     row = NLG_ROWS[3]
     state = serialise_state(row["state"])
     assert state.startswith("[positive_symptom] ( value=zorbic ache # location=knee # onset=two moons )")
-    assert seq2seq.source_text("flan-t5", "pol", row) == (
+    assert source_text("flan-t5", "pol", row) == (
         "convert dialog state and history to dialog act:", f"dst: {state} history: " + " ".join(LINES[3:]))
     empty = dict(row, state={})
-    assert seq2seq.source_text("flan-t5", "pol", empty)[1].startswith("dst: NONE history: ")
+    assert source_text("flan-t5", "pol", empty)[1].startswith("dst: NONE history: ")
 
 
 def test_flan_t5_nlg_sees_the_gold_action():
-    assert seq2seq.source_text("flan-t5", "nlg", NLG_ROWS[1]) == (
+    assert source_text("flan-t5", "nlg", NLG_ROWS[1]) == (
         "convert dialog actions and history to dialog act:",
         "actions: @inquire@ [symptom] ( value=vell rash ) history: " + " ".join(LINES[:3]))
 
 
 @pytest.mark.parametrize("task", ["nlu", "pol", "nlg"])
 def test_biogpt_is_flan_t5_plus_the_trigger(task):
-    prefix, body = seq2seq.source_text("biogpt", task, NLG_ROWS[2] if task != "nlu" else NLU_ROWS[2])
-    flan = seq2seq.source_text("flan-t5", task, NLG_ROWS[2] if task != "nlu" else NLU_ROWS[2])
+    prefix, body = source_text("biogpt", task, NLG_ROWS[2] if task != "nlu" else NLU_ROWS[2])
+    flan = source_text("flan-t5", task, NLG_ROWS[2] if task != "nlu" else NLU_ROWS[2])
     assert (prefix, body) == (flan[0], f"{flan[1]} answer:")
 
 
 def test_pptod_wraps_the_context_and_appends_the_gold_input():
     spans = ("<sos_u> My knee has a zorbic ache. <eos_u> <sos_r> Since when? <eos_r> "
              "<sos_u> Two moons. <eos_u>")
-    assert seq2seq.source_text("pptod", "nlu", NLU_ROWS[1]) == (
+    assert source_text("pptod", "nlu", NLU_ROWS[1]) == (
         "translate dialogue to belief state:", f"<sos_context> {spans} <eos_context>")
     state = serialise_state(NLG_ROWS[1]["state"])
-    assert seq2seq.source_text("pptod", "pol", NLG_ROWS[1]) == (
+    assert source_text("pptod", "pol", NLG_ROWS[1]) == (
         "translate dialogue to dialogue action:",
         f"<sos_context> {spans} <eos_context> <sos_b> {state} <eos_b>")
-    assert seq2seq.source_text("pptod", "nlg", NLG_ROWS[1])[1].endswith(
+    assert source_text("pptod", "nlg", NLG_ROWS[1])[1].endswith(
         "<eos_context> <sos_a> @inquire@ [symptom] ( value=vell rash ) <eos_a>")
 
 
 def test_targets_carry_markers_for_pptod_only():
     row = {**NLG_ROWS[0], "nlu": [ACHE]}
-    assert seq2seq.target_text("pptod", "nlu", row) == serialise_nlu([ACHE])
-    assert seq2seq.target_text("flan-t5", "nlu", row) == unwrap(NLU_SPAN, serialise_nlu([ACHE]))[0]
-    assert seq2seq.target_text("biogpt", "pol", row) == unwrap(ACTION_SPAN, serialise_actions([ASK_ONSET]))[0]
-    assert seq2seq.target_text("pptod", "nlg", row) == "<sos_r> Since when? <eos_r>"
-    assert seq2seq.target_text("flan-t5", "nlg", row) == "Since when?"
+    assert target_text("pptod", "nlu", row) == serialise_nlu([ACHE])
+    assert target_text("flan-t5", "nlu", row) == unwrap(NLU_SPAN, serialise_nlu([ACHE]))[0]
+    assert target_text("biogpt", "pol", row) == unwrap(ACTION_SPAN, serialise_actions([ASK_ONSET]))[0]
+    assert target_text("pptod", "nlg", row) == "<sos_r> Since when? <eos_r>"
+    assert target_text("flan-t5", "nlg", row) == "Since when?"
 
 
 def test_unknown_family_or_task_and_missing_columns_are_clear_errors():
-    with pytest.raises(ValueError, match="unknown model family"):
-        seq2seq.source_text("t5-xxl", "nlu", NLU_ROWS[0])
-    with pytest.raises(ValueError, match="unknown task"):
-        seq2seq.parse_target("dst", "x")
+    with pytest.raises(UsageError, match="unknown model family 't5-xxl'"):
+        get_family("t5-xxl")
+    with pytest.raises(UsageError, match="unknown task 'dst'"):
+        FAMILIES["flan-t5"].parse("dst", "x")
     with pytest.raises(KeyError, match="'9-1'.*'actions'"):
-        seq2seq.source_text("flan-t5", "nlg", NLU_ROWS[0])
+        source_text("flan-t5", "nlg", NLU_ROWS[0])
 
 
 def test_nlg_parse_strips_markers_and_flags_truncation():
-    assert seq2seq.parse_target("nlg", "<sos_r> Since when? <eos_r>").value == "Since when?"
-    result = seq2seq.parse_target("nlg", "<sos_r> Since wh")
+    assert FAMILIES["pptod"].parse("nlg", "<sos_r> Since when? <eos_r>").value == "Since when?"
+    result = FAMILIES["pptod"].parse("nlg", "<sos_r> Since wh")
     assert (result.value, result.ok) == ("Since wh", False)
 
 
 def test_biogpt_spacing_repairs():
     detokenised = ("@ inquire @ [symptom] (value = zorbic ache # checks-type = location # "
                    "location-values = knee / elbow | arm)")
-    result = seq2seq.parse_target("pol", detokenised, family="biogpt")
+    result = FAMILIES["biogpt"].parse("pol", detokenised)
     assert result.ok and result.value == [{"action": "inquire", "symptom": [{"value": "zorbic ache",
         "checks": [{"type": "location", "values": ["knee/elbow", "arm"]}]}]}]
-    assert seq2seq.parse_target("nlg", "a / b = c", family="biogpt").value == "a / b = c"
+    assert FAMILIES["biogpt"].parse("nlg", "a / b = c").value == "a / b = c"
+    assert not FAMILIES["flan-t5"].parse("pol", detokenised).ok  # no repairs for Flan-T5
 
 
 # --- token budgets --------------------------------------------------------------------------
 
 def _tokenizer(template: str) -> PreTrainedTokenizerFast:
     """A word-level tokenizer over this file's texts; `template` places `</s>` like T5/BioGPT."""
-    texts = [text for row in NLG_ROWS for family in seq2seq.FAMILIES for task in ("pol", "nlg")
-             for text in (*seq2seq.source_text(family, task, row), seq2seq.target_text(family, task, row))]
+    texts = [text for row in NLG_ROWS for family in SPAN_FAMILIES for task in ("pol", "nlg")
+             for text in (*source_text(family, task, row), target_text(family, task, row))]
     backend = Tokenizer(models.WordLevel(unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     backend.train_from_iterator(texts + LINES, trainers.WordLevelTrainer(
@@ -167,37 +188,82 @@ def test_special_ids_follow_the_tokenizer_template():
     assert special_ids(T5_LIKE) == ([], [eos]) and special_ids(BIOGPT_LIKE) == ([eos], [])
 
 
-@pytest.mark.parametrize("family", seq2seq.FAMILIES)
+@pytest.mark.parametrize("family", SPAN_FAMILIES)
 def test_an_input_that_fits_is_the_whole_text(family):
-    parts = seq2seq.source_parts(family, "pol", NLG_ROWS[3])
+    parts = FAMILIES[family].source_parts("pol", NLG_ROWS[3])
     fitted = fit_to_budget(T5_LIKE, parts, 512, "9-8")
-    assert not fitted.truncated and fitted.dropped == 0
+    assert not fitted.truncated and (fitted.dropped, fitted.dropped_state) == (0, 0)
     assert fitted.input_ids == _ids(T5_LIKE, parts.prefix) + T5_LIKE(parts.body)["input_ids"]
 
 
 @pytest.mark.parametrize("tokenizer", [T5_LIKE, BIOGPT_LIKE], ids=["t5", "biogpt"])
-@pytest.mark.parametrize("family, task", [("flan-t5", "nlu"), ("biogpt", "pol"), ("pptod", "nlg")])
-def test_only_the_context_is_cut_from_the_left(tokenizer, family, task):
-    parts = seq2seq.source_parts(family, task, NLG_ROWS[3] if task != "nlu" else NLU_ROWS[3])
+@pytest.mark.parametrize("family, task", [("flan-t5", "nlu"), ("biogpt", "nlu"), ("pptod", "nlg")])
+def test_without_a_state_only_the_context_is_cut_from_the_left(tokenizer, family, task):
+    parts = FAMILIES[family].source_parts(task, NLG_ROWS[3] if task != "nlu" else NLU_ROWS[3])
     lead, trail = special_ids(tokenizer)
     before = lead + _ids(tokenizer, parts.prefix) + _ids(tokenizer, parts.head)
     after = _ids(tokenizer, parts.tail) + trail
     context = [i for line in parts.context for i in _ids(tokenizer, line)]
     whole, target = len(before) + len(context) + len(after), 5
-    for max_length in range(len(before) + len(after) + target + 1, whole + target + 3):
+    for max_length in range(len(before) + len(after) + target, whole + target + 3):
         fitted = fit_to_budget(tokenizer, parts, max_length, "9-8", target_length=target)
         kept = len(fitted.input_ids) - len(before) - len(after)
         assert len(fitted.input_ids) == min(whole, max_length - target)
         assert fitted.input_ids == before + context[len(context) - kept:] + after
         assert fitted.dropped == len(context) - kept and fitted.truncated == (kept < len(context))
+        assert fitted.dropped_state == 0
+
+
+STATEFUL = NLG_ROWS[3]  # its state: the ache (with location and onset), then the rash
+
+
+def _contains(ids: list[int], part: list[int]) -> bool:
+    return any(ids[i:i + len(part)] == part for i in range(len(ids) - len(part) + 1))
+
+
+@pytest.mark.parametrize("family", SPAN_FAMILIES)
+def test_pol_cuts_old_context_then_the_oldest_state_entries_then_the_last_turn(family):
+    parts = FAMILIES[family].source_parts("pol", STATEFUL)
+    assert parts.state_entries == len(state_order(STATEFUL["state"])) == 2
+    lead, trail = special_ids(T5_LIKE)
+    fixed = len(lead) + len(_ids(T5_LIKE, parts.prefix)) + len(trail)
+
+    def head_and_protected(k: int) -> int:
+        smaller = parts.drop_state(k)
+        protected = " ".join([*smaller.context[-2:], smaller.tail])
+        return len(_ids(T5_LIKE, smaller.head)) + len(_ids(T5_LIKE, protected))
+
+    last_turn = _ids(T5_LIKE, " ".join(parts.context[-2:]))
+    whole = fixed + len(T5_LIKE(parts.body, add_special_tokens=False)["input_ids"])
+    seen = set()
+    for max_length in range(whole, 0, -1):
+        try:
+            fitted = fit_to_budget(T5_LIKE, parts, max_length, "9-8")
+        except BudgetError as exc:
+            smallest = parts.drop_state(parts.state_entries)
+            assert fixed + len(_ids(T5_LIKE, smallest.head)) + len(_ids(T5_LIKE, smallest.tail)) \
+                > max_length, "refused while the head and tail still fit"
+            assert "9-8" in str(exc)
+            break
+        assert len(fitted.input_ids) <= max_length
+        k = fitted.dropped_state
+        assert fitted.input_ids[len(lead) + len(_ids(T5_LIKE, parts.prefix)):][
+            :len(_ids(T5_LIKE, parts.drop_state(k).head))] == _ids(T5_LIKE, parts.drop_state(k).head)
+        if k == 0 or fixed + head_and_protected(k) <= max_length:
+            assert _contains(fitted.input_ids, last_turn), "the last turn went before the state"
+        if k:
+            assert fixed + head_and_protected(k - 1) > max_length, "a state entry went too soon"
+        seen.add("state" if k else "context" if fitted.dropped else "whole")
+        seen.add("last turn" if not _contains(fitted.input_ids, last_turn) else "")
+    assert {"whole", "context", "state", "last turn"} <= seen
 
 
 def test_examples_that_cannot_fit_name_themselves():
-    parts = seq2seq.source_parts("biogpt", "pol", NLG_ROWS[3])
+    parts = FAMILIES["biogpt"].source_parts("pol", NLG_ROWS[3])
     with pytest.raises(BudgetError, match="example 9-8: the target alone is 40 tokens"):
         fit_to_budget(BIOGPT_LIKE, parts, 40, "9-8", target_length=40)
-    with pytest.raises(BudgetError, match="example 9-8: .* leave no room for context"):
-        fit_to_budget(BIOGPT_LIKE, parts, 40, "9-8", target_length=20)
+    with pytest.raises(BudgetError, match="example 9-8: .* even without context or state"):
+        fit_to_budget(BIOGPT_LIKE, parts, 12, "9-8", target_length=5)
 
 
 # --- the authors' sample, read in place -----------------------------------------------------
@@ -217,7 +283,7 @@ def test_sample_context_matches_the_authors_pptod_views(sample_release):
     for row in rows:
         turns = sessions[f"osce{row['dialogue_id']}"][:row["turn"] + 1]
         spans = [span for turn in turns for span in (turn["user"], turn["resp"])][:-1]
-        assert seq2seq.source_parts("pptod", "nlu", row).context == spans, row["id"]
+        assert FAMILIES["pptod"].source_parts("nlu", row).context == spans, row["id"]
         lines = [f"{'patient' if span.startswith('<sos_u>') else 'doctor'}: {span[8:-8]}" for span in spans]
         assert context_lines(row) == lines, row["id"]
 
@@ -228,7 +294,7 @@ def test_sample_spans_survive_biogpt_detokenisation(sample_release):
     for task, config, column in (("nlu", "nlu", "nlu"), ("pol", "pol", "actions")):
         for row in _sample(sample_release, config):
             # What BioGPT's tokenizer does on encode and on decode.
-            tokens = tokenize.tokenize(seq2seq.target_text("biogpt", task, row),
+            tokens = tokenize.tokenize(target_text("biogpt", task, row),
                                        aggressive_dash_splits=True, return_str=False, escape=True)
-            result = seq2seq.parse_target(task, detokenize.detokenize(tokens), family="biogpt")
+            result = FAMILIES["biogpt"].parse(task, detokenize.detokenize(tokens))
             assert result.ok and result.value == row[column], row["id"]

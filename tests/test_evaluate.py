@@ -1,4 +1,4 @@
-"""The evaluation command on the authors' sample built with `meditod.py build`, and the local
+"""`meditod evaluate` on the authors' sample built with `meditod build`, and the local
 `evaluate` modules. No network (evaluate loads the modules from local folders).
 
 Predictions files are written to tmp_path only.
@@ -11,14 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub.evaluate_cli import GOLD_COLUMN, load_gold, main
+from meditod_hub.dataset import load_split
+from meditod_hub.errors import run_main
+from meditod_hub.evaluate import main
+from meditod_hub.tasks import TASKS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def gold(sample_build):
-    return {task: load_gold(sample_build, task, "test") for task in GOLD_COLUMN}
+    return {task: load_split(sample_build, task, "test") for task in TASKS}
 
 
 def write_predictions(path: Path, records: list[dict]) -> Path:
@@ -27,12 +30,12 @@ def write_predictions(path: Path, records: list[dict]) -> Path:
 
 
 def gold_records(rows: list[dict], task: str) -> list[dict]:
-    return [{"id": r["id"], "prediction": r[GOLD_COLUMN[task]]} for r in rows]
+    return [{"id": r["id"], "prediction": r[TASKS[task].target_column]} for r in rows]
 
 
 def run(sample_build, task, predictions, out, *extra):
-    return main(["--task", task, "--data", str(sample_build), "--split", "test",
-                 "--predictions", str(predictions), "--out", str(out), *extra])
+    return run_main(main, ["--task", task, "--data", str(sample_build), "--split", "test",
+                           "--predictions", str(predictions), "--out", str(out), *extra])
 
 
 @pytest.mark.parametrize("task", ["nlu", "pol"])

@@ -1,0 +1,122 @@
+"""The run folder: what `meditod train` writes and predict, cards and publishing read.
+
+    runs/<model>/<task>/
+      run_info.json        model, task, family, base model, adapter?, counts, versions, runtime
+      recipe.yaml          the resolved recipe (every key the recipe or the command line set)
+      adapter_model.safetensors | model.safetensors, config files, tokenizer
+      checkpoints/         trainer checkpoints (never published)
+      eval/<split>/        predictions.jsonl, results.json (+ .md, .png) for test and test_ood
+      published.json       where `meditod publish` put it
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .errors import MeditodError
+from .families import Family, get_family
+from .files import atomic_write
+from .records import Results, ResultsError
+from .tasks import TASKS
+
+RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
+EVAL_SPLITS = ("test", "test_ood")
+REQUIRED_INFO = ("model", "task", "family", "base_model", "adapter")
+
+
+class RunError(MeditodError, ValueError):
+    """A run folder that cannot be used; the message names the file."""
+
+
+@dataclass
+class Run:
+    path: Path
+    info: dict
+    recipe_text: str
+    results: dict[str, Results] = field(default_factory=dict)  # split -> eval/<split>/results.json
+
+    @property
+    def model(self) -> str:
+        return self.info["model"]
+
+    @property
+    def task(self) -> str:
+        return self.info["task"]
+
+    @property
+    def family(self) -> Family:
+        return get_family(self.info["family"])
+
+    @property
+    def recipe(self) -> dict:
+        return yaml.safe_load(self.recipe_text) or {}
+
+    def results_path(self, split: str) -> Path:
+        return eval_dir(self.path, split) / "results.json"
+
+    def chart(self, split: str) -> Path | None:
+        path = self.results_path(split).with_suffix(".png")
+        return path if path.is_file() else None
+
+
+def eval_dir(run: Path, split: str) -> Path:
+    return Path(run) / "eval" / split
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path}: cannot read ({type(exc).__name__}); is it a run of this kit?"
+                       ) from None
+    if not isinstance(value, dict):
+        raise RunError(f"{path}: expected a JSON object")
+    return value
+
+
+def read_run(path: str | Path, require_results: bool = True) -> Run:
+    """Read a run folder; refuse one without run_info, recipe or (by default) test results."""
+    path = Path(path)
+    info_file, recipe_file = path / RUN_INFO, path / RECIPE
+    for needed in (info_file, recipe_file):
+        if not needed.is_file():
+            raise RunError(f"{needed}: missing; is {path} a finished training run?")
+    info = _read_json(info_file)
+    missing = [key for key in REQUIRED_INFO if key not in info]
+    if missing:
+        raise RunError(f"{info_file}: missing keys {', '.join(missing)}")
+    if info["task"] not in TASKS:
+        raise RunError(f"{info_file}: unknown task {info['task']!r}")
+    run = Run(path, info, recipe_file.read_text(encoding="utf-8"))
+    for split in EVAL_SPLITS:
+        if run.results_path(split).is_file():
+            try:
+                results = Results.read(run.results_path(split))
+            except ResultsError as exc:
+                raise RunError(str(exc)) from None
+            if results.task != run.task:
+                raise RunError(f"{run.results_path(split)}: {results.task} results in a "
+                               f"{run.task} run; evaluate the run on its own task")
+            run.results[split] = results
+    if require_results and "test" not in run.results:
+        raise RunError(f"{path}: no evaluation results (eval/test/results.json); run `meditod "
+                       "predict` and `meditod evaluate` on the test split first")
+    return run
+
+
+def run_settings(model_path: str | Path) -> tuple[dict, dict]:
+    """run_info.json and recipe.yaml beside a model ({} for each when absent, e.g. a Hub id)."""
+    path = Path(model_path)
+    info = _read_json(path / RUN_INFO) if (path / RUN_INFO).is_file() else {}
+    recipe = yaml.safe_load((path / RECIPE).read_text(encoding="utf-8")) \
+        if (path / RECIPE).is_file() else {}
+    return info, recipe or {}
+
+
+def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:
+    atomic_write(Path(path) / RECIPE, yaml.safe_dump(recipe, sort_keys=False))
+    atomic_write(Path(path) / RUN_INFO, json.dumps(info, indent=2) + "\n")
