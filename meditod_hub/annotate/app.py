@@ -14,6 +14,7 @@ dataset layer's own code, never a port of it to JavaScript.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +92,9 @@ def create_app(settings: AppSettings) -> FastAPI:
 
         from .space import annotator_folder, seed_annotator
 
-        attach_huggingface_oauth(app)
+        with warnings.catch_warnings():  # "experimental": known, and pinned by the tests
+            warnings.simplefilter("ignore", UserWarning)
+            attach_huggingface_oauth(app)
 
     def session(request: Request) -> tuple[ReleaseStore, str | None]:
         if not settings.space:

@@ -98,9 +98,9 @@ class Backup:
     def __init__(self, repo_id: str, workdir: Path, every: float, timeout: float = 30.0):
         from huggingface_hub import HfApi
 
-        token = require_token()
         action = f"backing up annotations to {repo_id}"
         try:
+            token = require_token()
             with http_timeout(timeout), translate_errors(action):
                 api = HfApi(token=token)
                 check_private(api, repo_id)
