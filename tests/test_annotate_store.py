@@ -57,6 +57,7 @@ def test_an_edit_then_its_undo_writes_the_file_back_byte_for_byte(release):
     edited = json.loads(json.dumps(original))
     edited[1][0]["slots"]["positive_symptom"][0]["onset"] = "a fortnight ago"
     edited[2][0]["symptom"][0]["checks"].append({"type": "onset"})
+    edited[3] = []  # a multi-line label emptied, then given back
     first = store.save("9001", edited, opened["version"])
     assert first.written and (release / "dialogs.json").read_bytes() != before
     second = store.save("9001", original, first.version)

@@ -154,7 +154,11 @@ def _key_end(text: str, member: Member) -> int:
 
 
 class JsonDocument:
-    """A JSON object file held as text; `set` changes one top-level member in place."""
+    """A JSON object file held as text; `set` changes one top-level member in place.
+
+    Members are re-laid against the text they had when the file was read, so an edit that is
+    later undone gives back the file's own bytes.
+    """
 
     def __init__(self, text: str):
         self.text = text
@@ -163,7 +167,12 @@ class JsonDocument:
             raise ValueError("expected a JSON object at the top level")
         self.layout = Layout.detect(text, self.value)
         self._start = _skip(text, 0)
-        self._spans = {m.key: (m.start, m.end) for m in members(text, self._start)}
+        self._index()
+        self._origin = {k: (text[s:e], copy.deepcopy(self.value[k]))
+                        for k, (s, e) in self._spans.items()}
+
+    def _index(self) -> None:
+        self._spans = {m.key: (m.start, m.end) for m in members(self.text, self._start)}
 
     def set(self, key: str, value: Any) -> bool:
         """Set member `key` (appended when new) to a copy of `value`; False when nothing changed."""
@@ -172,7 +181,8 @@ class JsonDocument:
         value = copy.deepcopy(value)
         if key in self._spans:
             start, end = self._spans[key]
-            fresh = rewrite(self.text, start, end, self.value[key], value, 1, self.layout)
+            raw, old = self._origin[key]
+            fresh = rewrite(raw, 0, len(raw), old, value, 1, self.layout)
             self.text = self.text[:start] + fresh + self.text[end:]
             shift = len(fresh) - (end - start)
             self._spans = {k: (s + shift, e + shift) if s > start else (s, e)
@@ -185,7 +195,9 @@ class JsonDocument:
             self.text = rewrite(self.text, self._start, close + 1, self.value, new, 0,
                                 self.layout) + self.text[close + 1:]
             self.value = new
-            self._spans = {m.key: (m.start, m.end) for m in members(self.text, self._start)}
+            self._index()
+            start, end = self._spans[key]
+            self._origin[key] = (self.text[start:end], copy.deepcopy(value))
         return True
 
 

@@ -8,7 +8,7 @@ const S = {
   summaries: [], did: null, version: null, dialogue: null,
   labels: [], origins: [], suggestions: {}, states: null, problems: [],
   selected: null, form: null, undo: [], redo: [],
-  saving: false, again: false, conflict: false, lastInput: null,
+  saving: false, again: false, conflict: false, lastInput: null, ready: false,
 };
 const $ = (sel) => document.querySelector(sel);
 
@@ -775,4 +775,4 @@ $("#help-open").addEventListener("click", () => $("#help-dialog").showModal());
 $("#help-close").addEventListener("click", () => $("#help-dialog").close());
 window.addEventListener("beforeunload", (ev) => { if (S.saving || S.conflict || S.form) { ev.preventDefault(); ev.returnValue = ""; } });
 
-boot().catch((e) => setStatus(`cannot start: ${e.message}`, "error"));
+boot().catch((e) => setStatus(`cannot start: ${e.message}`, "error")).finally(() => { S.ready = true; });
