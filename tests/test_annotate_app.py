@@ -219,3 +219,20 @@ def test_the_annotate_command_is_registered_and_documents_its_flags():
     assert out.returncode == 0
     for flag in ("--source", "--port", "--nlu_model", "--pol_model", "--space", "--backup_repo"):
         assert flag in out.stdout
+
+
+def test_the_space_template_runs_this_app_with_hub_login_on_its_port():
+    import shlex
+
+    from huggingface_hub import metadata_load
+
+    card = metadata_load(PROJECT / "spaces" / "annotate" / "README.md")
+    assert card["sdk"] == "docker" and card["hf_oauth"] is True
+    docker = (PROJECT / "spaces" / "annotate" / "Dockerfile").read_text()
+    command = shlex.split(docker.split("\nCMD ", 1)[1].replace("\\\n", " "))
+    assert command[:3] == ["meditod", "annotate", "--space"]
+    assert command[command.index("--port") + 1] == str(card["app_port"])
+    assert command[command.index("--host") + 1] == "0.0.0.0"
+    assert "--backup_repo" in command
+    flags = {word[2:] for word in command if word.startswith("--")}
+    assert flags <= set(AnnotateArguments.__dataclass_fields__), "every flag is the command's"

@@ -41,7 +41,7 @@ class AnnotateArguments:
         "help": "family of --pol_model when it has no run_info.json (a Hub id)"})
     space: bool = field(default=False, metadata={
         "help": "run as a Hugging Face Space: Hub login, one folder per annotator, backups"})
-    workdir: str = field(default="/data/annotate", metadata={
+    workdir: str = field(default="annotate-work", metadata={
         "help": "--space: where the annotators' folders live"})
     backup_repo: str | None = field(default=None, metadata={
         "help": "--space: PRIVATE dataset repo the annotators' folders are committed to"})
