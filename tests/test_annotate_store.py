@@ -383,3 +383,13 @@ def test_each_items_origin_is_recorded(release):
                                      "annotator": "ann-1", "models": {"nlu": "m"}}
     assert list(recorded["9005"]) == ["1"], "only changed utterances are recorded"
     assert store.open("9005")["origins"][1] == ["suggested", "edited", "manual"]
+
+
+@pytest.mark.parametrize("text", ["{", '{"a": 1} x', "[1]", '{"a" 1}', '{"a": 1,}', ""])
+def test_a_dialogs_file_that_is_not_a_json_object_is_a_one_line_error(tmp_path, text):
+    (tmp_path / "dialogs.json").write_text(text, encoding="utf-8")
+    with pytest.raises(MeditodError) as caught:
+        ReleaseStore(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / 'dialogs.json'}: not a JSON object")
+    assert "\n" not in str(caught.value)
+    assert (tmp_path / "dialogs.json").read_text(encoding="utf-8") == text, "never rewritten"

@@ -46,20 +46,28 @@ class Member:
 def members(text: str, start: int) -> list[Member]:
     """The members of the object or array that opens at `text[start]`, one level deep."""
     opener = text[start]
+    closer = "}" if opener == "{" else "]"
     i = _skip(text, start + 1)
     out: list[Member] = []
-    if text[i] in "}]":
+    if text[i:i + 1] == closer:
         return out
     while True:
         key, key_start = None, i
         if opener == "{":
+            if text[i:i + 1] != '"':
+                raise ValueError(f"expected a key at character {i}")
             key, i = scanstring(text, i + 1)
-            i = _skip(text, _skip(text, i) + 1)  # past the colon
+            i = _skip(text, i)
+            if text[i:i + 1] != ":":
+                raise ValueError(f"expected ':' at character {i}")
+            i = _skip(text, i + 1)
         value, end = _DECODER.raw_decode(text, i)
         out.append(Member(key, key_start, i, end, value))
         i = _skip(text, end)
-        if text[i] != ",":
+        if text[i:i + 1] == closer:
             return out
+        if text[i:i + 1] != ",":
+            raise ValueError(f"expected ',' or '{closer}' at character {i}")
         i = _skip(text, i + 1)
 
 
@@ -77,19 +85,20 @@ class Layout:
     standard: bool = True
 
     @classmethod
-    def detect(cls, text: str, value: Any) -> "Layout":
-        start = _skip(text, 0)
-        first = members(text, start)[:1]
-        if not first:
+    def detect(cls, text: str, start: int, first: Member | None) -> "Layout":
+        """From the text before and around the first member (`standard`: that member's value
+        is laid out exactly as `json.dumps` would lay it out there)."""
+        if first is None:
             return cls()
-        gap = text[start + 1:first[0].key_start]
+        gap = text[start + 1:first.key_start]
         indent = len(gap) - gap.rfind("\n") - 1 if "\n" in gap else None
-        colon = text[_key_end(text, first[0]):first[0].start] if first[0].key is not None else ""
+        colon = text[_key_end(text, first):first.start] if first.key is not None else ""
         if not colon or "\n" in colon:
             colon = ": "
-        ensure_ascii = all(ord(c) < 128 for c in text) and "\\u" in text
-        layout = cls(indent, colon, ensure_ascii, standard=False)
-        return cls(indent, colon, ensure_ascii, standard=text.rstrip("\n") == layout.dumps(value, 0, False))
+        ensure_ascii = text.isascii() and "\\u" in text
+        probe = cls(indent, colon, ensure_ascii, standard=True)
+        standard = text[first.start:first.end] == probe.dumps(first.value, 1, one_line=False)
+        return cls(indent, colon, ensure_ascii, standard)
 
     def dumps(self, value: Any, depth: int, one_line: bool) -> str:
         """`value` as it would sit at nesting `depth` (the top-level value has depth 0)."""
@@ -162,14 +171,17 @@ class JsonDocument:
 
     def __init__(self, text: str):
         self.text = text
-        self.value = json.loads(text)
-        if not isinstance(self.value, dict):
-            raise ValueError("expected a JSON object at the top level")
-        self.layout = Layout.detect(text, self.value)
         self._start = _skip(text, 0)
-        self._index()
-        self._origin = {k: (text[s:e], copy.deepcopy(self.value[k]))
-                        for k, (s, e) in self._spans.items()}
+        if text[self._start:self._start + 1] != "{":
+            raise ValueError("expected a JSON object at the top level")
+        found = members(text, self._start)  # one parse gives the values and their spans
+        close = _skip(text, found[-1].end) if found else text.index("}", self._start)
+        if _skip(text, close + 1) != len(text):
+            raise ValueError(f"unexpected text after the object at character {close + 1}")
+        self.value = {m.key: m.value for m in found}
+        self.layout = Layout.detect(text, self._start, found[0] if found else None)
+        self._spans = {m.key: (m.start, m.end) for m in found}
+        self._origin = {k: text[s:e] for k, (s, e) in self._spans.items()}
 
     def _index(self) -> None:
         self._spans = {m.key: (m.start, m.end) for m in members(self.text, self._start)}
@@ -181,8 +193,8 @@ class JsonDocument:
         value = copy.deepcopy(value)
         if key in self._spans:
             start, end = self._spans[key]
-            raw, old = self._origin[key]
-            fresh = rewrite(raw, 0, len(raw), old, value, 1, self.layout)
+            raw = self._origin[key]
+            fresh = rewrite(raw, 0, len(raw), json.loads(raw), value, 1, self.layout)
             self.text = self.text[:start] + fresh + self.text[end:]
             shift = len(fresh) - (end - start)
             self._spans = {k: (s + shift, e + shift) if s > start else (s, e)
@@ -197,7 +209,7 @@ class JsonDocument:
             self.value = new
             self._index()
             start, end = self._spans[key]
-            self._origin[key] = (self.text[start:end], copy.deepcopy(value))
+            self._origin[key] = self.text[start:end]
         return True
 
 
@@ -207,4 +219,6 @@ def replace_value(text: str, new: Any) -> str:
     if start >= len(text):
         return json.dumps(new, ensure_ascii=False) + "\n"
     old, end = _DECODER.raw_decode(text, start)
-    return text[:start] + rewrite(text, start, end, old, new, 0, Layout.detect(text, old)) + text[end:]
+    first = members(text, start)[:1] if isinstance(old, (dict, list)) else []
+    layout = Layout.detect(text, start, first[0] if first else None)
+    return text[:start] + rewrite(text, start, end, old, new, 0, layout) + text[end:]

@@ -179,6 +179,7 @@ class ReleaseStore:
         self._write_lock = write_lock or threading.Lock()
         self._lock = threading.RLock()
         self._history: dict[str, OrderedDict[str, dict]] = {}
+        self._summaries: dict[str, tuple[object, dict]] = {}
         if self.folder.exists() and not self.folder.is_dir():
             raise MeditodError(f"{self.folder} is a file: give a release folder (or a new one)")
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -225,22 +226,28 @@ class ReleaseStore:
             return list(self.doc.value)
 
     def summaries(self) -> list[dict]:
+        """Per dialogue: size, labelled utterances, split, draft flag, problem counts."""
         with self._lock:
             self._sync()
             splits = self.splits()
-            out = []
-            for did, dialogue in self.doc.value.items():
-                problems = dialogue_problems(did, dialogue)
-                utterances = dialogue.get("utterances") if isinstance(dialogue, dict) else None
-                utterances = utterances if isinstance(utterances, list) else []
-                out.append({"id": did, "utterances": len(utterances),
-                            "labelled": sum(bool(label_of(u)) for u in utterances
-                                            if isinstance(u, dict)),
-                            "split": splits.get(did), "draft": bool(dialogue.get(DRAFT_KEY))
-                            if isinstance(dialogue, dict) else True,
-                            "errors": sum(p.error for p in problems),
-                            "warnings": sum(not p.error for p in problems)})
-            return out
+            return [{**self._summary(did, dialogue), "split": splits.get(did)}
+                    for did, dialogue in self.doc.value.items()]
+
+    def _summary(self, dialogue_id: str, dialogue) -> dict:
+        # a saved dialogue is a new object: the cache holds the object it summarised
+        cached = self._summaries.get(dialogue_id)
+        if cached is not None and cached[0] is dialogue:
+            return cached[1]
+        problems = dialogue_problems(dialogue_id, dialogue)
+        utterances = dialogue.get("utterances") if isinstance(dialogue, dict) else None
+        utterances = utterances if isinstance(utterances, list) else []
+        summary = {"id": dialogue_id, "utterances": len(utterances),
+                   "labelled": sum(bool(label_of(u)) for u in utterances if isinstance(u, dict)),
+                   "draft": bool(dialogue.get(DRAFT_KEY)) if isinstance(dialogue, dict) else True,
+                   "errors": sum(p.error for p in problems),
+                   "warnings": sum(not p.error for p in problems)}
+        self._summaries[dialogue_id] = (dialogue, summary)
+        return summary
 
     def open(self, dialogue_id: str) -> dict:
         """The dialogue, its version, split, problems, states and each label item's origin."""
