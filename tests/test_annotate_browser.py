@@ -202,6 +202,22 @@ def test_undo_and_redo_are_saved(browser, embedded_release, release_copy):
     assert (release / "dialogs.json").read_bytes() == (embedded_release / "dialogs.json").read_bytes()
 
 
+def test_items_are_reordered_and_the_order_is_saved(browser, embedded_release, release_copy):
+    release = release_copy(embedded_release)
+    items = saved_dialogue(release, "9004")["utterances"][11]["nlu"]
+    assert len(items) == 2
+    with serve(release) as server:
+        page = open_page(browser, server.url + "?dialogue=9004")
+        page.click('#utterances li[data-uid="11"]')
+        before = version(page)
+        page.click('#items li[data-index="0"] .down')
+        settled(page, before)
+        assert page.locator("#items .badge").all_inner_texts() == ["release", "release"]
+    saved = saved_dialogue(release, "9004")["utterances"][11]
+    assert saved["nlu"] == items[::-1]
+    assert not read_release(release).problems, "states refolded in the new order (no mismatch)"
+
+
 def test_two_tabs_on_one_dialogue_never_lose_an_edit_silently(browser, embedded_release, release_copy):
     release = release_copy(embedded_release)
     with serve(release) as server:
