@@ -52,6 +52,7 @@ def transcript(dialogue: dict) -> str:
                      for u in dialogue["utterances"])
 
 
+@pytest.mark.slow
 def test_accepting_every_suggestion_reproduces_the_models_predictions(
         runs, embedded_release, release_copy, tmp_path):
     import meditod

@@ -98,7 +98,18 @@ async function refreshList() {
   if (S.did) select.value = S.did;
 }
 
+// Let the save of the last edit land before the page shows another dialogue.
+async function flush() {
+  while (S.saving || S.again) await new Promise((done) => setTimeout(done, 50));
+}
+
 async function openDialogue(did) {
+  if (S.conflict && did !== S.did &&
+      !confirm("This dialogue has edits that were not saved (conflict). Drop them?")) {
+    $("#dialogue-select").value = S.did;
+    return;
+  }
+  await flush();
   const data = await api("GET", `/api/dialogues/${encodeURIComponent(did)}`);
   S.did = did; S.version = data.version; S.dialogue = data.dialogue;
   S.labels = data.dialogue.utterances.map((u) => clone(u[u.speaker === "patient" ? "nlu" : "actions"] || []));
@@ -295,10 +306,12 @@ async function save(overwrite = false) {
   if (S.saving) { S.again = true; return; }
   S.saving = true;
   setStatus("saving...");
+  const did = S.did;
   try {
     const body = {version: S.version, labels: S.labels, origins: S.origins, overwrite};
     const sent = clone(S.labels);
-    const r = await api("PUT", `/api/dialogues/${encodeURIComponent(S.did)}`, body);
+    const r = await api("PUT", `/api/dialogues/${encodeURIComponent(did)}`, body);
+    if (S.did !== did) return;  // another dialogue is open now (flush() waits, so: a reload)
     S.version = r.version; S.conflict = false;
     $("#banner").hidden = true;
     if (r.merged.length) {  // take the other save's labels, unless edited again meanwhile
