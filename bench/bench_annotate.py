@@ -1,6 +1,6 @@
 """What one save of the annotation app costs at paper scale (233 synthetic dialogues, ~22.5k
 utterances): open a dialogue, save one edited utterance (validate, refold, splice, atomic write),
-save it unchanged, list every dialogue with its problems (the page does after each save; only
+save it unchanged, import a transcript, list every dialogue with its problems (the page does after each save; only
 the saved dialogue is re-validated).
 
     .venv/bin/python bench/bench_annotate.py
@@ -72,7 +72,9 @@ def main() -> None:
                    "open one dialogue": best(lambda: store.open(did)),
                    "save one edited utterance": saving,
                    "save unchanged (no write)": best(unchanged_save),
-                   "save + list every dialogue": best(lambda: (edit_and_save(), store.summaries()))}
+                   "save + list every dialogue": best(lambda: (edit_and_save(), store.summaries())),
+                   "import a 100-line transcript": best(lambda: store.import_transcript(
+                       "\n".join(f"{'DP'[i % 2]}: line {i}" for i in range(100)), "bench"))}
         utterances = sum(len(d["utterances"]) for d in value.values())
         print(f"release: {len(value)} dialogues, {utterances} utterances, dialogs.json "
               f"{size / 1e6:.1f} MB; best of {REPEATS}")

@@ -182,9 +182,13 @@ class JsonDocument:
         self.layout = Layout.detect(text, self._start, found[0] if found else None)
         self._spans = {m.key: (m.start, m.end) for m in found}
         self._origin = {k: text[s:e] for k, (s, e) in self._spans.items()}
-
-    def _index(self) -> None:
-        self._spans = {m.key: (m.start, m.end) for m in members(self.text, self._start)}
+        # what goes before an appended member: the file's own separator and colon
+        if len(found) > 1:
+            self._separator = text[found[0].end:found[1].key_start]
+        elif found:
+            lead = text[self._start + 1:found[0].key_start]
+            self._separator = "," + lead if "\n" in lead else ", "
+        self._colon = text[_key_end(text, found[0]):found[0].start] if found else ": "
 
     def set(self, key: str, value: Any) -> bool:
         """Set member `key` (appended when new) to a copy of `value`; False when nothing changed."""
@@ -201,15 +205,22 @@ class JsonDocument:
                            for k, (s, e) in self._spans.items()}
             self._spans[key] = (start, start + len(fresh))
             self.value[key] = value
-        else:
-            new = {**self.value, key: value}
-            close = self.text.rindex("}")
-            self.text = rewrite(self.text, self._start, close + 1, self.value, new, 0,
-                                self.layout) + self.text[close + 1:]
-            self.value = new
-            self._index()
-            start, end = self._spans[key]
-            self._origin[key] = self.text[start:end]
+        elif self._spans:
+            last = max(self._spans.values(), key=lambda span: span[1])
+            one_line = "\n" not in self.text[last[0]:last[1]]
+            name = json.dumps(key, ensure_ascii=self.layout.ensure_ascii)
+            head = self._separator + name + self._colon
+            fresh = self.layout.dumps(value, 1, one_line)
+            self.text = self.text[:last[1]] + head + fresh + self.text[last[1]:]
+            self._spans[key] = (last[1] + len(head), last[1] + len(head) + len(fresh))
+            self._origin[key] = fresh
+            self.value[key] = value
+        else:  # the first member of an empty object
+            close = self.text.index("}", self._start)
+            self.value = {key: value}
+            self.text = (self.text[:self._start] + self.layout.dumps(self.value, 0, False)
+                         + self.text[close + 1:])
+            self.__init__(self.text)
         return True
 
 
