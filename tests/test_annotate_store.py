@@ -393,3 +393,10 @@ def test_a_dialogs_file_that_is_not_a_json_object_is_a_one_line_error(tmp_path, 
     assert str(caught.value).startswith(f"{tmp_path / 'dialogs.json'}: not a JSON object")
     assert "\n" not in str(caught.value)
     assert (tmp_path / "dialogs.json").read_text(encoding="utf-8") == text, "never rewritten"
+
+
+def test_a_folder_of_other_files_is_not_turned_into_a_release(tmp_path):
+    (tmp_path / "README.md").write_text("a built dataset, say")
+    with pytest.raises(MeditodError, match="holds files but no dialogs.json"):
+        ReleaseStore(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]

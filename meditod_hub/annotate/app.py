@@ -29,8 +29,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from ..errors import MeditodError
 from .assist import Assistant
 from .schema import schema
-from .store import (ReleaseStore, SaveConflict, UnknownDialogue, known_values, problem_dict,
-                    states_after)
+from .store import ReleaseStore, SaveConflict, UnknownDialogue, problem_dict, states_after
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
@@ -148,7 +147,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     @app.get("/api/values")
     def values(request: Request):
         store, _ = session(request)
-        return known_values(store.doc.value)
+        return store.values()
 
     @app.get("/api/dialogues/{dialogue_id}")
     def open_dialogue(dialogue_id: str, request: Request):

@@ -182,6 +182,10 @@ class ReleaseStore:
         self._summaries: dict[str, tuple[object, dict]] = {}
         if self.folder.exists() and not self.folder.is_dir():
             raise MeditodError(f"{self.folder} is a file: give a release folder (or a new one)")
+        if not (self.folder / DIALOGS_FILE).exists() and self.folder.is_dir() \
+                and any(self.folder.iterdir()):
+            raise MeditodError(f"{self.folder} holds files but no {DIALOGS_FILE}: give a release "
+                               "folder, or a new or empty folder to start one")
         self.folder.mkdir(parents=True, exist_ok=True)
         for stale in self.folder.glob(f".*{TEMP_MARK}*.tmp"):  # left by a killed save: ours
             stale.unlink(missing_ok=True)
@@ -219,6 +223,12 @@ class ReleaseStore:
         while len(history) > HISTORY:
             history.popitem(last=False)
         return version
+
+    def values(self) -> dict:
+        """What the questionnaire autocompletes (`known_values` of this release)."""
+        with self._lock:
+            self._sync()
+            return known_values(self.doc.value)
 
     def dialogue_ids(self) -> list[str]:
         with self._lock:
