@@ -18,7 +18,7 @@ GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint data infos bench train predict eval push push-data published clean
+.PHONY: setup demo test lint data infos bench train predict eval push push-data published annotate agreement clean
 
 setup: $(STAMP)
 
@@ -72,6 +72,18 @@ predict: setup
 eval: setup
 	"$(MEDITOD)" evaluate --task "$(TASK)" --data "$(DATA)" --split "$(SPLIT)" \
 		--predictions "$(PREDICTIONS)" --out "$(OUT)" --judge "$(or $(JUDGE),exact)"
+
+## annotate: label dialogues in the browser at http://127.0.0.1:PORT (default 7861); SOURCE is a
+## release folder (edited in place) or a new folder (default ./annotation, never the embedded sample);
+## NLU_MODEL / POL_MODEL (run folders) pre-fill the questionnaire with their predictions
+annotate: setup
+	"$(MEDITOD)" annotate --source "$(if $(filter file,$(origin SOURCE)),annotation,$(SOURCE))" \
+		--port $(or $(PORT),7861) $(if $(NLU_MODEL),--nlu_model "$(NLU_MODEL)") \
+		$(if $(POL_MODEL),--pol_model "$(POL_MODEL)")
+
+## agreement: score annotator B's release against annotator A's (A as gold) with the NLU/POL metrics
+agreement: setup
+	"$(MEDITOD)" agreement --a "$(A)" --b "$(B)" --out "$(or $(OUT),agreement.json)"
 
 ## push: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless PUBLIC=1;
 ## MERGED=1 merges the adapter into a 16-bit base). Needs a write token (HF_TOKEN or `hf auth login`).

@@ -1,5 +1,6 @@
 """The `meditod` command: one subcommand per pipeline step, in the order data flows.
 
+    meditod annotate --source my-release                  # label in the browser -> release
     meditod build --source data/sample --out meditod      # release -> Hub-ready folder
     meditod train recipes/tiny-llama/nlu.yaml             # recipe -> run folder
     meditod predict --model_path runs/tiny-llama/nlu --task nlu --split test --out preds.jsonl
@@ -21,6 +22,8 @@ from .errors import EXIT_OK, EXIT_USAGE, run_main
 
 # name -> (module with main(argv), one-line help); the order is the order data flows.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "annotate": ("meditod_hub.annotate.serve", "label dialogues in the browser into a release folder"),
+    "agreement": ("meditod_hub.agreement", "score two annotators' releases of the same dialogues"),
     "build": ("meditod_hub.build", "validate a release and write the Hub-ready dataset folder"),
     "push": ("meditod_hub.hub", "upload a built dataset folder to the Hub (private, gated)"),
     "train": ("meditod_hub.train", "train a model from a recipe into a run folder"),

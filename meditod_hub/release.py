@@ -29,6 +29,9 @@ SPLIT_FILES = {"train": "train_ids.json", "validation": "valid_ids.json", "test"
 OOD_SPLIT_FILES = ("ood_ids.json", "test_ood_ids.json")
 DIALOGS_FILE = "dialogs.json"
 METADATA_FILE = "release.json"  # optional: {"synthetic": true, "name": ..., "description": ...}
+# Dialogue-level flag the annotation app (`meditod annotate`) sets on a dialogue saved while its
+# labels do not validate; the build reports it like any other problem.
+DRAFT_KEY = "draft"
 SPLITS = ("train", "validation", "test", "test_ood")
 # Longer than any real utterance (the longest in the authors' sample is ~200 words); every later
 # row of its dialogue repeats it in `context`, so it is reported.
@@ -165,6 +168,9 @@ class _Checker:
         if not isinstance(dialogue, dict) or not isinstance(dialogue.get("utterances"), list):
             self.add("expected an object with an `utterances` list", did)
             return None
+        if dialogue.get(DRAFT_KEY):
+            self.add("saved as a draft by the annotation app (its labels did not validate): "
+                     "finish it with `meditod annotate`", did, error=False)
         utterances = dialogue["utterances"]
         if not utterances:
             self.add("dialogue has no utterances", did)
@@ -342,6 +348,14 @@ def label_errors(kind: str, label) -> list[str]:
     checker = _Checker("<label>", problems)
     (checker.nlu if kind == "nlu" else checker.actions)(None, None, label)
     return [p.message for p in problems if p.error]
+
+
+def dialogue_problems(dialogue_id: str, dialogue, file: str = DIALOGS_FILE) -> list[Problem]:
+    """Every problem of one dialogue, exactly as the build reports it (checked on every save of
+    the annotation app)."""
+    problems: list[Problem] = []
+    _Checker(file, problems).dialogue(dialogue_id, dialogue)
+    return problems
 
 
 def _where_nested(dialogue, targets: set[int]) -> int | None:

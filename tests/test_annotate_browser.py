@@ -1,0 +1,347 @@
+"""The annotation page in a real headless browser (Debian's chromium driven by Playwright; no
+browser is ever downloaded). The app runs on 127.0.0.1 on a free port; every release is a
+temporary copy or a new folder. Outside CI the tests skip when no chromium is installed; under
+CI (CI=true) a missing browser fails.
+
+`MEDITOD_SCREENSHOT=docs/annotate.png` makes the suggestion test save its screenshot there (how
+the README's picture is made); otherwise it goes to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from meditod_hub.annotate.app import LOOPBACK_HOSTS, AppSettings, create_app
+from meditod_hub.annotate.assist import Assistant
+from meditod_hub.annotate.serve import listening_socket
+from meditod_hub.records import Prediction
+from meditod_hub.release import read_release
+
+PROJECT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TIMEOUT_MS = 30_000
+
+
+def _no_browser(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}: CI must run the browser tests (.ci/run installs chromium)")
+    pytest.skip(f"{reason} (CI installs it; apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _no_browser("the playwright package is not installed")
+    if not Path(CHROMIUM).exists():
+        _no_browser(f"no chromium at {CHROMIUM}")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
+            headless=True, args=ARGS, viewport={"width": 1280, "height": 800})
+        context.set_default_timeout(TIMEOUT_MS)
+        yield context
+        context.close()
+
+
+class Server:
+    """The app on 127.0.0.1:<free port>, in a thread of this process."""
+
+    def __init__(self, settings: AppSettings):
+        import uvicorn
+
+        self.socket = listening_socket("127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}/"
+        self.server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning",
+                                                    access_log=False))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
+                                       daemon=True)
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.socket.close()
+
+
+def serve(source: Path, assistant: Assistant | None = None) -> Server:
+    return Server(AppSettings(source=source, assistant=assistant or Assistant(),
+                              allowed_hosts=LOOPBACK_HOSTS))
+
+
+def open_page(browser, url: str):
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.wait_for_function("() => typeof S !== 'undefined' && S.ready")
+    page.errors = errors
+    return page
+
+
+def settled(page, before: str | None) -> None:
+    """Wait until the save that follows an edit has come back."""
+    page.wait_for_function("v => !S.saving && !S.again && S.version !== v", arg=before)
+
+
+def version(page) -> str:
+    return page.evaluate("() => S.version")
+
+
+def saved_dialogue(folder: Path, did: str) -> dict:
+    return json.loads((folder / "dialogs.json").read_text(encoding="utf-8"))[did]
+
+
+def import_transcript(page, path: Path) -> None:
+    page.click("#import-open")
+    page.set_input_files("#import-file", str(path))
+    page.click("#import-go")
+    page.wait_for_function("() => S.dialogue && S.dialogue.utterances.length > 0 && "
+                           "!document.querySelector('#import-dialog').open")
+
+
+TRANSCRIPT = """D: Good morning, what brings you in today?
+P: I've had a dry cough for about two weeks, worse at night.
+D: Have you had any fever with it?
+P: No, no fever.
+D: Alright, let me have a listen to your chest.
+"""
+COUGH = {"value": "coughing", "onset": "two weeks ago", "positive_characteristics": ["dry"]}
+
+
+def test_label_a_transcript_save_validate_and_build(browser, tmp_path):
+    import meditod
+
+    release = tmp_path / "new-release"
+    (tmp_path / "visit.txt").write_text(TRANSCRIPT, encoding="utf-8")
+    with serve(release) as server:
+        page = open_page(browser, server.url)
+        import_transcript(page, tmp_path / "visit.txt")
+        did = page.evaluate("() => S.did")
+
+        # the patient: a symptom with two attributes, one of them list-valued
+        page.click('#utterances li[data-uid="1"]')
+        page.click("#add-item")
+        page.select_option("#f-intent", "inform")
+        page.click("#f-add-slot")
+        block = page.locator("#f-slots .slot-block").last
+        block.locator("select.f-base").select_option("symptom")
+        block.locator("select.f-status").select_option("positive")
+        block.locator('input.f-attr[data-attr="value"]').fill("coughing")
+        block.locator('input.f-attr[data-attr="onset"]').fill("two weeks ago")
+        block.locator('.f-list[data-attr="positive_characteristics"] input').first.fill("dry")
+        before = version(page)
+        page.click("#f-submit")
+        settled(page, before)
+        assert "coughing" in page.inner_text("#tracking")
+
+        # the doctor, by keyboard: down to the next utterance, Enter opens the questionnaire
+        page.evaluate("() => document.activeElement.blur()")
+        page.keyboard.press("ArrowDown")
+        assert page.evaluate("() => S.selected") == 2
+        page.keyboard.press("Enter")
+        page.select_option("#f-action", "inquire")
+        page.click("#f-add-slot")
+        block = page.locator("#f-slots .slot-block").last
+        block.locator("select.f-slot").select_option("symptom")
+        block.locator("input.f-value").fill("fever")
+        before = version(page)
+        page.keyboard.press("Control+Enter")
+        settled(page, before)
+
+        page.select_option("#split-select", "train")
+        page.wait_for_function("() => document.querySelector('#save-status').textContent.startsWith('split')")
+        page.click("#save")
+        assert page.errors == []
+
+    saved = saved_dialogue(release, did)["utterances"]
+    assert saved[1]["nlu"] == [{"intent": "inform", "slots": {"positive_symptom": [COUGH]}}]
+    assert saved[2]["actions"] == [{"action": "inquire", "symptom": [{"value": "fever"}]}]
+    assert saved[1]["dialog_state"] == saved[3]["dialog_state"] == {"positive_symptom": [COUGH]}
+    assert [u.get("nlu", u.get("actions")) for u in saved][3:] == [[], []]
+    assert list(saved[1]) == ["speaker", "uttr_id", "text", "keywords", "dialog_state", "nlu"]
+    loaded = read_release(release)  # validates: no error
+    assert loaded.splits["train"] == [did]
+    sizes = meditod.build(meditod.BuildArguments(source=release, out=tmp_path / "built")).sizes
+    assert sizes["train"]["nlu"] == 2 and sizes["train"]["pol"] == 2
+
+
+def test_undo_and_redo_are_saved(browser, embedded_release, release_copy):
+    release = release_copy(embedded_release)
+    original = saved_dialogue(release, "9001")["utterances"][3]["nlu"]
+    with serve(release) as server:
+        page = open_page(browser, server.url + "?dialogue=9001")
+        page.click('#utterances li[data-uid="3"]')
+        before = version(page)
+        page.click('#items li[data-index="0"] .delete')
+        settled(page, before)
+        assert saved_dialogue(release, "9001")["utterances"][3]["nlu"] == []
+        page.evaluate("() => document.activeElement.blur()")
+        before = version(page)
+        page.keyboard.press("Control+z")
+        settled(page, before)
+        assert saved_dialogue(release, "9001")["utterances"][3]["nlu"] == original
+        before = version(page)
+        page.keyboard.press("Control+Shift+z")
+        settled(page, before)
+        assert saved_dialogue(release, "9001")["utterances"][3]["nlu"] == []
+        before = version(page)
+        page.click("#undo")
+        settled(page, before)
+    assert (release / "dialogs.json").read_bytes() == (embedded_release / "dialogs.json").read_bytes()
+
+
+def test_items_are_reordered_and_the_order_is_saved(browser, embedded_release, release_copy):
+    release = release_copy(embedded_release)
+    items = saved_dialogue(release, "9004")["utterances"][11]["nlu"]
+    assert len(items) == 2
+    with serve(release) as server:
+        page = open_page(browser, server.url + "?dialogue=9004")
+        page.click('#utterances li[data-uid="11"]')
+        before = version(page)
+        page.click('#items li[data-index="0"] .down')
+        settled(page, before)
+        assert page.locator("#items .badge").all_inner_texts() == ["release", "release"]
+    saved = saved_dialogue(release, "9004")["utterances"][11]
+    assert saved["nlu"] == items[::-1]
+    assert not read_release(release).problems, "states refolded in the new order (no mismatch)"
+
+
+def test_two_tabs_on_one_dialogue_never_lose_an_edit_silently(browser, embedded_release, release_copy):
+    release = release_copy(embedded_release)
+    with serve(release) as server:
+        tab1 = open_page(browser, server.url + "?dialogue=9001")
+        tab2 = open_page(browser, server.url + "?dialogue=9001")
+
+        tab1.click('#utterances li[data-uid="3"]')
+        before = version(tab1)
+        tab1.click('#items li[data-index="0"] .delete')
+        settled(tab1, before)
+
+        # tab 2 still shows the old utterance 3; it edits utterance 5: merged, and it says so
+        tab2.click('#utterances li[data-uid="5"]')
+        before = version(tab2)
+        tab2.click('#items li[data-index="0"] .delete')
+        settled(tab2, before)
+        assert "merged with a save made elsewhere" in tab2.inner_text("#banner")
+        both = saved_dialogue(release, "9001")["utterances"]
+        assert both[3]["nlu"] == [] and both[5]["nlu"] == []
+        assert tab2.evaluate("() => S.labels[3]") == [], "tab 2 now shows tab 1's edit"
+
+        # tab 1 edits utterance 5 differently: refused, kept on screen, and said
+        tab1.click('#utterances li[data-uid="5"]')
+        tab1.click("#json-toggle")
+        tab1.fill("#json-text", json.dumps([{"intent": "chit-chat"}]))
+        tab1.click("#json-apply")
+        tab1.wait_for_function("() => S.conflict")
+        assert "NOT saved" in tab1.inner_text("#save-status")
+        banner = tab1.inner_text("#banner")
+        assert "utterance(s) 5" in banner and "nothing was saved" in banner
+        assert saved_dialogue(release, "9001")["utterances"][5]["nlu"] == []
+        assert tab1.evaluate("() => S.labels[5]") == [{"intent": "chit-chat"}]
+        assert "chit-chat" in tab1.inner_text("#statusbox")
+
+        before = version(tab1)
+        tab1.click("#banner-overwrite")  # the annotator's explicit choice
+        settled(tab1, before)
+        assert saved_dialogue(release, "9001")["utterances"][5]["nlu"] == [{"intent": "chit-chat"}]
+        assert tab1.errors == [] and tab2.errors == []
+
+
+def test_a_20000_character_unicode_and_emoji_utterance(browser, tmp_path):
+    long_text = ("Ça me brûle ici 🔥😷, 咳嗽 und Übelkeit — " * 600)[:20_000].strip()
+    (tmp_path / "long.txt").write_text(f"D: Bonjour 👋\nP: {long_text}\nD: Merci 🙏\n", encoding="utf-8")
+    release = tmp_path / "release"
+    with serve(release) as server:
+        page = open_page(browser, server.url)
+        import_transcript(page, tmp_path / "long.txt")
+        did = page.evaluate("() => S.did")
+        page.click('#utterances li[data-uid="1"]')
+        assert page.inner_text("#uttr-text") == f"Patient: {long_text}"
+        page.click("#add-item")
+        page.select_option("#f-intent", "inform")
+        page.click("#f-add-slot")
+        block = page.locator("#f-slots .slot-block").last
+        block.locator("select.f-base").select_option("symptom")
+        block.locator('input.f-attr[data-attr="value"]').fill("brûlure 🔥")
+        block.locator('.f-list[data-attr="location"] input').first.fill("poitrine, côté gauche")
+        before = version(page)
+        page.click("#f-submit")
+        settled(page, before)
+        assert page.errors == []
+    saved = saved_dialogue(release, did)["utterances"]
+    assert saved[1]["text"] == long_text and saved[0]["text"] == "Bonjour 👋"
+    assert saved[1]["nlu"] == [{"intent": "inform", "slots": {"positive_symptom": [
+        {"value": "brûlure 🔥", "location": ["poitrine, côté gauche"]}]}}]
+    assert "brûlure 🔥" in (release / "dialogs.json").read_text(encoding="utf-8")
+
+
+class FixedNLU:
+    """A stand-in NLU model that always suggests the same two items."""
+
+    name = "fixed-nlu"
+    ITEMS = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "coughing"}]}},
+             {"intent": "chit-chat"}]
+
+    def predict(self, rows):
+        return [Prediction(r["id"], json.loads(json.dumps(self.ITEMS)), True, "") for r in rows]
+
+
+def test_suggestions_are_marked_until_accepted_and_origins_recorded(browser, tmp_path):
+    release = tmp_path / "release"
+    (tmp_path / "visit.txt").write_text(TRANSCRIPT, encoding="utf-8")
+    with serve(release, Assistant(nlu=FixedNLU())) as server:
+        page = open_page(browser, server.url)
+        import_transcript(page, tmp_path / "visit.txt")
+        did = page.evaluate("() => S.did")
+
+        page.click('#utterances li[data-uid="1"]')
+        page.wait_for_selector("#suggestions li.suggestion")
+        assert page.locator("#suggestions .badge.suggestion").count() == 2
+        assert page.locator("#items li").count() == 0, "a suggestion is not a label until accepted"
+        page.evaluate("() => document.activeElement.blur()")
+        before = version(page)
+        page.keyboard.press("a")  # accept all
+        settled(page, before)
+        assert page.locator("#items .badge.suggested").count() == 2
+
+        page.click('#utterances li[data-uid="3"]')
+        page.wait_for_selector("#suggestions li.suggestion")
+        page.click('#suggestions li[data-index="0"] .edit')
+        page.locator('#f-slots .slot-block select.f-status').first.select_option("negative")
+        before = version(page)
+        page.click("#f-submit")
+        settled(page, before)
+        page.click('#suggestions li[data-index="0"] .dismiss')
+        page.click("#add-item")
+        page.select_option("#f-intent", "nod_prompt_salutations")
+        before = version(page)
+        page.click("#f-submit")
+        settled(page, before)
+        badges = page.locator("#items .badge").all_inner_texts()
+        assert badges == ["edited", "manual"]
+        page.click('#items li[data-index="0"] .edit')
+        shot = Path(os.environ.get("MEDITOD_SCREENSHOT") or tmp_path / "annotate.png")
+        page.screenshot(path=str(shot))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert page.errors == []
+    saved = saved_dialogue(release, did)["utterances"]
+    assert saved[1]["nlu"] == FixedNLU.ITEMS
+    assert saved[3]["nlu"] == [{"intent": "inform", "slots": {"negative_symptom": [{"value": "coughing"}]}},
+                               {"intent": "nod_prompt_salutations"}]
+    provenance = json.loads((release / "provenance.json").read_text())[did]
+    assert provenance["1"]["origins"] == ["suggested", "suggested"]
+    assert provenance["3"]["origins"] == ["edited", "manual"]
+    assert provenance["1"]["models"] == {"nlu": "fixed-nlu"}
