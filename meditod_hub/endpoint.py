@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .errors import MeditodError
+from .errors import MeditodError, name_ids
 
 DEFAULT_CACHE = ".cache/endpoint_answers.sqlite"
 HF_HOSTS = ("router.huggingface.co", "api-inference.huggingface.co")
@@ -350,8 +350,11 @@ class Endpoint:
                 f"cannot reach {self.host} ({cause}, {self.max_retries} retries): start the server "
                 "or fix the endpoint URL") from None
         except openai.APIStatusError as exc:
+            served = self.served_models()
+            hint = (f"; it serves {name_ids(served, 10)}: if {self.model!r} is not one of them, "
+                    "pass a served model name" if served and self.model not in served else "")
             raise EndpointError(f"{self.host} answered HTTP {exc.status_code} after "
-                                f"{self.max_retries} retries: {self._server_says(exc)}") from None
+                                f"{self.max_retries} retries: {self._server_says(exc)}{hint}") from None
         return self._answer(response, request)
 
     def _answer(self, response, request: Request) -> Answer:
@@ -369,7 +372,7 @@ class Endpoint:
         said = self._server_says(exc)
         if exc.status_code == 404 or "model" in said.lower():
             served = self.served_models()
-            listing = f"; it serves: {', '.join(served)}" if served else ""
+            listing = f"; it serves: {name_ids(served, 10)}" if served else ""
             return EndpointError(f"{self.host} does not serve model {self.model!r} (HTTP "
                                  f"{exc.status_code}){listing}: pass a served model name")
         return EndpointError(f"{self.host} rejected the request (HTTP {exc.status_code}): {said}")

@@ -214,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--upstream", help="cascade: a predictions file of the task before (NLU for "
                                       "pol: the state is folded from it; POL for nlg: its actions "
                                       "replace the gold ones) instead of gold inputs")
+    p.add_argument("--endpoint", help="OpenAI-compatible base URL serving the model (vLLM, TGI, "
+                                      "transformers serve): same prompts, sent there")
+    p.add_argument("--served_model", help="the model's name at --endpoint (default: --model_path)")
     args = p.parse_args(argv)
     if args.upstream and args.task == "nlu":
         p.error("--upstream needs --task pol (NLU predictions) or nlg (POL predictions)")
@@ -228,16 +231,25 @@ def main(argv: list[str] | None = None) -> int:
     length_key = "max_source_length" if family in SEQ2SEQ_FAMILIES else "max_length"
     budget = Budget(args.max_length or recipe.get(length_key) or default.max_length,
                     args.max_new_tokens or recipe.get("max_new_tokens") or default.max_new_tokens)
-    quantized = info.get("quantization") is not None
-    model, tokenizer = load_model(args.model_path, family,
-                                  quantized if args.load_in_4bit is None else args.load_in_4bit)
-
     disable_progress_bars()
     rows = list(load_dataset(str(args.data), args.task, split=args.split))[:args.limit]
     if args.upstream:
         rows = cascade_rows(args.task, rows, args.upstream)
-    records = predict_rows(model, tokenizer, family, args.task, rows, budget, args.batch_size,
-                           progress=True)
+    if args.endpoint:
+        from transformers import AutoTokenizer
+
+        from .endpoint import Endpoint
+        from .served import predict_rows_via_endpoint
+
+        tokenizer = AutoTokenizer.from_pretrained(args.model_path) if family == "biogpt" else None
+        endpoint = Endpoint(args.endpoint, args.served_model or args.model_path, progress=True)
+        records = predict_rows_via_endpoint(endpoint, family, args.task, rows, budget, tokenizer)
+    else:
+        quantized = info.get("quantization") is not None
+        model, tokenizer = load_model(args.model_path, family,
+                                      quantized if args.load_in_4bit is None else args.load_in_4bit)
+        records = predict_rows(model, tokenizer, family, args.task, rows, budget,
+                               args.batch_size, progress=True)
     write_predictions(records, args.out)
     print(parse_failure_summary(records), file=sys.stderr)
     print(f"wrote {args.out}")
@@ -245,4 +257,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .errors import run_main
+
+    sys.exit(run_main(main))
