@@ -189,3 +189,37 @@ def test_the_cache_file_holds_answers_not_prompts(tmp_path):
     cache.close()
     blob = (tmp_path / "c.sqlite").read_bytes()
     assert b"an answer" in blob and b"private dialogue" not in blob
+
+
+# --- the LLM judge runs on this client ------------------------------------------------------
+
+def judge_pairs(n: int) -> list[tuple[str, str]]:
+    return [(f"{i} days ago", f"day {i}") for i in range(n)]
+
+
+def test_one_deadline_bounds_the_whole_judging(tmp_path):
+    from meditod_hub.metrics import JudgeError, LLMJudge
+
+    with ChatServer(faults=["hang"] * 20) as server:
+        judge = LLMJudge(server.url, "stub-model", tmp_path / "judge.sqlite", timeout=60.0,
+                         workers=4, deadline=1.5)
+        with pytest.raises(JudgeError, match=r"LLM judge: 127.0.0.1:\d+: the batch passed its "
+                                             r"deadline of 1.5 s with 0 of 8 answers"):
+            judge.equivalent(judge_pairs(8))
+        assert len(server.received) == 4, "only the requests in flight were sent"
+
+
+def test_the_judge_stops_at_the_first_dead_request_and_keeps_its_judgements(tmp_path):
+    from meditod_hub.metrics import JudgeError, LLMJudge
+
+    cache = tmp_path / "judge.sqlite"
+    with ChatServer(faults=["ok", "ok", "500"]) as server:
+        judge = LLMJudge(server.url, "stub-model", cache, workers=1, max_retries=0)
+        with pytest.raises(JudgeError, match="answered HTTP 500 after 0 retries"):
+            judge.equivalent(judge_pairs(6))
+        assert len(server.received) == 3, "the queued pairs were not sent"
+    with ChatServer() as healthy:
+        again = LLMJudge(healthy.url, "stub-model", cache, workers=1)
+        assert again.equivalent(judge_pairs(6)) == [False] * 6
+        assert len(healthy.received) == 4 and again.describe()["cache_hits"] == 2
+    assert again.describe()["endpoint"] == endpoint_host(healthy.url)
