@@ -83,6 +83,7 @@ class ChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body leave at once, as real servers do
 
             def log_message(self, *args):  # keep test output clean
                 pass
