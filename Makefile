@@ -75,7 +75,7 @@ fewshot: setup
 	$(PY) -m meditod_hub.cli fewshot --model "$(MODEL)" --task "$(TASK)" --data "$(DATA)" \
 		--split "$(SPLIT)" --endpoint "$(or $(ENDPOINT),http://127.0.0.1:8000/v1)" \
 		--shots "$(or $(SHOTS),5)" --out "$(or $(OUT),runs/fewshot/$(MODEL)/$(TASK))" \
-		--retriever "$(or $(RETRIEVER),BAAI/bge-large-en-v1.5)" $(if $(DRY_RUN),--dry_run) $(ARGS)
+		--retriever "$(or $(RETRIEVER),BAAI/bge-large-en-v1.5)" $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) $(ARGS)
 
 ## eval: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes OUT (+ .md, .png)
 eval: setup

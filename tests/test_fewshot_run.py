@@ -212,3 +212,16 @@ def test_paper_results_hold_every_in_context_number_of_the_paper():
             seen += 1
     # 7 models in 6 in-domain tables, ChatGPT and GPT-4-Turbo in 3 OOD ones
     assert seen == 7 * 6 + 2 * 3
+
+
+def test_a_model_without_a_hugging_face_tokenizer_gets_an_estimate(argv, tmp_path, capsys):
+    args = argv("nlg", "http://127.0.0.1:9/v1", "--dry_run")
+    at = args.index("--tokenizer")
+    args = args[:at] + args[at + 2:] + ["--model", str(tmp_path / "no-tokenizer-here")]
+    code, out, err = run_cli(args, capsys)
+    assert code == 0 and "prompt tokens are estimated at 4 characters each" in err
+    lines = [json.loads(x) for x in (tmp_path / "out" / "nlg" / "requests.jsonl").read_text().splitlines()]
+    chars = sum(len(m["content"]) for m in lines[0]["messages"])
+    assert chars // 4 <= lines[0]["prompt_tokens"] <= chars // 4 + 40
+    info = json.loads((tmp_path / "out" / "nlg" / "run_info.json").read_text())
+    assert info["token_counter"].startswith("estimate")

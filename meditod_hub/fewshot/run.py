@@ -10,7 +10,8 @@ authors' messages (`prompts`), greedy decoding with 200 new tokens. Exemplars th
 the prompt and the answer past `context_window` (the paper's 4096) are dropped least similar
 first, and counted; a window that cannot hold the system prompt, one exemplar, the question and
 the answer is an error before anything is sent. Prompt tokens are counted with `tokenizer`
-(default: the served model's own Hugging Face tokenizer, chat template included).
+(default: the served model's own Hugging Face tokenizer, chat template included; for a model
+without one, e.g. an OpenAI model, an estimate of 4 characters per token).
 
 OUT receives `predictions.jsonl` (the evaluation contract: id, prediction, raw, parse_ok),
 `results.json`/`.md`/`.png` (the kit's evaluation; the .md adds the paper's in-context row for
@@ -108,20 +109,36 @@ class FewshotArguments:
 
 class TokenCounter:
     """Prompt tokens as the model sees them: its chat template when it has one, else the
-    contents plus OpenAI's per-message overhead (4 per message, 3 to prime the answer)."""
+    contents plus OpenAI's per-message overhead (4 per message, 3 to prime the answer).
 
-    def __init__(self, name: str):
+    Without a loadable tokenizer for the model (an OpenAI model name), and none named, tokens
+    are estimated at 4 characters each, and the run says so; a tokenizer named with
+    `--tokenizer` must load.
+    """
+
+    CHARS_PER_TOKEN = 4
+
+    def __init__(self, name: str, named: bool = True):
         from transformers import AutoTokenizer
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(name)
+            self.name = name
         except (OSError, ValueError) as exc:
-            raise UsageError(f"cannot load a tokenizer for {name!r} to count prompt tokens "
-                             f"({type(exc).__name__}): pass --tokenizer with a Hugging Face "
-                             "tokenizer id or folder that matches the model") from None
-        self.name = name
+            if named:
+                raise UsageError(f"cannot load a tokenizer for {name!r} to count prompt tokens "
+                                 f"({type(exc).__name__}): pass --tokenizer with a Hugging Face "
+                                 "tokenizer id or folder that matches the model") from None
+            self.tokenizer = None
+            self.name = f"estimate ({self.CHARS_PER_TOKEN} characters per token)"
+            print(f"note: no tokenizer for {name}; prompt tokens are estimated at "
+                  f"{self.CHARS_PER_TOKEN} characters each (pass --tokenizer to count them)",
+                  file=sys.stderr)
 
     def __call__(self, messages: list[dict]) -> int:
+        if self.tokenizer is None:
+            return sum(-(-len(m["content"]) // self.CHARS_PER_TOKEN) for m in messages) \
+                + 4 * len(messages) + 3
         if self.tokenizer.chat_template:
             return len(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                           tokenize=True, return_dict=True)["input_ids"])
@@ -288,7 +305,7 @@ def run(args: FewshotArguments) -> dict:
     rows = list(load_rows(args.data, args.task, args.split))[:args.limit]
     pool = ExemplarPool(Retriever(args.retriever), args.task, list(train), train._fingerprint,
                         args.retrieval_cache)
-    counter = TokenCounter(args.tokenizer or args.model)
+    counter = TokenCounter(args.tokenizer or args.model, named=args.tokenizer is not None)
     built = build_prompts(args.task, rows, pool, args.shots, counter, args.context_window,
                           args.max_tokens)
     decoding = Decoding(max_tokens=args.max_tokens)
