@@ -18,7 +18,7 @@ GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint data infos bench train predict eval push push-data published annotate agreement clean
+.PHONY: setup demo test lint data infos bench train predict fewshot eval push push-data published annotate agreement clean
 
 setup: $(STAMP)
 
@@ -55,6 +55,7 @@ bench: setup
 	$(PY) bench/bench_metrics.py
 	$(PY) bench/bench_formats.py
 	$(PY) bench/bench_train.py
+	$(PY) bench/bench_fewshot.py
 
 ## train: train MODEL (a recipes/ folder) on TASK, or nlu, pol, nlg in turn; run dir OUT/TASK (OUT default
 ## runs/MODEL); GPUS=N launches accelerate (ACCELERATE_CONFIG=recipes/accelerate/fsdp_qlora.yaml|zero3.yaml
@@ -63,10 +64,20 @@ train: setup
 	@test -n "$(MODEL)" || { echo "make train needs MODEL=<recipes folder>: $$(ls recipes | grep -v accelerate | tr '\n' ' ')" >&2; exit 2; }
 	DATA="$(DATA)" OUT="$(OUT)" GPUS="$(GPUS)" ARGS='$(ARGS)' PYTHON="$(PY)" scripts/train.sh "$(MODEL)" $(TASK)
 
-## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT
+## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT;
+## ENDPOINT=<base url> [SERVED_MODEL=<name>] sends the same prompts to a server (vLLM, TGI, transformers serve)
 predict: setup
 	"$(MEDITOD)" predict --model_path "$(MODEL_PATH)" --task "$(TASK)" --data "$(DATA)" \
-		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT)/predictions.jsonl)"
+		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT)/predictions.jsonl)" \
+		$(if $(ENDPOINT),--endpoint "$(ENDPOINT)" --served_model "$(or $(SERVED_MODEL),$(MODEL_PATH))")
+
+## fewshot: the paper's in-context baseline: MODEL as served at ENDPOINT on TASK (nlu|pol|nlg) of SPLIT,
+## SHOTS retrieved exemplars (RETRIEVER); DRY_RUN=1 writes OUT/requests.jsonl and the cost estimate only
+fewshot: setup
+	"$(MEDITOD)" fewshot --model "$(MODEL)" --task "$(TASK)" --data "$(DATA)" \
+		--split "$(SPLIT)" --endpoint "$(or $(ENDPOINT),http://127.0.0.1:8000/v1)" \
+		--shots "$(or $(SHOTS),5)" --out "$(or $(OUT),runs/fewshot/$(MODEL)/$(TASK))" \
+		--retriever "$(or $(RETRIEVER),BAAI/bge-large-en-v1.5)" $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) $(ARGS)
 
 ## eval: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes OUT (+ .md, .png)
 eval: setup

@@ -5,6 +5,7 @@
     meditod train recipes/tiny-llama/nlu.yaml             # recipe -> run folder
     meditod predict --model_path runs/tiny-llama/nlu --task nlu --split test --out preds.jsonl
     meditod evaluate --task nlu --split test --predictions preds.jsonl --out results.json
+    meditod fewshot --model gpt-4-turbo-2024-04-09 --endpoint https://api.openai.com/v1 --task nlu
     meditod <command> -h                                  # every flag of one command
 
 Each subcommand is a module with `main(argv) -> int` that parses its own dataclass arguments
@@ -28,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("meditod_hub.hub", "upload a built dataset folder to the Hub (private, gated)"),
     "train": ("meditod_hub.train", "train a model from a recipe into a run folder"),
     "predict": ("meditod_hub.predict", "greedy predictions of a run (or Hub model) on a split"),
+    "fewshot": ("meditod_hub.fewshot.run", "the paper's in-context baseline of a served model"),
     "evaluate": ("meditod_hub.evaluate", "score a predictions file: results .json/.md/.png"),
     "publish": ("meditod_hub.publish", "push an evaluated run with its model card to the Hub"),
 }

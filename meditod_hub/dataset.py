@@ -86,6 +86,17 @@ def _hub_shaped(name: str) -> bool:
     return len(parts) == 2 and all(parts) and not name.startswith((".", "~", "/"))
 
 
+def fingerprint(data: str | Path) -> str:
+    """What a built folder holds: the hash of its build manifest (every file's hash); a Hub id
+    stands for itself."""
+    import hashlib
+
+    manifest = Path(data) / MANIFEST
+    if manifest.is_file():
+        return "sha256:" + hashlib.sha256(manifest.read_bytes()).hexdigest()
+    return str(data)
+
+
 def load_split(data: str | Path, config: str, split: str) -> list[dict]:
     """Rows of one config and split: a built folder (read in place) or a Hub dataset id."""
     path = Path(data)

@@ -57,6 +57,13 @@ class Family:
     exact_padding_free: bool = False
     pipeline_tag: str = "text-generation"  # the Hub merged text2text-generation into it
 
+    @property
+    def served_as(self) -> str | None:
+        """How an OpenAI-compatible server takes this family's prompts: `chat` (messages, the
+        server applies the chat template), `completion` (the prompt text) or None (not served:
+        servers run decoder-only models)."""
+        return None
+
     def auto_model(self, adapter: bool = False):
         """The Auto class that loads this family's weights (the PEFT one for an adapter)."""
         if adapter:
@@ -121,6 +128,12 @@ class Family:
 class ChatFamily(Family):
     """Llama-3 / OpenBioLLM: chat messages rendered by the tokenizer's template, JSON answers."""
 
+    served_as = "chat"
+
+    def prompt_messages(self, task: str, row: dict) -> list[dict]:
+        """[system, user]: the prompt half of a training example."""
+        return chat.messages(task, row)[:2]
+
     def training_example(self, task, row, tokenizer, budget):
         messages = chat.messages(task, row)
         length = len(tokenizer.apply_chat_template(messages, tokenize=True,
@@ -133,7 +146,7 @@ class ChatFamily(Family):
 
     def prompt(self, task, row, tokenizer, budget):
         return Fitted(tokenizer.apply_chat_template(
-            chat.messages(task, row)[:2], add_generation_prompt=True, tokenize=True,
+            self.prompt_messages(task, row), add_generation_prompt=True, tokenize=True,
             return_dict=True)["input_ids"])
 
     def parse(self, task, text):
@@ -148,6 +161,10 @@ class SpanFamily(Family):
     """Flan-T5, BioGPT, PPTOD: targets in the authors' span grammar, inputs cut to a budget."""
 
     style: span_models.SpanStyle = span_models.T5_STYLE
+
+    @property
+    def served_as(self) -> str | None:
+        return None if self.encoder_decoder else "completion"
 
     def source_parts(self, task: str, row: dict) -> span_models.SourceParts:
         return span_models.source_parts(self.style, task, row)

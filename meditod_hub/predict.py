@@ -48,6 +48,11 @@ class PredictArguments:
     upstream: Path | None = field(default=None, metadata={
         "help": "cascade: predictions of the task before (NLU for pol: the state is folded from "
                 "them; POL for nlg: their actions replace the gold ones) instead of gold inputs"})
+    endpoint: str | None = field(default=None, metadata={
+        "help": "OpenAI-compatible base URL serving the model (vLLM, TGI, transformers serve): "
+                "the same prompts, sent there (meditod_hub.served)"})
+    served_model: str | None = field(default=None, metadata={
+        "help": "the model's name at --endpoint (default: --model_path)"})
 
 
 def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: int,
@@ -202,16 +207,28 @@ def load_rows(data: str, task: str, split: str) -> list[dict]:
 
 def main(argv: list[str]) -> int:
     (args,) = parse_args((PredictArguments,), argv, "meditod predict", __doc__.split("\n\n")[0])
-    check_model_path(args.model_path)
+    if not args.endpoint:
+        check_model_path(args.model_path)
     out = output_path(args.out, inputs=[args.upstream] if args.upstream else [],
                       what="--out")
     family, budget, quantized = resolve(args)
     rows = load_rows(args.data, args.task, args.split)[:args.limit]
     if args.upstream:
         rows = cascade_rows(args.task, rows, args.upstream)
-    model, tokenizer = load_model(args.model_path, family, quantized)
-    records = predict_rows(model, tokenizer, family, args.task, rows, budget, args.batch_size,
-                           progress=True)
+    if args.endpoint:
+        from transformers import AutoTokenizer
+
+        from .endpoint import Endpoint
+        from .served import predict_rows_via_endpoint
+
+        tokenizer = AutoTokenizer.from_pretrained(args.model_path) \
+            if family.served_as == "completion" else None
+        endpoint = Endpoint(args.endpoint, args.served_model or args.model_path, progress=True)
+        records = predict_rows_via_endpoint(endpoint, family, args.task, rows, budget, tokenizer)
+    else:
+        model, tokenizer = load_model(args.model_path, family, quantized)
+        records = predict_rows(model, tokenizer, family, args.task, rows, budget,
+                               args.batch_size, progress=True)
     write_predictions(records, out)
     print(parse_failure_summary(records), file=sys.stderr)
     print(f"wrote {out}")

@@ -9,6 +9,9 @@ Four folders, each loadable with `from_pretrained` (the `tiny-*` recipes point a
   and ends every target, as BioGPT's tokenizer does);
 * `tiny-t5`     - Flan-T5-shaped encoder-decoder (gated-GELU feed-forward, untied head);
 * `tiny-pptod`  - the same T5 plus the PPTOD span markers as single tokens.
+`build_retriever` makes a fifth, a sentence-transformers retriever (a tiny BERT with a WordPiece
+tokenizer, CLS pooling, normalised) standing in for `BAAI/bge-large-en-v1.5` in the few-shot
+tests and benches.
 Tokenizers are byte-level BPE trained with `tokenizers` on the dataset's own model inputs and
 targets (every family's rendering), so no text is ever out of vocabulary and sequences stay
 short. Nothing is downloaded. Sizes are ~0.5-0.9M parameters and dropout is off: a tiny model
@@ -163,6 +166,45 @@ def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
     params = sum(p.numel() for p in model.parameters())
     (path / "tiny.json").write_text(json.dumps({"family": FAMILY_OF[name], "seed": seed,
                                                 "parameters": params}) + "\n")
+    return path
+
+
+def build_retriever(texts: Iterable[str], out: Path, seed: int = 0) -> Path:
+    """A tiny BERT sentence embedder (CLS pooling + Normalize, like bge) saved under `out`."""
+    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers.sentence_transformer import modules as st_models  # >= 6
+    except ImportError:
+        from sentence_transformers import models as st_models
+    from tokenizers import normalizers
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokenizer.train_from_iterator(texts, trainers.WordPieceTrainer(
+        vocab_size=VOCAB_SIZE, special_tokens=specials, show_progress=False))
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[(t, tokenizer.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
+    tokenizer.decoder = decoders.WordPiece()
+    bert = out / "bert"
+    BertTokenizerFast(tokenizer_object=tokenizer, model_max_length=512).save_pretrained(bert)
+    torch.manual_seed(seed)
+    # BERT's usual init (std 0.02) gives a random model whose CLS vectors all point the same way
+    # (cosine ~1.000); std 0.5 lets the tokens move it, so similar turns rank first.
+    BertModel(BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=HIDDEN["hidden"],
+                         intermediate_size=HIDDEN["ffn"], num_hidden_layers=HIDDEN["layers"],
+                         num_attention_heads=HIDDEN["heads"], max_position_embeddings=512,
+                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                         initializer_range=0.5)).save_pretrained(bert)
+    transformer = st_models.Transformer(str(bert))
+    pooling = st_models.Pooling(HIDDEN["hidden"], "cls")
+    embedder = SentenceTransformer(modules=[transformer, pooling, st_models.Normalize()],
+                                   device="cpu")
+    path = out / "tiny-retriever"
+    embedder.save(str(path))
     return path
 
 

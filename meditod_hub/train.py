@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import json
 import logging
 import os
@@ -55,7 +54,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
 from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantization_config
 
-from .dataset import load_split
+from .dataset import fingerprint, load_split
 from .errors import MeditodError, UsageError, run_main
 from .families import FAMILY_NAMES, Budget, Family, get_family
 from .files import atomic_write
@@ -347,21 +346,11 @@ NOT_FINGERPRINTED = frozenset({"output_dir", "overwrite_output_dir", "resume_fro
                                "per_device_eval_batch_size", "dataloader_num_workers"})
 
 
-def data_fingerprint(dataset: str) -> str:
-    """A built folder: the hash of its build manifest (every file's hash); a Hub id: the id."""
-    from .dataset import MANIFEST
-
-    manifest = Path(dataset) / MANIFEST
-    if manifest.is_file():
-        return "sha256:" + hashlib.sha256(manifest.read_bytes()).hexdigest()
-    return str(dataset)
-
-
 def run_fingerprint(recipe: Recipe) -> dict:
     """What a checkpoint was trained from: the resolved recipe and the data."""
     settings = {k: v for k, v in recipe.resolved.items() if k not in NOT_FINGERPRINTED}
     return {"settings": json.loads(json.dumps(settings, default=str)),
-            "data": data_fingerprint(recipe.script.dataset_name)}
+            "data": fingerprint(recipe.script.dataset_name)}
 
 
 class ResumeRecorder(TrainerCallback):
@@ -519,7 +508,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         "hardware": hardware(training.world_size), "framework_versions": framework_versions(),
         "train_examples": len(train.dataset), "truncated_examples": train.truncated,
         "state_cut_examples": train.state_cut, "skipped_examples": len(train.skipped),
-        "dataset": script.dataset_name, "data_fingerprint": data_fingerprint(script.dataset_name),
+        "dataset": script.dataset_name, "data_fingerprint": fingerprint(script.dataset_name),
         "seed": training.seed,
     }
     if trainer.is_world_process_zero():

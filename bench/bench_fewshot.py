@@ -1,0 +1,129 @@
+"""Few-shot throughput and retrieval: requests/s at 1 vs 8 in flight, and exemplar search at paper
+scale.
+
+    .venv/bin/python bench/bench_fewshot.py                 # 0.25 s server latency, seed 0
+    .venv/bin/python bench/bench_fewshot.py --delay 0.1 --requests 128
+
+1. The endpoint client against a local OpenAI-compatible server (tests/chat_server.py) that
+   answers every request after a fixed delay, as a remote model would (the server runs in its
+   own process, so it does not compete with the client for the GIL): the same batch with 1
+   and with 8 requests in flight. Target: 8 in flight >= 6x the requests/s of 1 (the server
+   answers in parallel, so the client's concurrency is what is measured).
+2. Retrieval over the paper-scale synthetic corpus (`meditod_hub.synthetic`: 175 train
+   dialogues, ~8.4k patient turns in the NLU pool) with the tiny offline retriever
+   (`meditod_hub.tiny.build_retriever`): embedding the pool once, reloading it from the cache,
+   and the per-query search of every test row (query embedding included). Baselines in the same
+   run: cache reload vs embedding, search vs embedding the query alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from chat_server import ChatServer  # noqa: E402
+
+from meditod_hub.endpoint import Decoding, Endpoint, Request  # noqa: E402
+
+RATIO_TARGET = 6.0
+
+
+def requests_per_second(url: str, in_flight: int, count: int) -> float:
+    endpoint = Endpoint(url, "stub-model", concurrency=in_flight, cache=None)
+    batch = [Request(f"{in_flight}-{i}", messages=[{"role": "user", "content": f"q{i}"}])
+             for i in range(count)]
+    start = time.perf_counter()
+    endpoint.complete(batch, Decoding(max_tokens=8))
+    return count / (time.perf_counter() - start)
+
+
+def _serve(delay: float, urls, stop) -> None:
+    with ChatServer(delay=delay) as server:
+        urls.put(server.url)
+        stop.wait()
+
+
+@contextmanager
+def delayed_server(delay: float):
+    """The server in its own process, so it never competes with the client for the GIL."""
+    urls, stop = multiprocessing.Queue(), multiprocessing.Event()
+    process = multiprocessing.Process(target=_serve, args=(delay, urls, stop), daemon=True)
+    process.start()
+    try:
+        yield urls.get(timeout=60)
+    finally:
+        stop.set()
+        process.join(timeout=10)
+
+
+def bench_concurrency(delay: float, count: int) -> None:
+    with delayed_server(delay) as url:
+        requests_per_second(url, 8, 8)  # warm-up: imports, connections
+        one = requests_per_second(url, 1, count // 4)
+        eight = requests_per_second(url, 8, count)
+    ratio = eight / one
+    verdict = "met" if ratio >= RATIO_TARGET else "MISSED"
+    print(f"endpoint, {delay:g} s per answer: 1 in flight {one:.2f} req/s, 8 in flight "
+          f"{eight:.2f} req/s: {ratio:.1f}x (target >= {RATIO_TARGET:g}x: {verdict}; ideal 8x)")
+
+
+def bench_retrieval(seed: int) -> None:
+    from datasets import Dataset, Features
+
+    from meditod_hub.fewshot.prompts import last_turn
+    from meditod_hub.fewshot.retrieval import ExemplarPool, Retriever
+    from meditod_hub.synthetic import generate_dialogues, split_ids
+    from meditod_hub.tiny import build_retriever
+    from meditod_hub.views import FEATURES, view_rows
+
+    dialogues = generate_dialogues(seed)
+    rows = {split: [r for d in ids for r in view_rows("nlu", d, dialogues[d])]
+            for split, ids in split_ids().items() if split in ("train", "test")}
+    pool_rows = Dataset.from_list(rows["train"], features=Features(FEATURES["nlu"]))
+    with tempfile.TemporaryDirectory() as tmp:
+        texts = [last_turn(r) for r in rows["train"]]
+        retriever = Retriever(str(build_retriever(texts, Path(tmp))), device="cpu")
+        start = time.perf_counter()
+        pool = ExemplarPool(retriever, "nlu", rows["train"], pool_rows._fingerprint, tmp)
+        embed = time.perf_counter() - start
+        start = time.perf_counter()
+        cached = ExemplarPool(retriever, "nlu", rows["train"], pool_rows._fingerprint, tmp)
+        reload = time.perf_counter() - start
+        assert cached.cache_hit
+        queries = rows["test"]
+        start = time.perf_counter()
+        found = pool.search(queries, 5)
+        search = (time.perf_counter() - start) / len(queries)
+        start = time.perf_counter()
+        retriever.encode([last_turn(r) for r in queries])
+        encode_only = (time.perf_counter() - start) / len(queries)
+    assert all(len(f) == 5 for f in found)
+    print(f"retrieval, synthetic seed {seed}: pool of {len(rows['train'])} NLU train turns embedded "
+          f"once in {embed:.2f} s, reloaded from the cache in {reload * 1000:.1f} ms "
+          f"({embed / reload:.0f}x faster); {len(queries)} test queries at "
+          f"{search * 1000:.2f} ms each, top 5 (query embedding alone: {encode_only * 1000:.2f} "
+          f"ms, {search / encode_only:.2f}x)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--delay", type=float, default=0.25, help="server seconds per answer "
+                        "(a fast remote model; the client's own cost per request is ~10 ms)")
+    parser.add_argument("--requests", type=int, default=64, help="batch size at 8 in flight")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    bench_concurrency(args.delay, args.requests)
+    bench_retrieval(args.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""The one endpoint client: concurrency, retries, timeouts, the deadline, the answer cache, keys
+and the one-line errors, against the fault-injecting server of tests/chat_server.py (127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from chat_server import ChatServer, answer_for
+
+from meditod_hub.endpoint import (
+    AnswerCache,
+    Decoding,
+    Endpoint,
+    EndpointError,
+    Prices,
+    Request,
+    endpoint_host,
+)
+
+GREEDY = Decoding(max_tokens=8)
+
+
+def chat_requests(n: int, tag: str = "q") -> list[Request]:
+    return [Request(f"row-{i}", messages=[{"role": "system", "content": "s"},
+                                          {"role": "user", "content": f"{tag}{i}"}])
+            for i in range(n)]
+
+
+def expected(requests: list[Request]) -> dict[str, str]:
+    return {r.id: answer_for({"messages": r.messages}) for r in requests}
+
+
+def endpoint(server: ChatServer, tmp_path, **kwargs) -> Endpoint:
+    settings = {"cache": tmp_path / "answers.sqlite", "request_timeout": 5.0, "max_retries": 2,
+                **kwargs}
+    return Endpoint(server.url, "stub-model", **settings)
+
+
+def texts(answers) -> dict[str, str]:
+    return {i: a.text for i, a in answers.items()}
+
+
+def test_answers_arrive_with_bounded_concurrency_and_usage(tmp_path):
+    requests = chat_requests(6)
+    with ChatServer(delay=0.2) as server:
+        client = endpoint(server, tmp_path, concurrency=2, prices=Prices(1.0, 2.0))
+        answers = client.complete(requests, GREEDY)
+        assert server.max_in_flight == 2, "never more requests in flight than asked"
+    assert texts(answers) == expected(requests)
+    stats = client.stats
+    assert (stats.requests, stats.answers, stats.cache_hits, stats.retries) == (6, 6, 0, 0)
+    assert (stats.prompt_tokens, stats.completion_tokens) == (60, 12)
+    assert stats.cost_usd == pytest.approx((60 * 1.0 + 12 * 2.0) / 1e6)
+    assert server.received[0]["max_tokens"] == 8 and server.received[0]["temperature"] == 0.0
+
+
+def test_a_rerun_sends_nothing_and_the_key_covers_model_messages_and_decoding(tmp_path):
+    requests = chat_requests(4)
+    with ChatServer(models=["stub-model", "other"]) as server:
+        endpoint(server, tmp_path).complete(requests, GREEDY)
+        again = endpoint(server, tmp_path)
+        answers = again.complete(requests, GREEDY)
+        assert len(server.received) == 4, "every answer came from the cache"
+        assert again.stats.cache_hits == 4 and again.stats.requests == 0
+        assert all(a.cached for a in answers.values()) and texts(answers) == expected(requests)
+        endpoint(server, tmp_path).complete(requests, Decoding(max_tokens=9))
+        Endpoint(server.url, "other", cache=tmp_path / "answers.sqlite").complete(requests, GREEDY)
+        endpoint(server, tmp_path).complete(chat_requests(4, tag="other question "), GREEDY)
+        assert len(server.received) == 16
+
+
+def test_completions_route_for_plain_prompts(tmp_path):
+    requests = [Request("a", prompt="convert dialog to dialog state: patient: hi")]
+    with ChatServer() as server:
+        answers = endpoint(server, tmp_path).complete(requests, GREEDY)
+        assert "messages" not in server.received[0]
+    assert answers["a"].text == answer_for({"prompt": requests[0].prompt})
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "truncated", "hang"])
+def test_transient_faults_are_retried(tmp_path, fault):
+    requests = chat_requests(3)
+    with ChatServer(faults=[fault], retry_after="0") as server:
+        client = endpoint(server, tmp_path, concurrency=1, request_timeout=1.0)
+        answers = client.complete(requests, GREEDY)
+        retried = [h.get("x-stainless-retry-count") for h in server.headers]
+    assert texts(answers) == expected(requests)
+    assert client.stats.requests == 4 and client.stats.retries == 1
+    assert retried.count("1") == 1, "the failed request was sent again"
+
+
+def test_retry_after_is_honoured(tmp_path):
+    """A 429 asking for 30 s is waited on, so a 2 s deadline ends the batch (a default backoff
+    of ~0.5 s would have answered in time)."""
+    with ChatServer(faults=["429"], retry_after="30") as server:
+        client = endpoint(server, tmp_path, deadline=2.0)
+        with pytest.raises(EndpointError, match="deadline of 2 s with 0 of 1 answers"):
+            client.complete(chat_requests(1), GREEDY)
+        assert len(server.received) == 1
+
+
+@pytest.mark.parametrize("fault,message", [
+    ("hang", r"did not answer within 1 s \(0 retries\): check the server"),
+    ("nonjson", r"sent a response that is not a completion"),
+    ("500", r"answered HTTP 500 after 0 retries"),
+])
+def test_a_fault_that_persists_is_one_line_naming_the_endpoint(tmp_path, fault, message):
+    with ChatServer(faults=[fault]) as server:
+        client = endpoint(server, tmp_path, request_timeout=1.0, max_retries=0)
+        with pytest.raises(EndpointError, match=message) as failure:
+            client.complete(chat_requests(1), GREEDY)
+    text = str(failure.value)
+    assert text.startswith(endpoint_host(server.url)) and "\n" not in text
+
+
+@pytest.mark.parametrize("fault", ["nonjson", "hang"])
+def test_the_cache_keeps_every_answer_received_before_a_failure(tmp_path, fault):
+    requests = chat_requests(5)
+    with ChatServer(faults=["ok", "ok", fault]) as server:
+        client = endpoint(server, tmp_path, concurrency=1, request_timeout=30.0, max_retries=0,
+                          deadline=2.0)
+        with pytest.raises(EndpointError):
+            client.complete(requests, GREEDY)
+        assert len(server.received) == 3, "the first dead request stops the batch"
+    with ChatServer() as healthy:
+        resumed = endpoint(healthy, tmp_path)
+        answers = resumed.complete(requests, GREEDY)
+        assert len(healthy.received) == 3, "only the unanswered requests are sent again"
+    assert resumed.stats.cache_hits == 2 and texts(answers) == expected(requests)
+
+
+def test_the_first_dead_request_cancels_the_queued_ones(tmp_path):
+    with ChatServer(faults=["401"]) as server:
+        client = endpoint(server, tmp_path, concurrency=1)
+        with pytest.raises(EndpointError, match="refused the API key"):
+            client.complete(chat_requests(6), GREEDY)
+        assert len(server.received) == 1
+
+
+def test_a_wrong_key_names_its_variable_and_never_the_key(tmp_path, monkeypatch):
+    secret = "sk-local-test-0123456789abcdef"
+    monkeypatch.setenv("MEDITOD_TEST_KEY", secret)
+    with ChatServer(faults=["401"]) as server:
+        client = endpoint(server, tmp_path, api_key_env="MEDITOD_TEST_KEY")
+        with pytest.raises(EndpointError) as failure:
+            client.complete(chat_requests(1), GREEDY)
+        assert {k.lower(): v for k, v in server.headers[0].items()}["authorization"] == f"Bearer {secret}"
+    message = str(failure.value)
+    assert "set MEDITOD_TEST_KEY to a valid key" in message and secret not in message
+    assert secret not in repr(client.describe())
+    assert not any(secret.encode() in p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+
+
+def test_an_unknown_model_lists_the_served_ones(tmp_path):
+    with ChatServer(models=["tiny-a", "tiny-b"]) as server:
+        client = Endpoint(server.url, "llama-9000", cache=None)
+        with pytest.raises(EndpointError, match=r"does not serve model 'llama-9000' \(HTTP 404\); "
+                                                 r"it serves: tiny-a, tiny-b: pass a served"):
+            client.complete(chat_requests(1), GREEDY)
+
+
+def test_a_dead_endpoint_says_start_the_server(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = Endpoint(f"http://127.0.0.1:{port}/v1", "m", cache=None, max_retries=1)
+    with pytest.raises(EndpointError, match=rf"cannot reach 127.0.0.1:{port} .*start the server"):
+        client.complete(chat_requests(1), GREEDY)
+
+
+def test_hosted_endpoints_need_a_key_before_anything_is_sent(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no stored `hf auth login` token
+    with pytest.raises(EndpointError, match="router.huggingface.co needs an API key: set HF_TOKEN"):
+        Endpoint("https://router.huggingface.co/v1", "meta-llama/Llama-3.3-70B-Instruct")
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-test")
+    azure = Endpoint("https://mine.openai.azure.com", "gpt-4-deployment", cache=None)
+    assert type(azure._client()).__name__ == "AsyncAzureOpenAI"
+    assert azure.describe()["key_variable"] == "AZURE_OPENAI_API_KEY"
+
+
+def test_describe_names_the_host_only():
+    client = Endpoint("http://user:pa55word@127.0.0.1:8123/v1", "m", cache=None)
+    info = client.describe()
+    assert info["endpoint"] == "127.0.0.1:8123" and "pa55word" not in repr(info)
+
+
+def test_the_cache_file_holds_answers_not_prompts(tmp_path):
+    cache = AnswerCache(tmp_path / "c.sqlite")
+    request = chat_requests(1, tag="a private dialogue line ")[0]
+    from meditod_hub.endpoint import Answer
+
+    cache.put(request.key("m", GREEDY), Answer("an answer", 3, 1, "stop"))
+    cache.close()
+    blob = (tmp_path / "c.sqlite").read_bytes()
+    assert b"an answer" in blob and b"private dialogue" not in blob
+
+
+# --- the LLM judge runs on this client ------------------------------------------------------
+
+def judge_pairs(n: int) -> list[tuple[str, str]]:
+    return [(f"{i} days ago", f"day {i}") for i in range(n)]
+
+
+def test_one_deadline_bounds_the_whole_judging(tmp_path):
+    from meditod_hub.metrics import JudgeError, LLMJudge
+
+    with ChatServer(faults=["hang"] * 20) as server:
+        judge = LLMJudge(server.url, "stub-model", tmp_path / "judge.sqlite", timeout=60.0,
+                         workers=4, deadline=1.5)
+        with pytest.raises(JudgeError, match=r"LLM judge: 127.0.0.1:\d+: the batch passed its "
+                                             r"deadline of 1.5 s with 0 of 8 answers"):
+            judge.equivalent(judge_pairs(8))
+        assert len(server.received) == 4, "only the requests in flight were sent"
+
+
+def test_the_judge_stops_at_the_first_dead_request_and_keeps_its_judgements(tmp_path):
+    from meditod_hub.metrics import JudgeError, LLMJudge
+
+    cache = tmp_path / "judge.sqlite"
+    with ChatServer(faults=["ok", "ok", "500"]) as server:
+        judge = LLMJudge(server.url, "stub-model", cache, workers=1, max_retries=0)
+        with pytest.raises(JudgeError, match="answered HTTP 500 after 0 retries"):
+            judge.equivalent(judge_pairs(6))
+        assert len(server.received) == 3, "the queued pairs were not sent"
+    with ChatServer() as healthy:
+        again = LLMJudge(healthy.url, "stub-model", cache, workers=1)
+        assert again.equivalent(judge_pairs(6)) == [False] * 6
+        assert len(healthy.received) == 4 and again.describe()["cache_hits"] == 2
+    assert again.describe()["endpoint"] == endpoint_host(healthy.url)
