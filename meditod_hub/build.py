@@ -408,9 +408,12 @@ def _recover(out: Path) -> None:
 
 def build(args: BuildArguments) -> Built:
     out = Path(args.out)
-    if not out.parent.exists():
-        out.parent.mkdir(parents=True)
-    if not os.access(out.parent, os.W_OK):
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out.parent} ({type(exc).__name__}): choose a writable "
+                         "--out") from None
+    if not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
         raise UsageError(f"cannot write into {out.parent}: choose a writable --out")
     sources = [Path(args.source)] + ([Path(args.ood_source)] if args.ood_source else [])
     with build_lock(out):

@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 from . import cmas
+from .errors import UsageError, run_main
 from .release import DIALOGS_FILE, OOD_SPLIT_FILES, SPLIT_FILES
 from .state import DialogueState
 
@@ -361,8 +363,19 @@ def generate_dialogues(seed: int = 0, dialogues: int = PAPER_DIALOGUES) -> dict[
 
 def generate_release(out_dir: str | Path, seed: int = 0,
                      dialogues: int = PAPER_DIALOGUES) -> Path:
-    """Write a release folder (dialogs.json, the id files, release.json); same seed, same bytes."""
+    """Write a release folder (dialogs.json, the id files, release.json); same seed, same bytes.
+
+    Refuses a folder holding anything but an earlier synthetic release: it never writes over a
+    real one."""
     out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        try:
+            synthetic = json.loads((out / "release.json").read_text(encoding="utf-8"))["synthetic"]
+        except (OSError, ValueError, KeyError, TypeError):
+            synthetic = False
+        if synthetic is not True:
+            raise UsageError(f"{out} holds files and no synthetic release.json: write the synthetic "
+                             "release into a new or empty folder")
     out.mkdir(parents=True, exist_ok=True)
     (out / DIALOGS_FILE).write_text(json.dumps(generate_dialogues(seed, dialogues)),
                                     encoding="utf-8")
@@ -377,7 +390,7 @@ def generate_release(out_dir: str | Path, seed: int = 0,
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="release folder to write")
     parser.add_argument("--seed", type=int, default=0)
@@ -385,7 +398,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = generate_release(args.out, args.seed, args.dialogues)
     print(f"wrote {args.dialogues} synthetic dialogues to {out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))

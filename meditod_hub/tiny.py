@@ -39,6 +39,7 @@ from transformers import (
 )
 
 from .dataset import load_split
+from .errors import run_main
 from .families import FAMILIES
 from .formats import pptod
 from .tasks import TASK_NAMES
@@ -226,4 +227,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -107,3 +107,16 @@ def hub_server():
 
     with HubServer() as hub:
         yield hub
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The failure sweep's table (tests/test_failure_paths.py), when it ran."""
+    sweep = getattr(sys.modules.get("test_failure_paths"), "SWEEP", None)
+    if not sweep:
+        return
+    kinds = [kind for _, kind in sweep]
+    terminalreporter.write_sep("-", "failure sweep")
+    terminalreporter.write_line("| cases | clear errors | tracebacks | silent | data lost |")
+    terminalreporter.write_line("|---|---|---|---|---|")
+    terminalreporter.write_line(f"| {len(kinds)} | {kinds.count('clear')} | {kinds.count('traceback')} "
+                                f"| {kinds.count('silent')} | {kinds.count('data lost')} |")

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from meditod_hub.errors import UsageError
 from meditod_hub.metrics import JudgeError, LLMJudge, make_judge, nlu_f1
 from meditod_hub.metrics.judges import PAPER_PROMPT
 
@@ -92,9 +93,9 @@ def test_llm_judge_failure_is_a_clear_error(stub_url, tmp_path):
 
 def test_make_judge_validates_its_options():
     assert make_judge().describe() == {"name": "exact"}
-    with pytest.raises(ValueError, match="--judge-url"):
+    with pytest.raises(UsageError, match="--judge_url"):
         make_judge("llm", model="m")
-    with pytest.raises(ValueError, match="unknown judge"):
+    with pytest.raises(UsageError, match="unknown judge"):
         make_judge("oracle")
 
 

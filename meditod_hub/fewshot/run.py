@@ -227,10 +227,7 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     from ..metrics import make_judge
 
     write_predictions(records, out / "predictions.jsonl")
-    try:
-        judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url)
     scores = get_task(args.task).score(rows, [r.label for r in records], judge=judge)
     violations = structure_violations(args.task, records)
     scores["structure_violations"] = {"count": violations,

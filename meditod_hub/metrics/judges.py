@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import MeditodError
+from ..errors import MeditodError, UsageError
 
 Pair = tuple[str, str]
 
@@ -118,7 +118,12 @@ class EmbeddingJudge:
 
         self.model_path = model_path or bundled_minilm_path()
         self.threshold = threshold
-        self.model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
+        try:
+            self.model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise JudgeError(f"embedding judge: no sentence-embedding model at {self.model_path} "
+                             f"({type(exc).__name__}): give a local model folder as "
+                             "--judge_model") from None
 
     def equivalent(self, pairs: Sequence[Pair]) -> list[bool]:
         if not pairs:
@@ -141,10 +146,10 @@ def make_judge(name: str = "exact", *, model: str | None = None, base_url: str |
         return ExactJudge()
     if name == "llm":
         if not (base_url and model):
-            raise ValueError("the llm judge needs --judge-url (an OpenAI-compatible base URL, "
-                             "e.g. http://127.0.0.1:8000/v1) and --judge-model")
+            raise UsageError("the llm judge needs --judge_url (an OpenAI-compatible base URL, "
+                             "e.g. http://127.0.0.1:8000/v1) and --judge_model")
         return LLMJudge(base_url, model, cache, api_key_env=api_key_env, workers=workers,
                         deadline=deadline)
     if name == "embedding":
         return EmbeddingJudge(model, threshold)
-    raise ValueError(f"unknown judge {name!r}; choose one of {', '.join(JUDGES)}")
+    raise UsageError(f"unknown judge {name!r}; choose one of {', '.join(JUDGES)}")
