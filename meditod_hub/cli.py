@@ -17,6 +17,8 @@ fast. Failures and exit codes are `errors.run_main`'s: one line, 0/1/2/130.
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 import sys
 
 from .errors import EXIT_OK, EXIT_USAGE, run_main
@@ -70,5 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     return run_main(module.main, rest)
 
 
+def entry() -> None:
+    """The console script: `main`, then an immediate exit once the output is flushed. Tearing
+    down an interpreter that has imported torch and transformers takes about a second (their
+    exit hooks and module finalisers), longer than many commands' own work; every file a
+    command writes is closed (and atomically renamed) before `main` returns."""
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -101,3 +101,51 @@ def test_dataset_infos_do_not_drift(embedded_build):
     committed = json.loads((Path(__file__).resolve().parent.parent / "dataset_infos.json").read_text())
     built = json.loads((embedded_build / "dataset_infos.json").read_text())
     assert committed == built, "run `make infos` to regenerate dataset_infos.json"
+
+
+# --- the build writes what `datasets` would, without importing it ------------------------------
+
+@pytest.mark.parametrize("config", ["dialogues", "nlu", "pol", "nlg"])
+def test_parquet_schema_and_card_metadata_are_what_datasets_writes(config):
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCardData
+
+    from meditod_hub.build import arrow_schema, card_dataset_info
+    from meditod_hub.views import features
+
+    theirs = features(config).arrow_schema
+    ours = arrow_schema(config)
+    assert ours.equals(theirs, check_metadata=False)
+    assert json.loads(ours.metadata[b"huggingface"])["info"]["features"] == features(config).to_dict()
+    counts = {config: {"train": 3, "test": 1}}
+    splits = SplitDict()
+    for name, n in counts[config].items():
+        splits.add(SplitInfo(name=name, num_examples=n))
+    card = DatasetCardData()
+    DatasetInfosDict({config: DatasetInfo(features=features(config), splits=splits,
+                                          config_name=config)}).to_dataset_card_data(card)
+    theirs = card.dataset_info if isinstance(card.dataset_info, list) else [card.dataset_info]
+    assert card_dataset_info(counts) == theirs
+
+
+@pytest.mark.parametrize("build", ["embedded_build", "sample_build"])
+def test_the_pyarrow_reader_equals_load_dataset(request, build):
+    """`dataset.read_parquet_split` (every command's reader, and the fallback for `datasets`
+    older than 4.7) gives exactly what `load_dataset` gives."""
+    from meditod_hub.dataset import available_splits, read_parquet_split
+
+    folder = request.getfixturevalue(build)
+    for config in ("dialogues", "nlu", "pol", "nlg"):
+        for split in available_splits(folder, config):
+            assert read_parquet_split(folder, config, split) == \
+                list(load_dataset(str(folder), config, split=split)), (config, split)
+
+
+def test_labels_are_json_text_for_a_plain_parquet_reader(embedded_build):
+    """What a reader without `datasets` sees: JSON text, which json.loads turns into the labels."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(embedded_build / "nlu" / "test-00000-of-00001.parquet")
+    rows = load_dataset(str(embedded_build), "nlu", split="test")
+    assert [json.loads(v.as_py()) for v in table.column("nlu")] == rows["nlu"]

@@ -125,8 +125,11 @@ def test_upstream_schedules_of_flan_t5_and_biogpt(parsed):
         biogpt = parsed["biogpt-full", task]
         assert biogpt.training.lr_scheduler_type.value == "linear"
         assert biogpt.training.warmup_steps == 0.1
-        assert biogpt.training.max_length == 512
+        # upstream 512; POL raises it to what BioGPT's positions allow, as the state joins the input
+        assert biogpt.training.max_length == (1024 if task == "pol" else 512)
         assert not biogpt.training.padding_free
+        flan = parsed["flan-t5-base-full", task].script.max_source_length
+        assert flan == (1024 if task == "pol" else 512)
 
 
 def test_effective_batch_arithmetic_holds_for_one_and_two_processes(parsed):

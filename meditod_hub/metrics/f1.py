@@ -126,28 +126,56 @@ def _match_group(gold: list, pred: list, verdicts: dict) -> Counts:
     return Counts(tp, len(unmatched), len(gold) - tp)
 
 
+def _count(counts: dict, cls: str, slot_type: Callable[[tuple], str],
+           tp: frozenset, fp: frozenset, fn: frozenset) -> None:
+    for column, tuples in enumerate((tp, fp, fn)):
+        for tup in tuples:
+            counts[slot_type(tup), cls][column] += 1
+
+
 def score_tuples(gold: Sequence[Tuples], predicted: Sequence[Tuples], skipped: Sequence[bool],
                  slot_type: Callable[[tuple], str], judge) -> tuple[dict, float]:
-    """Per-slot-type counts over the scored turns, and the joint accuracy over all turns."""
-    grouped = [(_groups(g.non_medical), _groups(p.non_medical)) for g, p in zip(gold, predicted)]
-    pairs = sorted(set().union(*(_judged_pairs(g, p) for g, p in grouped)))
-    verdicts = dict(zip(pairs, judge.equivalent(pairs))) if pairs else {}
+    """Per-slot-type counts over the scored turns, and the joint accuracy over all turns.
 
-    by_slot: dict[str, dict[str, Counts]] = defaultdict(lambda: defaultdict(Counts))
+    Under the exact judge, matching a group's values one-to-one is set intersection, so the
+    non-medical tuples take the same set operations as the medical ones (the authors' own
+    exact scoring); only another judge needs the groups and its verdicts.
+    """
+    exact = isinstance(judge, ExactJudge)
+    grouped, verdicts = [], {}
+    if not exact:
+        grouped = [(_groups(g.non_medical), _groups(p.non_medical))
+                   for g, p in zip(gold, predicted)]
+        pairs = sorted(set().union(*(_judged_pairs(g, p) for g, p in grouped)))
+        verdicts = dict(zip(pairs, judge.equivalent(pairs))) if pairs else {}
+
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     joint = 0
-    for g, p, (g_groups, p_groups), skip in zip(gold, predicted, grouped, skipped):
-        turn: dict[tuple[str, str], Counts] = defaultdict(Counts)
-        for tup in g.medical | p.medical:
-            turn[slot_type(tup), "medical"] += Counts(int(tup in g.medical and tup in p.medical),
-                                                      int(tup not in g.medical),
-                                                      int(tup not in p.medical))
-        for key in g_groups.keys() | p_groups.keys():
-            turn[slot_type(key), "non_medical"] += _match_group(
-                g_groups.get(key, []), p_groups.get(key, []), verdicts)
-        joint += all(c.fp == c.fn == 0 for c in turn.values())
+    for index, (g, p, skip) in enumerate(zip(gold, predicted, skipped)):
+        agree = g.medical == p.medical
         if not skip:
-            for (slot, cls), counts in turn.items():
-                by_slot[slot][cls] += counts
+            _count(counts, "medical", slot_type, g.medical & p.medical, p.medical - g.medical,
+                   g.medical - p.medical)
+        if exact:
+            agree = agree and g.non_medical == p.non_medical
+            if not skip:
+                _count(counts, "non_medical", slot_type, g.non_medical & p.non_medical,
+                       p.non_medical - g.non_medical, g.non_medical - p.non_medical)
+            joint += agree
+            continue
+        g_groups, p_groups = grouped[index]
+        for key in g_groups.keys() | p_groups.keys():
+            matched = _match_group(g_groups.get(key, []), p_groups.get(key, []), verdicts)
+            agree = agree and matched.fp == matched.fn == 0
+            if not skip:
+                column = counts[slot_type(key), "non_medical"]
+                column[0] += matched.tp
+                column[1] += matched.fp
+                column[2] += matched.fn
+        joint += agree
+    by_slot: dict[str, dict[str, Counts]] = defaultdict(dict)
+    for (slot, cls), (tp, fp, fn) in counts.items():
+        by_slot[slot][cls] = Counts(tp, fp, fn)
     return by_slot, (joint / len(gold) if gold else 0.0)
 
 
@@ -175,8 +203,11 @@ def _pol_skipped(actions: list) -> bool:
                            and actions[0]["action"] == cmas.INQUIRE_ACTION)
 
 
+_BASE_OF = {key: cmas.split_slot_key(key).base for key in cmas.PATIENT_SLOT_KEYS}
+
+
 def _nlu_slot_type(tup: tuple) -> str:
-    return cmas.split_slot_key(tup[1]).base if len(tup) > 1 else NO_SLOT
+    return _BASE_OF[tup[1]] if len(tup) > 1 else NO_SLOT
 
 
 def _pol_slot_type(tup: tuple) -> str:

@@ -46,113 +46,120 @@ class Tuples:
 EMPTY = Tuples(frozenset(), frozenset())
 
 
-def _objects(value, what: str) -> list[dict]:
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise MalformedLabel(f"{what} must be a list of objects")
+# Error messages are built only when a label is malformed: formatting one per entry was most of
+# the scoring time.
+def _objects(value, what: str, *args) -> list[dict]:
+    if not isinstance(value, list):
+        raise MalformedLabel(f"{what.format(*args)} must be a list of objects")
+    for item in value:
+        if not isinstance(item, dict):
+            raise MalformedLabel(f"{what.format(*args)} must be a list of objects")
     return value
 
 
-def _scalar(value, what: str):
+def _scalar(value, what: str, *args):
     if not isinstance(value, _SCALARS):
-        raise MalformedLabel(f"{what} must be a string, got {type(value).__name__}")
+        raise MalformedLabel(f"{what.format(*args)} must be a string, got {type(value).__name__}")
     return value
 
 
-def _name(value, what: str) -> str:
+def _name(value, what: str, *args) -> str:
     if not isinstance(value, str):
-        raise MalformedLabel(f"{what} must be a string, got {type(value).__name__}")
+        raise MalformedLabel(f"{what.format(*args)} must be a string, got {type(value).__name__}")
     return value
 
 
-def _values(value, what: str) -> list:
+def _values(value, what: str, *args) -> list:
     """An attribute's values: a list attribute unrolls to one tuple per element."""
-    items = value if isinstance(value, list) else [value]
-    return [_scalar(v, what) for v in items]
-
-
-class _Collector:
-    def __init__(self) -> None:
-        self.medical: set[tuple] = set()
-        self.non_medical: set[tuple] = set()
-        self.unknown = 0
-
-    def add(self, tup: tuple, medical: bool) -> None:
-        (self.medical if medical else self.non_medical).add(tup)
-
-    def result(self) -> Tuples:
-        return Tuples(frozenset(self.medical), frozenset(self.non_medical), self.unknown)
+    items = value if isinstance(value, list) else (value,)
+    for v in items:
+        if not isinstance(v, _SCALARS):
+            _scalar(v, what, *args)
+    return items
 
 
 def nlu_tuples(items) -> Tuples:
     """The tuple sets of one patient utterance's NLU items."""
-    out = _Collector()
+    medical: set[tuple] = set()
+    non_medical: set[tuple] = set()
+    unknown = 0
+    split_slot_key = cmas.split_slot_key
     for item in _objects(items, "an NLU label"):
         intent = _name(item.get("intent"), "an NLU `intent`")
         slots = item.get("slots")
         if not slots:
-            out.add((intent,), True)
+            medical.add((intent,))
             continue
         if not isinstance(slots, dict):
             raise MalformedLabel("NLU `slots` must be an object")
         for key, entries in slots.items():
-            entries = _objects(entries, f"slot {key!r}")
-            parsed = cmas.split_slot_key(key)
+            _objects(entries, "slot {!r}", key)
+            parsed = split_slot_key(key)
             if parsed is None:
-                out.unknown += 1
+                unknown += 1
                 continue
+            base = parsed.base
+            all_medical = base == cmas.BASIC_INFORMATION_SLOT
+            medical_attributes = cmas.MEDICAL_ATTRIBUTES.get(base, ())
+            headed = base in cmas.MEDICAL_BASE_SLOTS
             for entry in entries:
-                _nlu_entry(out, intent, key, parsed.base, entry)
-    return out.result()
-
-
-def _nlu_entry(out: _Collector, intent: str, key: str, base: str, entry: dict) -> None:
-    head = _scalar(entry["value"], f"slot {key!r} `value`") if "value" in entry else NO_HEAD
-    if base in cmas.MEDICAL_BASE_SLOTS:
-        if "value" in entry:
-            out.add((intent, key, head), True)
-        prefix = (intent, key, head)
-        attributes = [a for a in entry if a != "value"]
-    else:
-        prefix, attributes = (intent, key), list(entry)
-    for attr in attributes:
-        medical = base == cmas.BASIC_INFORMATION_SLOT or cmas.is_medical_attribute(base, attr)
-        for v in _values(entry[attr], f"attribute {attr!r} of slot {key!r}"):
-            out.add(prefix + (attr, v), medical)
+                has_head = "value" in entry
+                head = _scalar(entry["value"], "slot {!r} `value`", key) if has_head else NO_HEAD
+                if headed:
+                    if has_head:
+                        medical.add((intent, key, head))
+                    prefix = (intent, key, head)
+                else:
+                    prefix = (intent, key)
+                for attr, value in entry.items():
+                    if headed and attr == "value":
+                        continue
+                    target = medical if all_medical or attr in medical_attributes else non_medical
+                    if type(value) is str:  # the common case, checked without a call
+                        target.add((*prefix, attr, value))
+                        continue
+                    for v in _values(value, "attribute {!r} of slot {!r}", attr, key):
+                        target.add((*prefix, attr, v))
+    return Tuples(frozenset(medical), frozenset(non_medical), unknown)
 
 
 def pol_tuples(actions) -> Tuples:
     """The tuple sets of one doctor utterance's actions."""
-    out = _Collector()
+    medical: set[tuple] = set()
+    non_medical: set[tuple] = set()
+    unknown = 0
     for act in _objects(actions, "a POL label"):
         kind = _name(act.get("action"), "an action's `action`")
         slots = {k: v for k, v in act.items() if k != "action"}
         if not slots:
-            out.add((kind,), True)
+            medical.add((kind,))
             continue
         for slot, entries in slots.items():
-            entries = _objects(entries, f"action slot {slot!r}")
+            _objects(entries, "action slot {!r}", slot)
             if slot not in cmas.ACTION_SLOTS:
-                out.unknown += 1
+                unknown += 1
                 continue
             for entry in entries:
-                _pol_entry(out, kind, slot, entry)
-    return out.result()
+                _pol_entry(medical, non_medical, kind, slot, entry)
+    return Tuples(frozenset(medical), frozenset(non_medical), unknown)
 
 
-def _pol_entry(out: _Collector, kind: str, slot: str, entry: dict) -> None:
+def _pol_entry(medical: set, non_medical: set, kind: str, slot: str, entry: dict) -> None:
     medical_slot = slot in cmas.MEDICAL_ACTION_SLOTS
-    head = _scalar(entry["value"], f"action slot {slot!r} `value`") if "value" in entry else NO_HEAD
-    if "value" in entry:
-        out.add((kind, slot, head), medical_slot)
+    has_head = "value" in entry
+    head = _scalar(entry["value"], "action slot {!r} `value`", slot) if has_head else NO_HEAD
+    if has_head:
+        (medical if medical_slot else non_medical).add((kind, slot, head))
     if slot == cmas.BASIC_INFORMATION_SLOT:
         return
     prefix = (kind, slot, head) if medical_slot else (kind, slot)
     medical_values = cmas.MEDICAL_CHECK_VALUE_TYPES.get(slot, frozenset())
-    for check in _objects(entry.get("checks", []), f"action slot {slot!r} `checks`"):
-        check_type = _name(check.get("type"), f"a check `type` on action slot {slot!r}")
-        out.add(prefix + (check_type,), True)
-        for v in _values(check.get("values", []), f"check {check_type!r} `values`"):
-            out.add(prefix + (check_type, v), check_type in medical_values)
+    for check in _objects(entry.get("checks", []), "action slot {!r} `checks`", slot):
+        check_type = _name(check.get("type"), "a check `type` on action slot {!r}", slot)
+        medical.add((*prefix, check_type))
+        target = medical if check_type in medical_values else non_medical
+        for v in _values(check.get("values", []), "check {!r} `values`", check_type):
+            target.add((*prefix, check_type, v))
 
 
 def unroll_gold(labels: Sequence, unroll: Callable, ids: Sequence[str] | None) -> list[Tuples]:
