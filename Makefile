@@ -14,7 +14,8 @@ GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test data infos bench train predict eval push push-data published clean
+.PHONY: setup demo test data infos bench train predict eval push push-data published clean \
+	tiny-runs eval-cascade chat app space screenshot
 
 setup: $(STAMP)
 
@@ -72,9 +73,44 @@ eval: setup
 		--predictions $(PREDICTIONS) --out $(OUT) --judge $(or $(JUDGE),exact)
 
 ## push: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless PUBLIC=1;
-## MERGED=1 merges the adapter into a 16-bit base). Needs a write token (HF_TOKEN or `hf auth login`).
+## MERGED=1 merges the adapter into a 16-bit base; CASCADE=runs/cascade/<name>/<split> adds the
+## cascaded table of an eval-cascade that ran this run). Needs a write token (HF_TOKEN or `hf auth login`).
 push: setup
-	$(PY) -m meditod_hub.publish --run $(RUN) --repo $(REPO) $(if $(PUBLIC),--public) $(if $(MERGED),--merged)
+	$(PY) -m meditod_hub.publish --run $(RUN) --repo $(REPO) $(if $(PUBLIC),--public) $(if $(MERGED),--merged) \
+		$(if $(CASCADE),--cascade "$(CASCADE)")
+
+## tiny-runs: the tiny offline models of chat, app and space: runs/tiny-llama/{nlu,pol,nlg}, trained on
+## the embedded synthetic sample (build, tiny models, three recipes; a few CPU minutes)
+tiny-runs: setup
+	$(PY) meditod.py build --source data/sample --out "$(DATA)"
+	$(PY) -m meditod_hub.tiny --data "$(DATA)" --out build/tiny-models --models tiny-llama
+	DATA=$(DATA) PYTHON=$(PY) scripts/train.sh tiny-llama
+
+## eval-cascade: NLU -> predicted state -> POL -> NLG on SPLIT of DATA, beside gold inputs, with the
+## attribution of the drop; NLU/POL/NLG are run folders or Hub ids. Writes OUT (default
+## runs/cascade/<model>/<split>): results.json, results.md, results.png, predictions/
+eval-cascade: setup
+	$(PY) -m meditod_hub.cli eval-cascade --nlu "$(NLU)" --pol "$(POL)" --nlg "$(NLG)" --data "$(DATA)" \
+		--split "$(SPLIT)" $(if $(OUT),--out "$(OUT)") $(ARGS)
+
+## chat: talk to the NLU/POL/NLG models as the patient (default: the tiny runs); ARGS=--show_state
+chat: setup
+	$(PY) -m meditod_hub.cli chat --nlu "$(or $(NLU),runs/tiny-llama/nlu)" --pol "$(or $(POL),runs/tiny-llama/pol)" \
+		--nlg "$(or $(NLG),runs/tiny-llama/nlg)" $(ARGS)
+
+## app: the Gradio chat app on http://127.0.0.1:7860 (models: MEDITOD_NLU/POL/NLG, default the tiny runs)
+app: setup
+	$(PY) app.py
+
+## space: upload the app as the Hub Space REPO, private unless PUBLIC=1; NLU/POL/NLG: Hub ids or run
+## folders (default: the tiny runs, uploaded with it)
+space: setup
+	$(PY) -m meditod_hub.cli space --repo "$(REPO)" $(if $(NLU),--nlu "$(NLU)") $(if $(POL),--pol "$(POL)") \
+		$(if $(NLG),--nlg "$(NLG)") $(if $(PUBLIC),--public)
+
+## screenshot: rerun the browser test and keep its screenshot as docs/assistant.png (the README's)
+screenshot: setup
+	MEDITOD_SCREENSHOT=docs/assistant.png $(PY) -m pytest tests/test_app.py -k browser -q
 
 ## published: the README table of published (model, task) repos and their headline metric
 published: setup

@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("meditod_hub.predict", "greedy predictions of a run (or Hub model) on a split"),
     "evaluate": ("meditod_hub.evaluate", "score a predictions file: results .json/.md/.png"),
     "publish": ("meditod_hub.publish", "push an evaluated run with its model card to the Hub"),
+    "eval-cascade": ("meditod_hub.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
+                                                 "beside gold inputs"),
+    "chat": ("meditod_hub.chat", "talk to the three models as the patient (terminal)"),
+    "space": ("meditod_hub.space", "upload the chat app (app.py) as a Hub Space, private"),
 }
 
 

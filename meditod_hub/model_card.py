@@ -317,7 +317,8 @@ def _predict_command(repo_id: str, revision: str | None, task: str) -> str:
 
 
 def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | None = None,
-                      merged: bool = False) -> ModelCard:
+                      merged: bool = False, cascade: dict | None = None) -> ModelCard:
+    """`cascade`: the cascaded-evaluation table (`eval_cascade.card_section`), or None."""
     info, task = run.info, run.task
     base = BASE_MODELS.get(run.model)
     adapter = info["adapter"] and not merged
@@ -355,7 +356,7 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         quantization=info.get("quantization") or "none",
         framework_versions=", ".join(f"{k} {v}" for k, v in info.get("framework_versions", {}).items()),
         hyperparameters=_hyperparameters(run.recipe), recipe=run.recipe.strip(),
-        citation=about.CITATION, base_citations=[base.citation] if base else [])
+        citation=about.CITATION, base_citations=[base.citation] if base else [], cascade=cascade)
 
 
 def card_identity(card: ModelCard) -> dict | None:

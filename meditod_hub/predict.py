@@ -143,6 +143,15 @@ def run_settings(model_path: str) -> tuple[dict, dict]:
             yaml.safe_load(recipe.read_text()) if recipe.is_file() else {})
 
 
+def resolve_budget(family: str, recipe: dict, max_length: int | None = None,
+                   max_new_tokens: int | None = None) -> Budget:
+    """Explicit values, else the run's recipe, else upstream's defaults for the family."""
+    default = DEFAULT_BUDGETS[family]
+    length_key = "max_source_length" if family in SEQ2SEQ_FAMILIES else "max_length"
+    return Budget(max_length or recipe.get(length_key) or default.max_length,
+                  max_new_tokens or recipe.get("max_new_tokens") or default.max_new_tokens)
+
+
 def load_model(model_path: str, family: str, load_in_4bit: bool = False):
     """Model and tokenizer; an adapter brings its base model (named in its adapter config)."""
     from peft import AutoPeftModelForCausalLM, AutoPeftModelForSeq2SeqLM, PeftConfig
@@ -224,10 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"{args.model_path} has no run_info.json: pass --family")
     if info.get("task", args.task) != args.task:
         p.error(f"{args.model_path} was trained for {info['task']}, not {args.task}")
-    default = DEFAULT_BUDGETS[family]
-    length_key = "max_source_length" if family in SEQ2SEQ_FAMILIES else "max_length"
-    budget = Budget(args.max_length or recipe.get(length_key) or default.max_length,
-                    args.max_new_tokens or recipe.get("max_new_tokens") or default.max_new_tokens)
+    budget = resolve_budget(family, recipe, args.max_length, args.max_new_tokens)
     quantized = info.get("quantization") is not None
     model, tokenizer = load_model(args.model_path, family,
                                   quantized if args.load_in_4bit is None else args.load_in_4bit)
