@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from . import predict
 from .errors import MeditodError, UsageError
 from .release import label_errors
 from .views import cascade_nlg_rows, cascade_pol_rows, to_nlu, to_pol
@@ -102,11 +103,10 @@ class LocalBackend:
     """
 
     def __init__(self, spec: ModelSpec, task: str):
-        from . import predict
-
-        self.spec, self.task = spec, task
+        self.spec = spec
         self.folder = folder = resolve_source(spec)
         info, recipe = predict.run_settings(folder)
+        self.info = info  # run_info.json ({} for a plain model folder)
         self.family = spec.family or info.get("family")
         if self.family is None:
             raise UsageError(f"{spec.source} has no run_info.json: name its model family "
@@ -121,13 +121,12 @@ class LocalBackend:
                                              spec.max_new_tokens)
         self.model, self.tokenizer = predict.load_model(
             folder, self.family, load_in_4bit=info.get("quantization") is not None)
-        self._predict_rows = predict.predict_rows
 
     def predict(self, task: str, rows: list[dict]) -> list[dict]:
         if not rows:
             return []
-        return self._predict_rows(self.model, self.tokenizer, self.family, task, rows,
-                                  self.budget, self.spec.batch_size)
+        return predict.predict_rows(self.model, self.tokenizer, self.family, task, rows,
+                                    self.budget, self.spec.batch_size)
 
 
 def resolve_source(spec: ModelSpec) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .assistant import Assistant, PipelineArguments
 from .errors import UsageError, run_main
-from .model_card import METRICS, base_label, metric_value
+from .model_card import METRICS, base_label, hub_id, metric_value
 from .views import cascade_nlg_rows, cascade_pol_rows
 
 COLUMNS = ("gold_input", "cascaded")
@@ -83,8 +83,12 @@ def _label(record: dict):
 
 
 def run_both(assistant: Assistant, task: str, gold_rows: list[dict], cascaded_rows: list[dict],
-             input_key: str) -> tuple[dict[str, list[dict]], float]:
-    """Gold-input and cascaded records of one module, each distinct input generated once."""
+             input_key: str, gold_inputs: bool = True) -> tuple[dict[str, list[dict]], float]:
+    """Gold-input and cascaded records of one module, each distinct input generated once
+    (only the cascaded ones without `gold_inputs`)."""
+    if not gold_inputs:
+        records, seconds = assistant.run_stage(task, list(cascaded_rows))
+        return {"cascaded": records}, seconds
     differs = [c[input_key] != g[input_key] for g, c in zip(gold_rows, cascaded_rows)]
     extra = [c for c, d in zip(cascaded_rows, differs) if d]
     records, seconds = assistant.run_stage(task, list(gold_rows) + extra)
@@ -93,14 +97,15 @@ def run_both(assistant: Assistant, task: str, gold_rows: list[dict], cascaded_ro
     return {"gold_input": gold, "cascaded": cascaded}, seconds
 
 
-def cascade(assistant: Assistant, rows: dict[str, list[dict]]) -> dict:
-    """Every stage's records: NLU; POL and NLG on gold and on cascaded inputs."""
+def cascade(assistant: Assistant, rows: dict[str, list[dict]], gold_inputs: bool = True) -> dict:
+    """Every stage's records: NLU; POL and NLG on cascaded (and gold) inputs."""
     nlu, nlu_s = assistant.run_stage("nlu", rows["nlu"])
     pol_cascaded_rows = cascade_pol_rows(rows["pol"], {r["id"]: _label(r) for r in nlu})
-    pol, pol_s = run_both(assistant, "pol", rows["pol"], pol_cascaded_rows, "state")
+    pol, pol_s = run_both(assistant, "pol", rows["pol"], pol_cascaded_rows, "state", gold_inputs)
     nlg_cascaded_rows = cascade_nlg_rows(rows["nlg"], {r["id"]: _label(r)
                                                        for r in pol["cascaded"]})
-    nlg, nlg_s = run_both(assistant, "nlg", rows["nlg"], nlg_cascaded_rows, "actions")
+    nlg, nlg_s = run_both(assistant, "nlg", rows["nlg"], nlg_cascaded_rows, "actions",
+                          gold_inputs)
     return {"nlu": nlu, "pol": pol, "nlg": nlg, "pol_rows": pol_cascaded_rows,
             "nlg_rows": nlg_cascaded_rows,
             "seconds": {"nlu": nlu_s, "pol": pol_s, "nlg": nlg_s}}
@@ -251,6 +256,12 @@ def write_chart(results: dict, path: Path) -> None:
     os.replace(partial, path)
 
 
+def model_label(source: str, backend) -> str:
+    """How reports name a model: its Hub id, else its recipe's model name, else its folder name
+    (never a local path)."""
+    return hub_id(source) or getattr(backend, "info", {}).get("model") or base_label(source)
+
+
 def run_fingerprint(backend) -> str | None:
     """sha256 of the model folder's run_info.json: which training run this was (a push checks
     it), without writing a local path into results that may be published."""
@@ -319,7 +330,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     run = cascade(assistant, rows)
     results = {
         "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows["nlu"]}),
-        "models": {task: {"label": base_label(spec.source), "revision": spec.revision,
+        "models": {task: {"label": model_label(spec.source, assistant.backends[task]),
+                          "revision": spec.revision,
                           "run_info_sha256": run_fingerprint(assistant.backends[task])}
                    for task, spec in zip(("nlu", "pol", "nlg"), pipeline.specs())},
         "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
