@@ -55,6 +55,8 @@ bench: setup
 	$(PY) bench/bench_metrics.py
 	$(PY) bench/bench_formats.py
 	$(PY) bench/bench_train.py
+	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
+	else echo "bench_assistant skipped: run make tiny-runs first"; fi
 
 ## train: train MODEL (a recipes/ folder) on TASK, or nlu, pol, nlg in turn; run dir OUT/TASK (OUT default
 ## runs/MODEL); GPUS=N launches accelerate (ACCELERATE_CONFIG=recipes/accelerate/fsdp_qlora.yaml|zero3.yaml

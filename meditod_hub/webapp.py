@@ -145,8 +145,8 @@ def build(assistant: Assistant, save_dir: Path | None = None):
                 with gr.Row():
                     send = gr.Button("Send", variant="primary", elem_id="send")
                     clear = gr.Button("Reset conversation", elem_id="reset")
-                save = gr.Checkbox(False, label=f"Save this conversation on the server "
-                                   f"(research use; off by default)", elem_id="save",
+                save = gr.Checkbox(False, label="Save this conversation on the server "
+                                   "(research use; off by default)", elem_id="save",
                                    visible=save_dir is not None)
             with gr.Column(scale=2):
                 gr.Markdown("### Patient state (tracked so far)")
