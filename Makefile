@@ -18,7 +18,8 @@ GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint data infos bench train predict fewshot eval push push-data published annotate agreement clean
+.PHONY: setup demo test lint data infos bench train predict fewshot eval push push-data published \
+	annotate agreement tiny-runs eval-cascade chat app space screenshot clean
 
 setup: $(STAMP)
 
@@ -56,6 +57,8 @@ bench: setup
 	$(PY) bench/bench_formats.py
 	$(PY) bench/bench_train.py
 	$(PY) bench/bench_fewshot.py
+	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
+	else echo "bench_assistant skipped: run make tiny-runs first"; fi
 
 ## train: train MODEL (a recipes/ folder) on TASK, or nlu, pol, nlg in turn; run dir OUT/TASK (OUT default
 ## runs/MODEL); GPUS=N launches accelerate (ACCELERATE_CONFIG=recipes/accelerate/fsdp_qlora.yaml|zero3.yaml
@@ -97,9 +100,44 @@ agreement: setup
 	"$(MEDITOD)" agreement --a "$(A)" --b "$(B)" --out "$(or $(OUT),agreement.json)"
 
 ## push: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless PUBLIC=1;
-## MERGED=1 merges the adapter into a 16-bit base). Needs a write token (HF_TOKEN or `hf auth login`).
+## MERGED=1 merges the adapter into a 16-bit base; CASCADE=runs/cascade/<name>/<split> adds the
+## cascaded table of an eval-cascade that ran this run). Needs a write token (HF_TOKEN or `hf auth login`).
 push: setup
-	"$(MEDITOD)" publish --run "$(RUN)" --repo "$(REPO)" $(if $(PUBLIC),--public) $(if $(MERGED),--merged)
+	"$(MEDITOD)" publish --run "$(RUN)" --repo "$(REPO)" $(if $(PUBLIC),--public) $(if $(MERGED),--merged) \
+		$(if $(CASCADE),--cascade "$(CASCADE)")
+
+## tiny-runs: the tiny offline models of chat, app and space: runs/tiny-llama/{nlu,pol,nlg}, trained on
+## the embedded synthetic sample (built into out/tiny/meditod; tiny models; three recipes; a few CPU minutes)
+tiny-runs: setup
+	"$(MEDITOD)" build --source data/sample --out out/tiny/meditod
+	$(PY) -m meditod_hub.tiny --data out/tiny/meditod --out build/tiny-models --models tiny-llama
+	DATA=out/tiny/meditod PYTHON="$(PY)" scripts/train.sh tiny-llama
+
+## eval-cascade: NLU -> predicted state -> POL -> NLG on SPLIT of DATA, beside gold inputs, with the
+## attribution of the drop; NLU/POL/NLG are run folders or Hub ids. Writes OUT (default
+## runs/cascade/<model>/<split>): results.json, results.md, results.png, predictions/
+eval-cascade: setup
+	"$(MEDITOD)" eval-cascade --nlu "$(NLU)" --pol "$(POL)" --nlg "$(NLG)" --data "$(DATA)" \
+		--split "$(SPLIT)" $(if $(OUT),--out "$(OUT)") $(ARGS)
+
+## chat: talk to the NLU/POL/NLG models as the patient (default: the tiny runs); ARGS=--show_state
+chat: setup
+	"$(MEDITOD)" chat --nlu "$(or $(NLU),runs/tiny-llama/nlu)" --pol "$(or $(POL),runs/tiny-llama/pol)" \
+		--nlg "$(or $(NLG),runs/tiny-llama/nlg)" $(ARGS)
+
+## app: the Gradio chat app on http://127.0.0.1:7860 (models: MEDITOD_NLU/POL/NLG, default the tiny runs)
+app: setup
+	$(PY) app.py
+
+## space: upload the app as the Hub Space REPO, private unless PUBLIC=1; NLU/POL/NLG: Hub ids or run
+## folders (default: the tiny runs, uploaded with it)
+space: setup
+	"$(MEDITOD)" space --repo "$(REPO)" $(if $(NLU),--nlu "$(NLU)") $(if $(POL),--pol "$(POL)") \
+		$(if $(NLG),--nlg "$(NLG)") $(if $(PUBLIC),--public)
+
+## screenshot: rerun the browser test and keep its screenshot as docs/assistant.png (the README's)
+screenshot: setup
+	MEDITOD_SCREENSHOT=docs/assistant.png $(PY) -m pytest tests/test_app.py -k browser -q
 
 ## published: the README table of published (model, task) repos and their headline metric
 published: setup

@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fewshot": ("meditod_hub.fewshot.run", "the paper's in-context baseline of a served model"),
     "evaluate": ("meditod_hub.evaluate", "score a predictions file: results .json/.md/.png"),
     "publish": ("meditod_hub.publish", "push an evaluated run with its model card to the Hub"),
+    "eval-cascade": ("meditod_hub.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
+                                                 "beside gold inputs"),
+    "chat": ("meditod_hub.chat", "talk to the three models as the patient (terminal)"),
+    "space": ("meditod_hub.space", "upload the chat app (app.py) as a Hub Space, private"),
 }
 
 

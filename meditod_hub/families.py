@@ -132,7 +132,7 @@ class ChatFamily(Family):
 
     def prompt_messages(self, task: str, row: dict) -> list[dict]:
         """[system, user]: the prompt half of a training example."""
-        return chat.messages(task, row)[:2]
+        return chat.prompt(task, row)
 
     def training_example(self, task, row, tokenizer, budget):
         messages = chat.messages(task, row)

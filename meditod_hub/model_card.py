@@ -231,7 +231,8 @@ def _predict_command(repo_id: str, revision: str | None, task: str) -> str:
 
 
 def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | None = None,
-                      merged: bool = False) -> ModelCard:
+                      merged: bool = False, cascade: dict | None = None) -> ModelCard:
+    """`cascade`: the cascaded-evaluation table (`eval_cascade.card_section`), or None."""
     info, task = run.info, run.task
     base = base_model(run)
     adapter = info["adapter"] and not merged
@@ -268,7 +269,7 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         quantization=info.get("quantization") or "none",
         framework_versions=", ".join(f"{k} {v}" for k, v in info.get("framework_versions", {}).items()),
         hyperparameters=_hyperparameters(run.recipe_text), recipe=run.recipe_text.strip(),
-        citation=about.CITATION, base_citations=[base.citation] if base else [])
+        citation=about.CITATION, base_citations=[base.citation] if base else [], cascade=cascade)
 
 
 def card_identity(card: ModelCard) -> dict | None:

@@ -69,6 +69,9 @@ class PublishArguments:
         "help": "seconds for the whole push, retries included (also the limit of each request)"})
     table: Path | None = field(default=None, metadata={
         "help": "print the table of published runs under this folder (no network)"})
+    cascade: Path | None = field(default=None, metadata={
+        "help": "an eval-cascade output folder that ran this run: adds the cascaded table to the "
+                "card"})
 
 
 @dataclass
@@ -176,14 +179,24 @@ def _refuse_token_in_files(token: str, card_text: str, files: dict[str, Path]) -
         raise HubError(f"refusing to push: {', '.join(leaking)} contains your Hub token")
 
 
+def cascade_section(run: Run, cascade: Path | None) -> tuple[dict | None, dict[str, Path]]:
+    """The card's cascade table and its files, from an `eval-cascade` folder (or nothing)."""
+    if cascade is None:
+        return None, {}
+    from .eval_cascade import card_section
+
+    return card_section(cascade, run.path, run.task)
+
+
 def publish(run_dir: Path, repo: str, *, public: bool = False, merged: bool = False,
-            timeout: float = 600.0) -> Published:
+            timeout: float = 600.0, cascade: Path | None = None) -> Published:
     timeout = check_timeout(timeout)
     run = read_run(run_dir)
-    files = run_files(run, merged)
+    section, cascade_files = cascade_section(run, cascade)
+    files = {**run_files(run, merged), **cascade_files}
     rid = run_id(files, merged)
     card_text = str(render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}",
-                                      merged=merged))
+                                      merged=merged, cascade=section))
     action = f"publish {run.path} to {repo}"
 
     def work() -> Published:
@@ -236,13 +249,16 @@ def _nothing() -> Iterator[None]:
     yield None
 
 
-def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | None = None) -> str:
+def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | None = None,
+            cascade: Path | None = None) -> str:
     """The file list and the rendered card, without network; with `card_dir` the card (and its
     charts, so the folder previews like the repo) is written there instead of printed."""
     run = read_run(run_dir)
-    files = run_files(run, merged)
+    section, cascade_files = cascade_section(run, cascade)
+    files = {**run_files(run, merged), **cascade_files}
     rid = run_id(files, merged)
-    card = render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}", merged=merged)
+    card = render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}", merged=merged,
+                             cascade=section)
     shown = {p: f for p, f in files.items() if not merged or p not in ADAPTER_FILES}
     lines = [f"would push run {rid} of {run.model} {run.task} to {repo} (branch run-{rid}):",
              "  README.md (the model card)"]
@@ -287,10 +303,11 @@ def main(argv: list[str]) -> int:
     elif not (args.run and args.repo):
         raise UsageError("--run and --repo are required (or --table RUNS)")
     elif args.dry_run:
-        print(dry_run(args.run, args.repo, merged=args.merged, card_dir=args.card_dir))
+        print(dry_run(args.run, args.repo, merged=args.merged, card_dir=args.card_dir,
+                      cascade=args.cascade))
     else:
         done = publish(args.run, args.repo, public=args.public, merged=args.merged,
-                       timeout=args.timeout)
+                       timeout=args.timeout, cascade=args.cascade)
         state = "published" if done.new_commit else "already published, no new commit:"
         print(f"{state} run {done.run_id} at {done.url} revision {done.revision}"
               f"{' (also main)' if done.on_main else ''}, commit {done.commit}")

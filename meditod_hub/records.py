@@ -116,6 +116,16 @@ def align(gold_ids: Sequence[str], predictions: dict[str, Prediction],
     return [predictions[i] for i in gold_ids]
 
 
+def value_at(scores: dict, key: str) -> float | None:
+    """The number at a dotted key path (`medical.f1`, `precision_at_k.4`); None if absent."""
+    value: Any = scores
+    for part in key.split("."):
+        if not isinstance(value, dict) or value.get(part) is None:
+            return None
+        value = value[part]
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def side_files(path: str | Path) -> tuple[Path, Path]:
     """The Markdown table and chart that go beside a results JSON, named after its stem."""
     path = Path(path)
@@ -132,13 +142,7 @@ class Results:
         return {"task": self.task, "split": self.split, **self.scores}
 
     def value(self, key: str) -> float | None:
-        """The number at a dotted key path (`medical.f1`, `precision_at_k.4`); None if absent."""
-        value: Any = self.scores
-        for part in key.split("."):
-            if not isinstance(value, dict) or value.get(part) is None:
-                return None
-            value = value[part]
-        return float(value) if isinstance(value, (int, float)) else None
+        return value_at(self.scores, key)
 
     @property
     def headline(self) -> float | None:

@@ -64,6 +64,24 @@ def tiny_models(embedded_build, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_runs(tiny_models, embedded_build, tmp_path_factory) -> Path:
+    """runs/tiny-llama/{nlu,pol,nlg} trained once per session on their recipes: under a minute
+    each on CPU, enough to memorise the sample's training split (and so to stop generating
+    where the answer ends: an undertrained model runs to max_new_tokens on every turn)."""
+    from test_train import train_args
+
+    from meditod_hub import train as T
+
+    out = tmp_path_factory.getbasetemp() / "tiny-runs"
+    for task in ("nlu", "pol", "nlg"):
+        if not (out / task / "run_info.json").is_file():
+            T.main(train_args(f"tiny-llama/{task}.yaml", embedded_build,
+                              tiny_models / "tiny-llama", out / task, "--save_strategy=no",
+                              "--logging_steps=100"))
+    return out
+
+
+@pytest.fixture(scope="session")
 def tiny_retriever(embedded_build, tmp_path_factory) -> str:
     """A tiny CLS-pooling sentence embedder trained on the embedded sample's last turns."""
     from meditod_hub.dataset import load_split

@@ -62,11 +62,16 @@ def answer(task: str, row: dict) -> str:
     return f"{ANSWER_OPEN} {json.dumps(target) if spec.structured else target} {ANSWER_CLOSE}"
 
 
-def messages(task: str, row: dict) -> list[dict]:
+def prompt(task: str, row: dict) -> list[dict]:
+    """[system, user]: what the model is asked (the row needs no target)."""
     get_task(task)
     return [{"role": "system", "content": SYSTEM_MESSAGES[task]},
-            {"role": "user", "content": user_message(task, row)},
-            {"role": "assistant", "content": answer(task, row)}]
+            {"role": "user", "content": user_message(task, row)}]
+
+
+def messages(task: str, row: dict) -> list[dict]:
+    """A training example: the prompt, then the assistant's answer."""
+    return [*prompt(task, row), {"role": "assistant", "content": answer(task, row)}]
 
 
 def parse_answer(task: str, text: str) -> ParseResult:

@@ -1,0 +1,104 @@
+"""A terminal conversation with the assistant: you are the patient, it is the doctor.
+
+    meditod chat --nlu runs/tiny-llama/nlu --pol runs/tiny-llama/pol --nlg runs/tiny-llama/nlg
+    printf 'I have a cough.\\nNo fever.\\n' | meditod chat --nlu ... --show_state   # scripted
+
+Each patient line gets exactly one `doctor: ...` line on stdout (a reply's own line breaks become
+spaces), so piped input can be scripted; with `--show_state` the tracked state, the chosen
+actions and any parse problem follow it, indented. Typed commands: `/state` (the same, for the
+last turn), `/reset` (a new conversation), `/quit`. Ctrl-D (end of input) and Ctrl-C end it
+cleanly. Loading messages and prompts go to stderr. Nothing is written to disk.
+A research demo, not medical advice.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from .assistant import MAX_PATIENT_CHARS, OPENING_LINE, Assistant, PipelineArguments, Turn
+from .errors import EXIT_OK, run_main
+from .state_view import actions_line, state_lines
+
+BANNER = ("MediTOD assistant: a research demo, not medical advice. You are the patient. "
+          "Commands: /state, /reset, /quit (or Ctrl-D).")
+
+
+@dataclass
+class ChatArguments:
+    show_state: bool = field(default=False, metadata={
+        "help": "after every reply, print the tracked state, the chosen actions and any parse "
+                "problem (or type /state)"})
+    max_patient_chars: int = field(default=MAX_PATIENT_CHARS, metadata={
+        "help": "a longer patient line is cut to this many characters (and the cut reported)"})
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def turn_report(turn: Turn | None) -> list[str]:
+    """The indented lines `--show_state` / `/state` print."""
+    if turn is None:
+        return ["  (no turn yet)"]
+    lines = ["  state:"] + [f"    {line}" for line in state_lines(turn.state)]
+    lines.append(f"  actions: {actions_line(turn.actions)}")
+    status = ", ".join(f"{name} {'ok' if stage.parse_ok else 'did not parse'}"
+                       for name, stage in (("NLU", turn.nlu), ("POL", turn.pol), ("NLG", turn.nlg)))
+    lines.append(f"  parse: {status}")
+    lines += [f"  note: {note}" for note in turn.notes]
+    return lines
+
+
+def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
+             interactive: bool) -> int:
+    """Read patient lines until /quit or end of input; returns the number of replies."""
+    conversation, replies = assistant.new_conversation(), 0
+    if interactive:
+        print(BANNER, file=sys.stderr)
+        print(f"doctor: {OPENING_LINE}", file=out, flush=True)
+    while True:
+        if interactive:
+            print("patient> ", end="", file=sys.stderr, flush=True)
+        line = lines.readline()
+        if not line:
+            break
+        text = line.rstrip("\r\n")
+        command = text.strip().lower()
+        if command == "/quit":
+            break
+        if command == "/reset":
+            conversation = assistant.new_conversation()
+            print("(new conversation)", file=sys.stderr)
+            if interactive:
+                print(f"doctor: {OPENING_LINE}", file=out, flush=True)
+            continue
+        if command == "/state":
+            print("\n".join(turn_report(conversation.turns[-1] if conversation.turns else None)),
+                  file=out, flush=True)
+            continue
+        turn = assistant.respond(conversation, text)
+        replies += 1
+        print(f"doctor: {one_line(turn.reply)}", file=out, flush=True)
+        if show_state:
+            print("\n".join(turn_report(turn)), file=out, flush=True)
+    return replies
+
+
+def main(argv: list[str]) -> int:
+    from .cli import parse_args
+
+    pipeline, args = parse_args((PipelineArguments, ChatArguments), argv, "meditod chat",
+                                __doc__.split("\n\n")[0])
+    print("loading the NLU, POL and NLG models ...", file=sys.stderr)
+    assistant = Assistant.load(*pipeline.specs(), max_patient_chars=args.max_patient_chars)
+    try:
+        converse(assistant, sys.stdin, sys.stdout, args.show_state, sys.stdin.isatty())
+    except KeyboardInterrupt:
+        print("\n(conversation ended)", file=sys.stderr)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

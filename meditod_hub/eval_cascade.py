@@ -1,0 +1,358 @@
+"""Cascaded evaluation: the three models as one system on a split, scored beside gold inputs.
+
+    meditod eval-cascade --nlu runs/llama3-8b/nlu --pol runs/llama3-8b/pol \\
+        --nlg runs/llama3-8b/nlg --data meditod --split test --out runs/cascade/llama3-8b/test
+
+The split's dialogues are replayed with their real patient utterances and their real history:
+NLU reads every patient line; POL sees the state folded from NLU's predictions of every patient
+line before the doctor's (`views.cascade_pol_rows`), NLG the actions POL predicted
+(`views.cascade_nlg_rows`). The same POL and NLG also run on gold inputs, so each score has two
+columns. A row's cascaded input that equals its gold input is generated once (greedy decoding
+gives the same output). Each module runs as one batched call over every dialogue and turn:
+turns of different dialogues are independent, and a turn depends on earlier turns of its own
+dialogue only through NLU predictions, which all come first.
+
+Writes, in `--out`: `results.json` (every score of both columns, the attribution counts, the
+models and the seconds each stage took), `results.md`, `results.png` (gold-input and cascaded
+bars per metric) and the predictions of every stage under `predictions/` (model outputs on the
+split's text: keep them where the data may be).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .assistant import Assistant, PipelineArguments
+from .errors import UsageError, run_main
+from .files import atomic_write
+from .model_card import base_label, hub_id
+from .records import Prediction, value_at
+from .records import write_predictions as write_predictions_file
+from .runs import RunError
+from .tasks import TASK_NAMES, get_task
+from .views import cascade_nlg_rows, cascade_pol_rows
+
+COLUMNS = ("gold_input", "cascaded")
+COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
+CHART_METRICS = {"pol": ("f1", "medical.f1", "joint_accuracy", "precision_at_k.1",
+                         "precision_at_k.4", "precision_at_k.inf"),
+                 "nlg": ("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1")}
+
+
+@dataclass
+class EvalCascadeArguments:
+    data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
+    split: str = field(default="test", metadata={"help": "test, test_ood, validation, ..."})
+    out: str | None = field(default=None, metadata={
+        "help": "output folder (default runs/cascade/<model>/<split>)"})
+    limit: int | None = field(default=None, metadata={
+        "help": "only the first N dialogues of the split (smoke runs)"})
+    judge: str = field(default="exact", metadata={
+        "help": "non-medical value judge: exact, or embedding (with --judge_model, a local "
+                "sentence-embedding model; default the bundled all-MiniLM-L6-v2)",
+        "choices": ["exact", "embedding"]})
+    judge_model: str | None = field(default=None, metadata={"help": "embedding judge model"})
+    pak_mode: str = field(default="exact", metadata={
+        "help": "POL Precision@K mode (see `meditod evaluate`)",
+        "choices": ["exact", "exact_medical", "medical_present"]})
+    bertscore_model: str | None = field(default=None, metadata={
+        "help": "NLG BERTScore model (local or cached; paper: roberta-large); null without it"})
+    bertscore_layer: int | None = field(default=None, metadata={"help": "BERTScore layer"})
+
+
+def default_out(args: PipelineArguments, split: str) -> Path:
+    """runs/cascade/<the NLU model's name>/<split>: run folders runs/<model>/<task> give <model>."""
+    source = Path(args.nlu)
+    name = source.parent.name if source.is_dir() and source.parent.name else \
+        args.nlu.replace("/", "--")
+    return Path("runs") / "cascade" / name / split
+
+
+def select_dialogues(rows: dict[str, list[dict]], limit: int | None) -> dict[str, list[dict]]:
+    if limit is None:
+        return rows
+    keep = list(dict.fromkeys(r["dialogue_id"] for r in rows["nlu"]))[:limit]
+    return {task: [r for r in task_rows if r["dialogue_id"] in set(keep)]
+            for task, task_rows in rows.items()}
+
+
+def _label(record: Prediction):
+    return record.label
+
+
+def run_both(assistant: Assistant, task: str, gold_rows: list[dict], cascaded_rows: list[dict],
+             input_key: str, gold_inputs: bool = True) -> tuple[dict[str, list[dict]], float]:
+    """Gold-input and cascaded records of one module, each distinct input generated once
+    (only the cascaded ones without `gold_inputs`)."""
+    if not gold_inputs:
+        records, seconds = assistant.run_stage(task, list(cascaded_rows))
+        return {"cascaded": records}, seconds
+    differs = [c[input_key] != g[input_key] for g, c in zip(gold_rows, cascaded_rows)]
+    extra = [c for c, d in zip(cascaded_rows, differs) if d]
+    records, seconds = assistant.run_stage(task, list(gold_rows) + extra)
+    gold, rest = records[:len(gold_rows)], iter(records[len(gold_rows):])
+    cascaded = [next(rest) if d else g for g, d in zip(gold, differs)]
+    return {"gold_input": gold, "cascaded": cascaded}, seconds
+
+
+def cascade(assistant: Assistant, rows: dict[str, list[dict]], gold_inputs: bool = True) -> dict:
+    """Every stage's records: NLU; POL and NLG on cascaded (and gold) inputs."""
+    nlu, nlu_s = assistant.run_stage("nlu", rows["nlu"])
+    pol_cascaded_rows = cascade_pol_rows(rows["pol"], {r.id: _label(r) for r in nlu})
+    pol, pol_s = run_both(assistant, "pol", rows["pol"], pol_cascaded_rows, "state", gold_inputs)
+    nlg_cascaded_rows = cascade_nlg_rows(rows["nlg"], {r.id: _label(r)
+                                                       for r in pol["cascaded"]})
+    nlg, nlg_s = run_both(assistant, "nlg", rows["nlg"], nlg_cascaded_rows, "actions",
+                          gold_inputs)
+    return {"nlu": nlu, "pol": pol, "nlg": nlg, "pol_rows": pol_cascaded_rows,
+            "nlg_rows": nlg_cascaded_rows,
+            "seconds": {"nlu": nlu_s, "pol": pol_s, "nlg": nlg_s}}
+
+
+# --- scoring: the one place this module calls into the evaluation --------------------------
+def load_split(data: str, split: str) -> dict[str, list[dict]]:
+    from .dataset import load_split as load
+
+    return {task: load(data, task, split) for task in TASK_NAMES}
+
+
+def score(task: str, gold_rows: list[dict], records: list[Prediction], args: EvalCascadeArguments,
+          judge) -> dict:
+    return get_task(task).score(gold_rows, [r.label for r in records], judge=judge,
+                                pak_mode=args.pak_mode, bertscore_model=args.bertscore_model,
+                                bertscore_layer=args.bertscore_layer)
+
+
+def make_judge(args: EvalCascadeArguments):
+    from .metrics import make_judge as make
+
+    return make(args.judge, model=args.judge_model)
+
+
+def actions_wrong(gold: list, predicted) -> bool:
+    """A POL row is wrong unless its action tuples equal the gold ones (exact match)."""
+    from .metrics import MalformedLabel, pol_tuples
+
+    try:
+        return predicted is None or pol_tuples(predicted).all != pol_tuples(gold).all
+    except MalformedLabel:
+        return True
+
+
+# --- attribution ---------------------------------------------------------------------------
+def attribution(rows: dict[str, list[dict]], run: dict) -> dict:
+    """How much of the drop the upstream modules explain, as counts over the POL/NLG rows."""
+    gold_pol = rows["pol"]
+    state_differs = [c["state"] != g["state"] for g, c in zip(gold_pol, run["pol_rows"])]
+    wrong = {column: [actions_wrong(g["actions"], _label(r))
+                      for g, r in zip(gold_pol, run["pol"][column])] for column in COLUMNS}
+    cascaded_wrong = wrong["cascaded"]
+    actions_differ = [c["actions"] != g["actions"] for g, c in zip(rows["nlg"], run["nlg_rows"])]
+    return {
+        "pol_rows": len(gold_pol),
+        "pol_rows_state_differs": sum(state_differs),
+        "pol_errors_gold_input": sum(wrong["gold_input"]),
+        "pol_errors_cascaded": sum(cascaded_wrong),
+        "pol_errors_cascaded_state_differs": sum(w and d for w, d in zip(cascaded_wrong,
+                                                                          state_differs)),
+        "nlg_rows": len(rows["nlg"]),
+        "nlg_rows_actions_differ": sum(actions_differ),
+    }
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.1%})" if whole else f"{part}/0"
+
+
+def attribution_lines(counts: dict) -> list[str]:
+    c = counts
+    return [
+        f"POL: {_share(c['pol_errors_cascaded_state_differs'], c['pol_errors_cascaded'])} of the "
+        f"cascaded POL errors are on rows whose predicted state differs from the gold one "
+        f"(the state differs on {_share(c['pol_rows_state_differs'], c['pol_rows'])} rows; "
+        f"rows with wrong actions: {c['pol_errors_gold_input']} on gold input, "
+        f"{c['pol_errors_cascaded']} cascaded; exact match of action tuples).",
+        f"NLG: {_share(c['nlg_rows_actions_differ'], c['nlg_rows'])} rows get predicted actions "
+        "that differ from the gold ones.",
+    ]
+
+
+# --- reports -------------------------------------------------------------------------------
+def table_rows(results: dict) -> list[dict]:
+    """{task, name, gold_input, cascaded} for every POL and NLG metric present in either column
+    (the model card's metric list and formats)."""
+    rows = []
+    for task in ("pol", "nlg"):
+        for metric in get_task(task).metrics:
+            values = [value_at(results[task][column], metric.key) for column in COLUMNS]
+            if any(v is not None for v in values):
+                rows.append({"task": task.upper(), "name": metric.name, **{
+                    column: "—" if v is None else format(v, metric.fmt)
+                    for column, v in zip(COLUMNS, values)}})
+    return rows
+
+
+def models_line(models: dict) -> str:
+    return ", ".join(f"{task.upper()} `{spec['label']}`" for task, spec in models.items())
+
+
+def write_markdown(results: dict, path: Path) -> None:
+    nlu = results["nlu"]
+    lines = [f"# MediTOD cascaded evaluation ({results['split']})", "",
+             f"Models: {models_line(results['models'])}. Real patient utterances and dialogue "
+             "history; POL sees the state folded from predicted NLU, NLG the predicted actions.",
+             "",
+             f"NLU (the same in both columns): F1 {nlu['f1']:.4f}, joint accuracy "
+             f"{nlu['joint_accuracy']:.4f}, {nlu['parse_failures']} parse failures in "
+             f"{nlu['examples']} patient lines.", "",
+             "| module | metric | gold input | cascaded |", "|---|---|---|---|"]
+    lines += [f"| {r['task']} | {r['name']} | {r['gold_input']} | {r['cascaded']} |"
+              for r in table_rows(results)]
+    lines += ["", "Parse failures: " + "; ".join(
+        f"{task.upper()} {results[task]['gold_input']['parse_failures']} on gold input, "
+        f"{results[task]['cascaded']['parse_failures']} cascaded" for task in ("pol", "nlg"))
+        + ".", "", "Where the drop comes from:", ""]
+    lines += [f"- {line}" for line in attribution_lines(results["attribution"])]
+    atomic_write(path, "\n".join(lines) + "\n")
+
+
+def write_chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for ax, task in zip(axes, ("pol", "nlg")):
+        names, values = [], {column: [] for column in COLUMNS}
+        for metric in get_task(task).metrics:
+            if metric.key not in CHART_METRICS[task]:
+                continue
+            pair = [value_at(results[task][column], metric.key) for column in COLUMNS]
+            if None in pair:
+                continue
+            scale = 100 if metric.key.startswith("bleu") else 1  # NLTK BLEU is x100
+            names.append(metric.name.replace(" (NLTK, x100)", "/100"))
+            for column, value in zip(COLUMNS, pair):
+                values[column].append(value / scale)
+        positions = range(len(names))
+        for n, column in enumerate(COLUMNS):
+            ax.bar([p + (n - 0.5) * 0.4 for p in positions], values[column], 0.4,
+                   label=COLUMN_LABELS[column])
+        ax.set_xticks(list(positions), names, rotation=30, ha="right")
+        ax.set_ylim(0, 1)
+        ax.set_title(task.upper())
+    axes[0].legend(frameon=False)
+    fig.suptitle(f"MediTOD cascaded evaluation ({results['split']})")
+    fig.tight_layout()
+    partial = path.with_name(path.name + ".partial")
+    fig.savefig(partial, dpi=110, format="png")
+    plt.close(fig)
+    os.replace(partial, path)
+
+
+def model_label(source: str, backend) -> str:
+    """How reports name a model: its Hub id, else its recipe's model name, else its folder name
+    (never a local path)."""
+    return hub_id(source) or getattr(backend, "info", {}).get("model") or base_label(source)
+
+
+def run_fingerprint(backend) -> str | None:
+    """sha256 of the model folder's run_info.json: which training run this was (a push checks
+    it), without writing a local path into results that may be published."""
+    folder = getattr(backend, "folder", None)
+    info = Path(folder) / "run_info.json" if folder else None
+    return hashlib.sha256(info.read_bytes()).hexdigest() if info and info.is_file() else None
+
+
+def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[str, Path]]:
+    """The model card's cascade table for the run at `run_path`, and the files to publish.
+
+    Refuses a cascade that did not run this very run (by its run_info.json)."""
+
+    results_file = Path(folder) / "results.json"
+    try:
+        results = json.loads(results_file.read_text(encoding="utf-8"))
+        used = results["models"][task]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise RunError(f"{results_file}: not a cascaded evaluation ({type(exc).__name__}); run "
+                       "`make eval-cascade` first") from None
+    info = Path(run_path) / "run_info.json"
+    mine = hashlib.sha256(info.read_bytes()).hexdigest() if info.is_file() else None
+    if mine is None or used.get("run_info_sha256") != mine:
+        raise RunError(f"{results_file}: its {task.upper()} model ({used.get('label')}) is not the "
+                       f"run {run_path}; give the cascade these three runs were evaluated in")
+    section = {"split": results["split"], "models": models_line(results["models"]),
+               "nlu_f1": results["nlu"]["f1"], "rows": table_rows(results),
+               "lines": attribution_lines(results["attribution"])}
+    files = {f"eval/cascade/{name}": Path(folder) / name
+             for name in ("results.json", "results.md", "results.png")
+             if (Path(folder) / name).is_file()}
+    return section, files
+
+
+def write_predictions(run: dict, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"nlu.jsonl": run["nlu"]}
+    for task in ("pol", "nlg"):
+        files.update({f"{task}.{column}.jsonl": run[task][column] for column in COLUMNS})
+    for name, records in files.items():
+        write_predictions_file(records, folder / name)
+
+
+def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
+                     assistant: Assistant | None = None) -> dict:
+    """Run, score and write everything; returns results.json's content."""
+    out = Path(args.out) if args.out else default_out(pipeline, args.split)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file: give a folder")
+    judge = make_judge(args)
+    rows = select_dialogues(load_split(args.data, args.split), args.limit)
+    if not rows["nlu"]:
+        raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
+    start = time.perf_counter()
+    assistant = assistant or Assistant.load(*pipeline.specs())
+    loaded = time.perf_counter()
+    run = cascade(assistant, rows)
+    results = {
+        "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows["nlu"]}),
+        "models": {task: {"label": model_label(spec.source, assistant.backends[task]),
+                          "revision": spec.revision,
+                          "run_info_sha256": run_fingerprint(assistant.backends[task])}
+                   for task, spec in zip(("nlu", "pol", "nlg"), pipeline.specs())},
+        "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
+        **{task: {column: score(task, rows[task], run[task][column], args, judge)
+                  for column in COLUMNS} for task in ("pol", "nlg")},
+        "attribution": attribution(rows, run),
+        "seconds": {"load": loaded - start, **run["seconds"]},
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    write_predictions(run, out / "predictions")
+    atomic_write(out / "results.json", json.dumps(results, indent=2) + "\n")
+    write_markdown(results, out / "results.md")
+    write_chart(results, out / "results.png")
+    results["out"] = str(out)
+    return results
+
+
+def main(argv: list[str]) -> int:
+    from .cli import parse_args
+
+    pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
+                                "meditod eval-cascade", __doc__.split("\n\n")[0])
+    results = evaluate_cascade(pipeline, args)
+    pol, nlg = results["pol"], results["nlg"]
+    print(f"POL F1 {pol['gold_input']['f1']:.4f} -> {pol['cascaded']['f1']:.4f} cascaded; "
+          f"NLG BLEU-4 {nlg['gold_input']['bleu4']:.2f} -> {nlg['cascaded']['bleu4']:.2f}; "
+          f"wrote {results['out']}/results.json, .md, .png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,159 @@
+"""Upload the chat app as a Hub Space (private unless --public), in one commit.
+
+    meditod space --repo my-org/meditod-assistant                  # the tiny runs, uploaded too
+    meditod space --repo ORG/NAME --nlu ORG/meditod-llama3-8b-nlu --pol ... --nlg ...
+
+The Space gets `app.py`, the `meditod_hub` package (its .py files), `requirements.txt`, a README
+whose front matter makes it a Gradio Space (`spaces/assistant/README.md`, rendered with `SpaceCard`), and
+`meditod_app.json` naming the models. A model given as a Hub id (with `--<task>_revision`) is
+only named there; a local run folder (default `runs/tiny-llama/<task>`) is uploaded under
+`models/<task>/` (weights, tokenizer, run_info.json, recipe.yaml: no checkpoints, no
+predictions). Files this command put in the Space earlier and no longer uploads are deleted in
+the same commit; nothing else in the Space is touched. The token comes from HF_TOKEN or
+`hf auth login` and is never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from . import about
+from .errors import UsageError, run_main
+from .model_card import base_label, hub_id
+
+PROJECT = Path(__file__).resolve().parent.parent
+TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
+REQUIREMENTS = PROJECT / "spaces" / "assistant" / "requirements.txt"
+TASKS = ("nlu", "pol", "nlg")
+OWNED_FOLDERS = ("meditod_hub/", "models/")  # what a re-upload may delete when it is gone
+
+
+@dataclass
+class SpaceArguments:
+    repo: str = field(metadata={"help": "the Space, ORG/NAME"})
+    nlu: str | None = field(default=None, metadata={
+        "help": "NLU model: Hub id, or a local run folder to upload (default runs/tiny-llama/nlu)"})
+    pol: str | None = field(default=None, metadata={"help": "POL model (as --nlu)"})
+    nlg: str | None = field(default=None, metadata={"help": "NLG model (as --nlu)"})
+    nlu_revision: str | None = field(default=None, metadata={"help": "NLU Hub revision"})
+    pol_revision: str | None = field(default=None, metadata={"help": "POL Hub revision"})
+    nlg_revision: str | None = field(default=None, metadata={"help": "NLG Hub revision"})
+    public: bool = field(default=False, metadata={"help": "create the Space public"})
+    dry_run: bool = field(default=False, metadata={"help": "list the files, upload nothing"})
+    timeout: float = field(default=600.0, metadata={
+        "help": "seconds for the whole upload, retries included (also the limit of each request)"})
+
+
+def _model_files(folder: Path) -> dict[str, Path]:
+    """The files of a run a Space needs (the publish allow-lists), top level only."""
+    from .publish import FULL_FILES, RUN_FILES, TOKENIZER_FILES
+
+    info_file = folder / "run_info.json"
+    info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
+    if info.get("adapter"):
+        raise UsageError(f"{folder} is a LoRA adapter on a local base: push it with `make push` "
+                         "and give its Hub id instead")
+    files = {p.name: p for p in sorted(folder.iterdir()) if p.is_file()
+             and any(fnmatch(p.name, pattern) for pattern in FULL_FILES + TOKENIZER_FILES
+                     + RUN_FILES)}
+    if "config.json" not in files or not any(fnmatch(n, "model*.safetensors") for n in files):
+        raise UsageError(f"{folder}: no config.json and model*.safetensors; is it a trained run?")
+    return files
+
+
+def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
+    """Space path -> local file or content, and the app settings written to meditod_app.json."""
+    files: dict[str, Path | bytes] = {"app.py": PROJECT / "app.py",
+                                      "requirements.txt": REQUIREMENTS}
+    files.update({str(p.relative_to(PROJECT)): p
+                  for p in sorted((PROJECT / "meditod_hub").rglob("*.py"))})
+    settings, shown = {}, []
+    for task in TASKS:
+        source = getattr(args, task) or str(PROJECT / "runs" / "tiny-llama" / task)
+        revision = getattr(args, f"{task}_revision")
+        if Path(source).is_dir():
+            if revision:
+                raise UsageError(f"--{task}_revision applies to Hub ids, not the folder {source}")
+            files.update({f"models/{task}/{name}": path
+                          for name, path in _model_files(Path(source)).items()})
+            settings[task] = {"source": f"models/{task}"}
+        elif hub_id(source):
+            settings[task] = {"source": source, **({"revision": revision} if revision else {})}
+        else:
+            raise UsageError(f"--{task} {source}: neither a run folder nor a Hub id (for the "
+                             "tiny offline models run `make tiny-runs` first)")
+        shown.append((task.upper(), base_label(source)))
+    files["meditod_app.json"] = (json.dumps(settings, indent=2) + "\n").encode()
+    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASKS))
+    return files, settings
+
+
+def card(repo: str, models: list[tuple[str, str]], tiny: bool) -> bytes:
+    from huggingface_hub import SpaceCard, SpaceCardData
+
+    try:
+        gradio_version = version("gradio")
+    except PackageNotFoundError:
+        raise UsageError("gradio is not installed: `pip install -e '.[app]'` (its version is the "
+                         "Space's sdk_version)") from None
+    data = SpaceCardData(title="MediTOD assistant", sdk="gradio", sdk_version=gradio_version,
+                         app_file="app.py", license="apache-2.0",
+                         models=[m for _, m in models if hub_id(m)] or None,
+                         tags=["meditod", "medical", "dialogue", "research-demo"],
+                         short_description="Medical history-taking dialogue demo (research only)",
+                         emoji="🩺", colorFrom="blue", colorTo="green", pinned=False)
+    text = SpaceCard.from_template(data, template_path=str(TEMPLATE), title=f"MediTOD assistant "
+                                   f"({repo.split('/')[-1]})", paper=about.PAPER, models=models,
+                                   tiny=tiny, citation=about.CITATION)
+    return str(text).encode()
+
+
+def upload(args: SpaceArguments, files: dict[str, Path | bytes]) -> str:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    from .hub import check_timeout, deadline, hub_session
+
+    action = f"upload the app to the Space {args.repo}"
+    timeout = check_timeout(args.timeout)
+
+    def work() -> str:
+        with hub_session(action, timeout) as api:
+            url = str(api.create_repo(args.repo, repo_type="space", space_sdk="gradio",
+                                      private=not args.public, exist_ok=True))
+            present = api.list_repo_files(args.repo, repo_type="space")
+            stale = sorted(p for p in present if p.startswith(OWNED_FOLDERS) and p not in files)
+            operations = ([CommitOperationAdd(path, content if isinstance(content, bytes)
+                                              else str(content))
+                           for path, content in sorted(files.items())]
+                          + [CommitOperationDelete(p) for p in stale])
+            api.create_commit(args.repo, operations, repo_type="space",
+                              commit_message="MediTOD assistant: app, package and models")
+            return url
+
+    return deadline(timeout, action, work)
+
+
+def main(argv: list[str]) -> int:
+    from .cli import parse_args
+
+    (args,) = parse_args((SpaceArguments,), argv, "meditod space", __doc__.split("\n\n")[0])
+    files, settings = plan(args)
+    if args.dry_run:
+        print(f"would upload to the Space {args.repo} ({'public' if args.public else 'private'}):")
+        for path, content in sorted(files.items()):
+            size = len(content) if isinstance(content, bytes) else content.stat().st_size
+            print(f"  {path}  ({size} bytes)")
+        return 0
+    url = upload(args, files)
+    print(f"uploaded the app ({len(files)} files; models: "
+          f"{', '.join(s['source'] for s in settings.values())}) to {url}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,171 @@
+"""The chat app behind the top-level `app.py` (a Gradio Blocks app, deployable as a Hub Space).
+
+Models come from, in order: environment variables `MEDITOD_NLU`, `MEDITOD_POL`, `MEDITOD_NLG`
+(a run folder, a model folder or a Hub id; `MEDITOD_<TASK>_REVISION` and `MEDITOD_<TASK>_FAMILY`
+beside them), the `meditod_app.json` settings file beside app.py (`make space` writes it), and
+by default the tiny local runs `runs/tiny-llama/{nlu,pol,nlg}` (`make tiny-runs`).
+
+Privacy: nothing is stored by default. Gradio's run history (calls kept in the browser) and
+its telemetry are off; the conversation lives in the page's session state and is gone when the
+tab closes or "Reset" is pressed. Only where the server names a folder in `MEDITOD_SAVE_DIR`
+does a "save this conversation" box appear; ticked, the transcript of that conversation (and
+nothing else) is written there as `<conversation id>.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from .assistant import OPENING_LINE, Assistant, Conversation, ModelSpec
+from .errors import UsageError
+from .state_view import STATE_CSS, actions_line, state_html
+
+TASKS = ("nlu", "pol", "nlg")
+SETTINGS_FILE = "meditod_app.json"
+DEFAULT_RUNS = "runs/tiny-llama"
+SAVE_DIR_ENV = "MEDITOD_SAVE_DIR"
+BANNER = ("**Research demo, not medical advice.** This assistant imitates a doctor taking a "
+          "medical history, trained on MediTOD (staged English interviews). It can be wrong, it "
+          "does not diagnose, and nothing it says is advice: for a health problem, see a "
+          "clinician. Conversations are not stored unless you tick the save box (when the "
+          "server offers one).")
+TITLE = "MediTOD history-taking assistant"
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    specs: tuple[ModelSpec, ModelSpec, ModelSpec]
+    save_dir: Path | None
+
+
+def settings(environ: dict | None = None, base: Path | None = None) -> AppSettings:
+    """The app's models and save folder from the environment, the settings file, the defaults."""
+    environ = os.environ if environ is None else environ
+    base = base or Path.cwd()
+    stored = {}
+    if (base / SETTINGS_FILE).is_file():
+        try:
+            stored = json.loads((base / SETTINGS_FILE).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{base / SETTINGS_FILE}: invalid JSON ({exc.msg}); fix or delete "
+                             "it") from None
+    specs = []
+    for task in TASKS:
+        entry = stored.get(task, {})
+        env = {key: environ.get(f"MEDITOD_{task.upper()}{suffix}")
+               for key, suffix in (("source", ""), ("revision", "_REVISION"),
+                                   ("family", "_FAMILY"))}
+        stored_source = entry.get("source")
+        if stored_source and (base / stored_source).is_dir():  # a folder beside the app
+            stored_source = str(base / stored_source)
+        source = env["source"] or stored_source or str(base / DEFAULT_RUNS / task)
+        if not (env["source"] or stored_source) and not Path(source).is_dir():
+            raise UsageError(f"no {task.upper()} model: set MEDITOD_{task.upper()} (a run folder "
+                             "or Hub id), or run `make tiny-runs` for the tiny offline models")
+        specs.append(ModelSpec(source, env["family"] or entry.get("family"),
+                               env["revision"] or entry.get("revision")))
+    save = environ.get(SAVE_DIR_ENV)
+    return AppSettings(tuple(specs), Path(save) if save else None)
+
+
+# --- handlers: plain functions of (inputs) -> outputs, tested without a browser ----------------
+def opening_history() -> list[dict]:
+    return [{"role": "assistant", "content": OPENING_LINE}]
+
+
+def panels(conversation: Conversation | None) -> tuple[str, str, str]:
+    """State panel HTML, actions text, turn status text of a conversation's last turn."""
+    if not conversation or not conversation.turns:
+        return state_html({}), "Actions: none yet.", "No turn yet."
+    turn = conversation.turns[-1]
+    status = [f"Turn {len(conversation.turns)}: " + ", ".join(
+        f"{name} {'parsed' if stage.parse_ok else 'did not parse'}"
+        for name, stage in (("NLU", turn.nlu), ("POL", turn.pol), ("NLG", turn.nlg)))]
+    status += [f"- {note}" for note in turn.notes]
+    return (state_html(turn.state), f"Actions this turn: {actions_line(turn.actions)}",
+            "\n".join(status))
+
+
+def respond(assistant: Assistant, save_dir: Path | None, message: str, history: list,
+            conversation: Conversation | None, save: bool):
+    """One patient message: the new chat history, the conversation, the three panels."""
+    conversation = conversation or assistant.new_conversation(f"chat-{uuid.uuid4().hex[:12]}")
+    turn = assistant.respond(conversation, message or "")
+    history = list(history or opening_history()) + [
+        {"role": "user", "content": message or ""},
+        {"role": "assistant", "content": turn.reply}]
+    if save and save_dir:
+        save_transcript(conversation, save_dir)
+    return ("", history, conversation, *panels(conversation))
+
+
+def reset():
+    return ("", opening_history(), None, *panels(None))
+
+
+def save_transcript(conversation: Conversation, folder: Path) -> Path:
+    """The conversation's turns as JSON, replaced whole after each turn (opt-in only)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{conversation.dialogue_id}.json"
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps({"id": conversation.dialogue_id, "opening": OPENING_LINE,
+                                   "turns": [t.to_dict() for t in conversation.turns]},
+                                  ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(partial, path)
+    return path
+
+
+# --- the Blocks app ----------------------------------------------------------------------------
+def theme():
+    """The default look with the system's fonts: no font is fetched from the web."""
+    import gradio as gr
+
+    return gr.themes.Default(font=["system-ui", "sans-serif"],
+                             font_mono=["ui-monospace", "monospace"])
+
+
+def build(assistant: Assistant, save_dir: Path | None = None):
+    import gradio as gr
+
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+        gr.Markdown(f"# {TITLE}")
+        gr.Markdown(BANNER, elem_id="banner")
+        conversation = gr.State(None)
+        with gr.Row():
+            with gr.Column(scale=3):
+                chatbot = gr.Chatbot(opening_history(), label="Conversation (you are the patient)",
+                                     elem_id="chat", height=420, feedback_options=None,
+                                     buttons=["copy", "copy_all"])  # no "share": it publishes
+                message = gr.Textbox(label="Your message", placeholder="Describe how you feel",
+                                     elem_id="patient-input", lines=1, max_lines=6)
+                with gr.Row():
+                    send = gr.Button("Send", variant="primary", elem_id="send")
+                    clear = gr.Button("Reset conversation", elem_id="reset")
+                save = gr.Checkbox(False, label="Save this conversation on the server "
+                                   "(research use; off by default)", elem_id="save",
+                                   visible=save_dir is not None)
+            with gr.Column(scale=2):
+                gr.Markdown("### Patient state (tracked so far)")
+                state_panel = gr.HTML(state_html({}), elem_id="state-panel")
+                actions = gr.Markdown("Actions: none yet.", elem_id="actions-panel")
+                status = gr.Markdown("No turn yet.", elem_id="turn-status")
+        outputs = [message, chatbot, conversation, state_panel, actions, status]
+
+        def on_message(text, history, current, save_it):
+            return respond(assistant, save_dir, text, history, current, save_it)
+
+        for trigger in (message.submit, send.click):
+            trigger(on_message, [message, chatbot, conversation, save], outputs)
+        clear.click(reset, None, outputs)
+        chatbot.clear(reset, None, outputs)  # the chat's own trash icon resets everything too
+    return demo
+
+
+def launch(demo, **kwargs):
+    """Launch with the privacy settings above; `kwargs` pass through (server_port, ...)."""
+    return demo.launch(theme=theme(), css=STATE_CSS, run_history=False, ssr_mode=False,
+                       footer_links=[], **kwargs)
