@@ -25,7 +25,7 @@ from transformers import PreTrainedTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub.formats import chat, seq2seq  # noqa: E402
+from meditod_hub.families import FAMILIES  # noqa: E402
 from meditod_hub.formats.fit import fit_to_budget  # noqa: E402
 from meditod_hub.synthetic import PAPER_DIALOGUES, generate_dialogues  # noqa: E402
 from meditod_hub.views import view_rows  # noqa: E402
@@ -44,26 +44,18 @@ def cpu_seconds(function, *args) -> tuple[float, object]:
 
 
 def render(family: str, rows: dict) -> list:
-    """(task, source, target) of every example; the chat source is its messages."""
+    """(task, source texts, target) of every example, as the family renders them."""
     out = []
     for task, config in TASK_ROWS.items():
         for row in rows[config]:
-            if family == "chat":
-                out.append((task, chat.messages(task, row), chat.answer(task, row)))
-            else:
-                out.append((task, seq2seq.source_parts(family, task, row),
-                            seq2seq.target_text(family, task, row)))
+            *source, target = FAMILIES[family].texts(task, row)
+            out.append((task, source, target))
     return out
 
 
 def parse(family: str, rendered: list) -> int:
-    failures = 0
-    for task, _, target in rendered:
-        if family == "chat":
-            failures += not chat.parse_answer(task, target).ok
-        else:
-            failures += not seq2seq.parse_target(task, target, family).ok
-    return failures
+    """Parse failures of every rendered target (the chat family's targets are its answers)."""
+    return sum(not FAMILIES[family].parse(task, target).ok for task, _, target in rendered)
 
 
 def json_baseline(rows: dict) -> None:
@@ -97,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{len(rows['nlg'])} pol/nlg rows")
     print(f"json dumps+loads baseline (the same labels): {json_s:.2f} s CPU")
     slowest, flan_nlu = 0.0, []
-    for family in (*seq2seq.FAMILIES, "chat"):
+    for family in FAMILIES:
         render_s, rendered = cpu_seconds(render, family, rows)
         parse_s, failures = cpu_seconds(parse, family, rendered)
         slowest = max(slowest, render_s + parse_s)
@@ -105,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
               f"parse {parse_s:5.2f} s ({parse_s / json_s:4.1f}x), {len(rendered)} examples, "
               f"{failures} parse failures")
         if family == "flan-t5":
-            flan_nlu = [parts for task, parts, _ in rendered if task == "nlu"]
+            flan_nlu = [FAMILIES[family].source_parts("nlu", row) for row in rows["nlu"]]
 
     tokenizer = word_tokenizer(flan_nlu)
     fit_s, fitted = cpu_seconds(lambda: [fit_to_budget(tokenizer, p, MAX_LENGTH, str(n))

@@ -15,7 +15,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
 from meditod_hub.errors import UsageError
-from meditod_hub.families import FAMILIES, SPAN_FAMILIES, get_family
+from meditod_hub.families import FAMILIES, SPAN_FAMILIES, Budget, get_family
 from meditod_hub.formats import context_lines
 from meditod_hub.formats.fit import BudgetError, fit_to_budget, special_ids
 from meditod_hub.formats.pptod import (
@@ -298,3 +298,40 @@ def test_sample_spans_survive_biogpt_detokenisation(sample_release):
                                        aggressive_dash_splits=True, return_str=False, escape=True)
             result = FAMILIES["biogpt"].parse(task, detokenize.detokenize(tokens))
             assert result.ok and result.value == row[column], row["id"]
+
+
+def _biogpt_tokenizer(tmp_path):
+    """BioGPT's own tokenizer class (Moses pre-tokenisation, then BPE) with a character-level
+    vocabulary built here: its word splits are exactly BioGPT's, offline."""
+    pytest.importorskip("sacremoses", reason="BioGPT's tokenizer needs sacremoses")
+    from transformers import BioGptTokenizer
+
+    chars = [chr(c) for c in range(32, 127)]
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for c in chars:
+        for token in (c, c + "</w>"):
+            vocab.setdefault(token, len(vocab))
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\n")
+    return BioGptTokenizer(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
+
+
+def test_biogpt_nlu_inputs_are_tokenised_as_the_authors_did(sample_release, tmp_path):
+    """Upstream tokenises the body as one string and cuts it from the left; Moses splits a final
+    period only at a string's end, so tokenising line by line (as the kit once did) differed."""
+    tokenizer = _biogpt_tokenizer(tmp_path)
+    biogpt = FAMILIES["biogpt"]
+    lead, trail = special_ids(tokenizer)
+    rows = _sample(sample_release, "nlu")
+    differed_per_line = 0
+    for row in rows:
+        parts = biogpt.source_parts("nlu", row)
+        prefix = tokenizer(parts.prefix, add_special_tokens=False)["input_ids"]
+        body = tokenizer(parts.body, add_special_tokens=False)["input_ids"]
+        per_line = [t for text in [*parts.context, parts.tail]
+                    for t in tokenizer(text, add_special_tokens=False)["input_ids"]]
+        differed_per_line += per_line != body
+        fitted = biogpt.prompt("nlu", row, tokenizer, Budget(512, 128))
+        room = 512 - 128 - len(lead) - len(prefix) - len(trail)
+        assert fitted.input_ids == lead + prefix + body[-room:] + trail, row["id"]
+    assert differed_per_line > len(rows) // 2  # the old rule really was different

@@ -1,0 +1,50 @@
+"""The package as `pip install .` ships it: built into a wheel, installed into a fresh folder and
+run from there, outside the repository, it renders cards from its own templates. No network."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+FROM_THE_WHEEL = """
+import json, sys
+from pathlib import Path
+import meditod_hub
+site, sample, out = sys.argv[1:]
+assert meditod_hub.__file__.startswith(site), meditod_hub.__file__
+from meditod_hub.build import BuildArguments, build
+from meditod_hub.model_card import TEMPLATE
+built = build(BuildArguments(source=Path(sample), out=Path(out)))
+package = Path(meditod_hub.__file__).parent
+print(json.dumps({"card": (Path(out) / "README.md").read_text()[:4000],
+                  "model_template": TEMPLATE.is_file(),
+                  "annotate": sorted(p.name for p in (package / "annotate" / "static").iterdir()),
+                  "questions": (package / "annotate" / "questions.json").is_file()}))
+"""
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_renders_cards_from_its_own_templates(tmp_path):
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(wheels), str(PROJECT)], check=True, capture_output=True,
+                   timeout=300)
+    [wheel] = wheels.glob("meditod_hub-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(site), str(wheel)], check=True, capture_output=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", FROM_THE_WHEEL, str(site),
+                           str(PROJECT / "data" / "sample"), str(tmp_path / "built")],
+                          cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin",
+                                             "HF_HUB_OFFLINE": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shipped = json.loads(done.stdout.splitlines()[-1])
+    assert "# MediTOD — synthetic sample" in shipped["card"] and "configs:" in shipped["card"]
+    assert shipped["model_template"] and shipped["questions"]
+    assert {"index.html", "app.js", "app.css"} <= set(shipped["annotate"])
