@@ -119,10 +119,12 @@ class LocalBackend:
         self.budget = self.family.budget(recipe, spec.max_length, spec.max_new_tokens)
         self.model, self.tokenizer = predict.load_model(
             folder, self.family, load_in_4bit=info.get("quantization") is not None)
+        self.threads = predict.torch_threads()
 
     def predict(self, task: str, rows: list[dict]) -> list[Prediction]:
         if not rows:
             return []
+        predict.torch_threads(self.threads)  # the app answers in worker threads
         return predict.predict_rows(self.model, self.tokenizer, self.family, task, rows,
                                     self.budget, self.spec.batch_size)
 

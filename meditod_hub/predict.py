@@ -55,6 +55,17 @@ class PredictArguments:
         "help": "the model's name at --endpoint (default: --model_path)"})
 
 
+def torch_threads(threads: int | None = None) -> int:
+    """Torch's CPU thread count in this thread; with `threads`, set it first. A server answers
+    in worker threads, whose OpenMP count is the machine's, not the one the model was loaded
+    under: a different reduction order can flip a near-tied greedy step."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
 def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: int,
                    stops: list[int], batch_size: int = 16, progress: bool = False) -> list[str]:
     """Greedy completions of token-id prompts, in input order.

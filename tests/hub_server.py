@@ -22,6 +22,7 @@ import os
 import re
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -123,6 +124,9 @@ class HubServer:
         self.blobs: dict[str, bytes] = {}  # sha256 -> content, for all repos (like LFS storage)
         self.pending_uploads: dict[str, tuple[str, int]] = {}  # signed upload id -> (sha256, size)
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status), for debugging
+        # A fault for the next commit request: "drop" (the connection closes, nothing is
+        # committed) or a number of seconds to hold it before committing.
+        self.commit_fault: str | float | None = None
         self.lock = threading.RLock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._http.daemon_threads = True
@@ -219,6 +223,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.query = parse_qs(url.query)
         self.body = self._read_body()
         parts = [unquote(p) for p in url.path.split("/")[1:]]
+        if method == "POST" and parts[:1] == ["api"] and "commit" in parts[4:5] \
+                and self.hub.commit_fault is not None:
+            fault, self.hub.commit_fault = self.hub.commit_fault, None
+            if fault == "drop":
+                self.hub.requests.append((method, url.path, 0))
+                self.close_connection = True
+                return
+            time.sleep(float(fault))
         try:
             with self.hub.lock:
                 status, headers, payload = self._route(method, parts)

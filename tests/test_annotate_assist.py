@@ -8,15 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from datasets import load_dataset
 from fastapi.testclient import TestClient
 
 from meditod_hub import train as T
 from meditod_hub.annotate.app import AppSettings, create_app
 from meditod_hub.annotate.assist import Assistant, LocalModel
+from meditod_hub.dataset import load_split
 from meditod_hub.errors import MeditodError
-from meditod_hub.families import FAMILIES
-from meditod_hub.predict import load_model, predict_rows
 
 PROJECT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -89,15 +87,15 @@ def test_accepting_every_suggestion_reproduces_the_models_predictions(
     built = tmp_path / "built"
     build(BuildArguments(source=release, out=built))
     for task, recorder in (("nlu", nlu), ("pol", pol)):
-        rows = [r for r in load_dataset(str(built), task, split="test") if r["dialogue_id"] == did]
+        rows = [r for r in load_split(built, task, "test") if r["dialogue_id"] == did]
         seen = {r["id"]: r for r in recorder.rows}
         assert rows and set(seen) >= {r["id"] for r in rows}
         for row in rows:  # the model read exactly the dataset row's inputs
             assert json.dumps({k: seen[row["id"]][k] for k in INPUTS[task]}) == \
                 json.dumps({k: row[k] for k in INPUTS[task]}), row["id"]
-        model, tokenizer = load_model(str(runs[task]), FAMILIES["flan-t5"])
-        records = predict_rows(model, tokenizer, FAMILIES["flan-t5"], task, rows,
-                               recorder.inner.budget)
+        # the same model, one row per generate call as the app suggests: a barely trained
+        # model's near-tied logits can flip with a batch's padding
+        records = [recorder.inner.predict([row])[0] for row in rows]
         column = "nlu" if task == "nlu" else "actions"
         for row, record in zip(rows, records):
             expected = record.prediction if record.parse_ok else []

@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -257,6 +258,7 @@ def test_successful_push_never_prints_the_token(hub_server, tiny_build, tmp_path
 
 MODEL_REPO_CLIENT = """
 import sys
+import time
 from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 api, repo, home = HfApi(), "org/adapter", sys.argv[1]
@@ -296,3 +298,51 @@ def test_server_serves_model_repos_by_branch_tag_and_gating(hub_server, tmp_path
                             timeout=CLIENT_TIMEOUT)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
     assert hub_server.repo("model", "org/adapter").gated == "manual"
+
+
+# --- a push cut off mid-commit, then retried ---------------------------------------------------
+
+def _remote_matches(hub_server, repo: str, folder: Path) -> bool:
+    pushed = hub_server.files("dataset", repo)
+    local = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    return digests(pushed) == {**digests(local), ".gitattributes": digests(pushed)[".gitattributes"]}
+
+
+def test_a_dropped_commit_leaves_the_repo_as_it_was_and_a_retry_completes(hub_server, tiny_build,
+                                                                          tmp_path):
+    env = hub_server.client_env(tmp_path)
+    first = tiny_build(synthetic=True, splits=("train", "test"))
+    assert push(env, first, "org/cut").returncode == 0
+    before = digests(hub_server.files("dataset", "org/cut"))
+    second = tiny_build(synthetic=True, splits=("train",))
+    hub_server.commit_fault = "drop"
+    result = push(env, second, "org/cut", guard=FAILURE_TIMEOUT)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert digests(hub_server.files("dataset", "org/cut")) == before  # nothing half-committed
+    assert push(env, second, "org/cut").returncode == 0
+    assert _remote_matches(hub_server, "org/cut", second)
+
+
+def test_a_push_killed_during_its_commit_is_all_or_nothing_and_a_retry_completes(
+        hub_server, tiny_build, tmp_path):
+    env = hub_server.client_env(tmp_path)
+    first = tiny_build(synthetic=True, splits=("train", "test"))
+    assert push(env, first, "org/killed").returncode == 0
+    before = digests(hub_server.files("dataset", "org/killed"))
+    second = tiny_build(synthetic=True, splits=("train",))
+    hub_server.commit_fault = 3.0  # hold the commit while the client is killed
+    client = subprocess.Popen([sys.executable, str(MEDITOD), "push", "--folder", str(second),
+                               "--repo", "org/killed"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + FAILURE_TIMEOUT
+    while not any(path.endswith("/commit/main") for _, path, _ in hub_server.requests) \
+            and hub_server.commit_fault is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    client.kill()
+    client.wait()
+    time.sleep(3.5)  # the held commit goes through, or not, on the server's side
+    after = digests(hub_server.files("dataset", "org/killed"))
+    assert after == before or _remote_matches(hub_server, "org/killed", second)
+    assert push(env, second, "org/killed").returncode == 0
+    assert _remote_matches(hub_server, "org/killed", second)

@@ -61,9 +61,11 @@ class LocalModel:
             str(path), self.family, info.get("quantization") is not None)
         self._predict_rows = predict.predict_rows
         self._lock = threading.Lock()  # one generate at a time per model
+        self._torch_threads, self._threads = predict.torch_threads, predict.torch_threads()
 
     def predict(self, rows: list[dict]) -> list[Prediction]:
         with self._lock:
+            self._torch_threads(self._threads)  # the server's threads start with their own
             return self._predict_rows(self.model, self.tokenizer, self.family, self.task, rows,
                                       self.budget)
 
