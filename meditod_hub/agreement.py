@@ -23,10 +23,11 @@ from pathlib import Path
 from .cli import parse_args
 from .errors import MeditodError, run_main
 from .release import ReleaseError, read_release
+from .tasks import TASKS as TASK_SPECS
 from .tasks import get_task
 from .views import view_rows
 
-TASKS = ("nlu", "pol")  # the structured tasks: NLG has no annotation
+TASKS = tuple(name for name, task in TASK_SPECS.items() if task.structured)  # NLG: no label
 LABEL_COLUMN = {task: get_task(task).target_column for task in TASKS}
 SHOWN = 20  # disagreements printed; the file holds them all
 

@@ -35,6 +35,7 @@ from .families import FAMILY_NAMES, get_family
 from .records import Prediction
 from .release import label_errors
 from .runs import run_settings
+from .tasks import TASK_NAMES
 from .views import cascade_nlg_rows, cascade_pol_rows, to_nlu, to_pol
 
 # The models never see the opening line (no supervised context starts before the first patient
@@ -95,7 +96,7 @@ class PipelineArguments:
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
                                getattr(self, f"{task}_revision"), self.batch_size,
                                max_new_tokens=self.max_new_tokens)
-                     for task in ("nlu", "pol", "nlg"))
+                     for task in TASK_NAMES)
 
 
 class LocalBackend:

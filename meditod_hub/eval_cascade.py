@@ -325,7 +325,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         "models": {task: {"label": model_label(spec.source, assistant.backends[task]),
                           "revision": spec.revision,
                           "run_info_sha256": run_fingerprint(assistant.backends[task])}
-                   for task, spec in zip(("nlu", "pol", "nlg"), pipeline.specs())},
+                   for task, spec in zip(TASK_NAMES, pipeline.specs())},
         "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
         **{task: {column: score(task, rows[task], run[task][column], args, judge)
                   for column in COLUMNS} for task in ("pol", "nlg")},

@@ -25,11 +25,11 @@ from pathlib import Path
 from . import about
 from .errors import UsageError, run_main
 from .model_card import base_label, hub_id
+from .tasks import TASK_NAMES as TASKS
 
 PROJECT = Path(__file__).resolve().parent.parent
 TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
 REQUIREMENTS = PROJECT / "spaces" / "assistant" / "requirements.txt"
-TASKS = ("nlu", "pol", "nlg")
 OWNED_FOLDERS = ("meditod_hub/", "models/")  # what a re-upload may delete when it is gone
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from .assistant import OPENING_LINE, Assistant, Conversation, ModelSpec
 from .errors import UsageError
 from .state_view import STATE_CSS, actions_line, state_html
+from .tasks import TASK_NAMES as TASKS
 
-TASKS = ("nlu", "pol", "nlg")
 SETTINGS_FILE = "meditod_app.json"
 DEFAULT_RUNS = "runs/tiny-llama"
 SAVE_DIR_ENV = "MEDITOD_SAVE_DIR"
