@@ -168,6 +168,30 @@ def _context_array(rows: list[dict], utterances):
     return pa.ListArray.from_arrays(pa.array(offsets), utterances.take(pa.array(indices)))
 
 
+def _context_bytes(dialogue: dict) -> list[int]:
+    """Bytes of the context of a row at each utterance index (the texts before it)."""
+    sizes, total = [], 0
+    for utterance in dialogue["utterances"]:
+        sizes.append(total)
+        total += len(utterance["text"])
+    return sizes
+
+
+def _chunks(rows: list[dict], context_bytes: list[int]):
+    """A dialogue's rows in runs whose `context` columns stay under a row group's bytes, so one
+    absurdly long utterance (repeated in every later row's context) never fills memory."""
+    chunk, size = [], 0
+    for row in rows:
+        row_bytes = context_bytes[row["uttr_id"]] if "uttr_id" in row else 0
+        if chunk and size + row_bytes > ROW_GROUP_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(row)
+        size += row_bytes
+    if chunk:
+        yield chunk
+
+
 def _utterance_structs(dialogue: dict):
     import pyarrow as pa
 
@@ -248,9 +272,10 @@ def write_parquet(release: Release, folder: Path) -> dict[str, dict[str, int]]:
             for did in ids:
                 dialogue = release.dialogues[did]
                 utterances, text = _utterance_structs(dialogue), _JsonText()
+                context_bytes = _context_bytes(dialogue)
                 for config, rows in dialogue_views(did, dialogue).items():
-                    if rows:
-                        writers[config].add(_table(config, rows, utterances, text))
+                    for chunk in _chunks(rows, context_bytes):
+                        writers[config].add(_table(config, chunk, utterances, text))
         finally:
             for writer in writers.values():
                 writer.close()
