@@ -253,6 +253,20 @@ def test_an_absurdly_long_utterance_is_reported_and_built(tmp_path, capsys):
     assert any("characters long" in str(p) and p.uttr_id == 1 for p in built.release.problems)
 
 
+def test_rows_written_in_context_bounded_chunks_are_the_same_rows(tmp_path, monkeypatch):
+    """A long context splits a dialogue's rows over several writes; the dataset must not change."""
+    from meditod_hub.dataset import available_splits, read_parquet_split
+    release = write_release(tmp_path / "release")
+    whole = B.build(B.BuildArguments(source=release, out=tmp_path / "whole"))
+    monkeypatch.setattr(B, "ROW_GROUP_BYTES", 1)  # every row its own chunk
+    chunked = B.build(B.BuildArguments(source=release, out=tmp_path / "chunked"))
+    assert whole.sizes == chunked.sizes
+    for config in B.CONFIGS:
+        for split in available_splits(tmp_path / "whole", config):
+            assert read_parquet_split(tmp_path / "whole", config, split) \
+                == read_parquet_split(tmp_path / "chunked", config, split), (config, split)
+
+
 # --- push --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
