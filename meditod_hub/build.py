@@ -36,7 +36,7 @@ from pathlib import Path
 from .card import render_dataset_card, splits_table
 from .cli import parse_args
 from .dataset import MANIFEST
-from .errors import MeditodError, UsageError, run_main
+from .errors import MeditodError, UsageError, name_ids, run_main
 from .release import Release, read_release
 from .views import CONFIGS, FEATURES, JSON, dialogue_views
 
@@ -345,9 +345,8 @@ def verify_manifest(folder: Path) -> dict:
     for problem, names in (("missing", missing), ("not from the build", extra),
                            ("changed since the build", changed)):
         if names:
-            raise ManifestError(f"{folder}: {len(names)} file(s) {problem} ({', '.join(names[:5])}"
-                                f"{', ...' if len(names) > 5 else ''}): rebuild the folder with "
-                                "`meditod build`")
+            raise ManifestError(f"{folder}: {len(names)} file(s) {problem} ({name_ids(names, 5)}): "
+                                "rebuild the folder with `meditod build`")
     return manifest
 
 
