@@ -15,7 +15,11 @@ Deliberate deviations from the authors' scripts, each a bug fix:
 * a prediction that cannot be unrolled is a counted parse failure scored as empty (upstream POL
   crashed on one malformed span);
 * identical values match without asking the judge (upstream also sent them to the chat model),
-  and a non-string value only matches an identical one.
+  and a non-string value only matches an identical one;
+* a skipped turn whose prediction equals its gold counts towards joint accuracy (upstream left
+  skipped turns out of the numerator only, so gold scored against itself fell below 1.0 on any
+  split with skipped turns; the authors' sample and the synthetic corpus have none, so the
+  figures there are the same).
 """
 
 from __future__ import annotations

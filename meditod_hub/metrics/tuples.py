@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .. import cmas
 
@@ -78,33 +79,54 @@ def _values(value, what: str, *args) -> list:
     return items
 
 
+class _NluSlot(NamedTuple):
+    """What unrolling needs to know of one CMAS patient slot key, looked up once per key."""
+    headed: bool  # medical base slot: entries have a `value` head
+    all_medical: bool  # basic information: every tuple is medical
+    medical_attributes: frozenset[str]
+
+
+_NLU_SLOTS = {
+    key: _NluSlot(parsed.base in cmas.MEDICAL_BASE_SLOTS, parsed.base == cmas.BASIC_INFORMATION_SLOT,
+                  frozenset(cmas.MEDICAL_ATTRIBUTES.get(parsed.base, ())))
+    for key, parsed in ((key, cmas.split_slot_key(key)) for key in cmas.PATIENT_SLOT_KEYS)}
+
+
 def nlu_tuples(items) -> Tuples:
     """The tuple sets of one patient utterance's NLU items."""
     medical: set[tuple] = set()
     non_medical: set[tuple] = set()
     unknown = 0
-    split_slot_key = cmas.split_slot_key
-    for item in _objects(items, "an NLU label"):
-        intent = _name(item.get("intent"), "an NLU `intent`")
+    if type(items) is not list:
+        _objects(items, "an NLU label")
+    for item in items:
+        if type(item) is not dict:
+            _objects(items, "an NLU label")
+        intent = item.get("intent")
+        if type(intent) is not str:
+            _name(intent, "an NLU `intent`")
         slots = item.get("slots")
         if not slots:
             medical.add((intent,))
             continue
-        if not isinstance(slots, dict):
+        if type(slots) is not dict:
             raise MalformedLabel("NLU `slots` must be an object")
         for key, entries in slots.items():
-            _objects(entries, "slot {!r}", key)
-            parsed = split_slot_key(key)
-            if parsed is None:
+            if type(entries) is not list:
+                _objects(entries, "slot {!r}", key)
+            slot = _NLU_SLOTS.get(key)
+            if slot is None:
+                _objects(entries, "slot {!r}", key)
                 unknown += 1
                 continue
-            base = parsed.base
-            all_medical = base == cmas.BASIC_INFORMATION_SLOT
-            medical_attributes = cmas.MEDICAL_ATTRIBUTES.get(base, ())
-            headed = base in cmas.MEDICAL_BASE_SLOTS
+            headed, all_medical, medical_attributes = slot
             for entry in entries:
+                if type(entry) is not dict:
+                    _objects(entries, "slot {!r}", key)
                 has_head = "value" in entry
-                head = _scalar(entry["value"], "slot {!r} `value`", key) if has_head else NO_HEAD
+                head = entry["value"] if has_head else NO_HEAD
+                if type(head) is not str:
+                    _scalar(head, "slot {!r} `value`", key)
                 if headed:
                     if has_head:
                         medical.add((intent, key, head))
