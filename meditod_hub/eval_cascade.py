@@ -32,8 +32,7 @@ from .assistant import Assistant, PipelineArguments
 from .errors import UsageError, run_main
 from .files import atomic_write
 from .model_card import base_label, hub_id
-from .records import Prediction, value_at
-from .records import write_predictions as write_predictions_file
+from .records import Prediction, value_at, write_predictions
 from .runs import RunError
 from .tasks import TASK_NAMES, get_task
 from .views import cascade_nlg_rows, cascade_pol_rows
@@ -297,13 +296,14 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
     return section, files
 
 
-def write_predictions(run: dict, folder: Path) -> None:
+def write_stage_predictions(run: dict, folder: Path) -> None:
+    """One predictions file per stage and input (gold or cascaded), in the records format."""
     folder.mkdir(parents=True, exist_ok=True)
     files = {"nlu.jsonl": run["nlu"]}
     for task in ("pol", "nlg"):
         files.update({f"{task}.{column}.jsonl": run[task][column] for column in COLUMNS})
     for name, records in files.items():
-        write_predictions_file(records, folder / name)
+        write_predictions(records, folder / name)
 
 
 def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
@@ -333,7 +333,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         "seconds": {"load": loaded - start, **run["seconds"]},
     }
     out.mkdir(parents=True, exist_ok=True)
-    write_predictions(run, out / "predictions")
+    write_stage_predictions(run, out / "predictions")
     atomic_write(out / "results.json", json.dumps(results, indent=2) + "\n")
     write_markdown(results, out / "results.md")
     write_chart(results, out / "results.png")
