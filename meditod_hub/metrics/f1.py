@@ -24,9 +24,10 @@ Deliberate deviations from the authors' scripts, each a bug fix:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from .. import cmas
 from .judges import ExactJudge
@@ -130,11 +131,16 @@ def _match_group(gold: list, pred: list, verdicts: dict) -> Counts:
     return Counts(tp, len(unmatched), len(gold) - tp)
 
 
-def _count(counts: dict, cls: str, slot_type: Callable[[tuple], str],
-           tp: frozenset, fp: frozenset, fn: frozenset) -> None:
-    for column, tuples in enumerate((tp, fp, fn)):
-        for tup in tuples:
-            counts[slot_type(tup), cls][column] += 1
+_SLOT_OF = itemgetter(slice(1, 2))  # a tuple's (slot key,), or () for a bare intent / action
+
+
+def _counts_by_slot(tuples: dict[tuple[str, int], list], slot_type: Callable[[tuple], str],
+                    counts: dict[tuple[str, str], list[int]]) -> None:
+    """Add the tuples gathered per (class, TP/FP/FN column) to the per-slot-type counts: the
+    slot keys are counted in C first, so `slot_type` runs once per distinct key, not per tuple."""
+    for (cls, column), gathered in tuples.items():
+        for slot, n in Counter(map(_SLOT_OF, gathered)).items():
+            counts[slot_type(slot), cls][column] += n
 
 
 def score_tuples(gold: Sequence[Tuples], predicted: Sequence[Tuples], skipped: Sequence[bool],
@@ -143,7 +149,8 @@ def score_tuples(gold: Sequence[Tuples], predicted: Sequence[Tuples], skipped: S
 
     Under the exact judge, matching a group's values one-to-one is set intersection, so the
     non-medical tuples take the same set operations as the medical ones (the authors' own
-    exact scoring); only another judge needs the groups and its verdicts.
+    exact scoring); only another judge needs the groups and its verdicts. `slot_type` maps a
+    tuple's `(slot key,)` (or `()` for a bare intent / action) to the type it is reported under.
     """
     exact = isinstance(judge, ExactJudge)
     grouped, verdicts = [], {}
@@ -154,17 +161,20 @@ def score_tuples(gold: Sequence[Tuples], predicted: Sequence[Tuples], skipped: S
         verdicts = dict(zip(pairs, judge.equivalent(pairs))) if pairs else {}
 
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    exact_tuples: dict[tuple[str, int], list] = defaultdict(list)  # (class, column) -> tuples
     joint = 0
     for index, (g, p, skip) in enumerate(zip(gold, predicted, skipped)):
         agree = g.medical == p.medical
         if not skip:
-            _count(counts, "medical", slot_type, g.medical & p.medical, p.medical - g.medical,
-                   g.medical - p.medical)
+            exact_tuples["medical", 0].extend(g.medical & p.medical)
+            exact_tuples["medical", 1].extend(p.medical - g.medical)
+            exact_tuples["medical", 2].extend(g.medical - p.medical)
         if exact:
             agree = agree and g.non_medical == p.non_medical
             if not skip:
-                _count(counts, "non_medical", slot_type, g.non_medical & p.non_medical,
-                       p.non_medical - g.non_medical, g.non_medical - p.non_medical)
+                exact_tuples["non_medical", 0].extend(g.non_medical & p.non_medical)
+                exact_tuples["non_medical", 1].extend(p.non_medical - g.non_medical)
+                exact_tuples["non_medical", 2].extend(g.non_medical - p.non_medical)
             joint += agree
             continue
         g_groups, p_groups = grouped[index]
@@ -172,11 +182,12 @@ def score_tuples(gold: Sequence[Tuples], predicted: Sequence[Tuples], skipped: S
             matched = _match_group(g_groups.get(key, []), p_groups.get(key, []), verdicts)
             agree = agree and matched.fp == matched.fn == 0
             if not skip:
-                column = counts[slot_type(key), "non_medical"]
+                column = counts[slot_type(_SLOT_OF(key)), "non_medical"]
                 column[0] += matched.tp
                 column[1] += matched.fp
                 column[2] += matched.fn
         joint += agree
+    _counts_by_slot(exact_tuples, slot_type, counts)
     by_slot: dict[str, dict[str, Counts]] = defaultdict(dict)
     for (slot, cls), (tp, fp, fn) in counts.items():
         by_slot[slot][cls] = Counts(tp, fp, fn)
@@ -210,12 +221,12 @@ def _pol_skipped(actions: list) -> bool:
 _BASE_OF = {key: cmas.split_slot_key(key).base for key in cmas.PATIENT_SLOT_KEYS}
 
 
-def _nlu_slot_type(tup: tuple) -> str:
-    return _BASE_OF[tup[1]] if len(tup) > 1 else NO_SLOT
+def _nlu_slot_type(slot: tuple) -> str:
+    return _BASE_OF[slot[0]] if slot else NO_SLOT
 
 
-def _pol_slot_type(tup: tuple) -> str:
-    return tup[1] if len(tup) > 1 else NO_SLOT
+def _pol_slot_type(slot: tuple) -> str:
+    return slot[0] if slot else NO_SLOT
 
 
 def nlu_f1(gold_labels: Sequence[list], predictions: Sequence[list | None], judge=None,
