@@ -112,6 +112,17 @@ def import_transcript(page, path: Path) -> None:
                            "!document.querySelector('#import-dialog').open")
 
 
+def new_symptom_block(page, uid: int):
+    """Open the questionnaire on utterance `uid`, add an `inform` item with a symptom slot."""
+    page.click(f'#utterances li[data-uid="{uid}"]')
+    page.click("#add-item")
+    page.select_option("#f-intent", "inform")
+    page.click("#f-add-slot")
+    block = page.locator("#f-slots .slot-block").last
+    block.locator("select.f-base").select_option("symptom")
+    return block
+
+
 TRANSCRIPT = """D: Good morning, what brings you in today?
 P: I've had a dry cough for about two weeks, worse at night.
 D: Have you had any fever with it?
@@ -132,12 +143,7 @@ def test_label_a_transcript_save_validate_and_build(browser, tmp_path):
         did = page.evaluate("() => S.did")
 
         # the patient: a symptom with two attributes, one of them list-valued
-        page.click('#utterances li[data-uid="1"]')
-        page.click("#add-item")
-        page.select_option("#f-intent", "inform")
-        page.click("#f-add-slot")
-        block = page.locator("#f-slots .slot-block").last
-        block.locator("select.f-base").select_option("symptom")
+        block = new_symptom_block(page, 1)
         block.locator("select.f-status").select_option("positive")
         block.locator('input.f-attr[data-attr="value"]').fill("coughing")
         block.locator('input.f-attr[data-attr="onset"]').fill("two weeks ago")
@@ -268,13 +274,8 @@ def test_a_20000_character_unicode_and_emoji_utterance(browser, tmp_path):
         page = open_page(browser, server.url)
         import_transcript(page, tmp_path / "long.txt")
         did = page.evaluate("() => S.did")
-        page.click('#utterances li[data-uid="1"]')
+        block = new_symptom_block(page, 1)
         assert page.inner_text("#uttr-text") == f"Patient: {long_text}"
-        page.click("#add-item")
-        page.select_option("#f-intent", "inform")
-        page.click("#f-add-slot")
-        block = page.locator("#f-slots .slot-block").last
-        block.locator("select.f-base").select_option("symptom")
         block.locator('input.f-attr[data-attr="value"]').fill("brûlure 🔥")
         block.locator('.f-list[data-attr="location"] input').first.fill("poitrine, côté gauche")
         before = version(page)
