@@ -169,11 +169,11 @@ def _context_array(rows: list[dict], utterances):
 
 
 def _context_bytes(dialogue: dict) -> list[int]:
-    """Bytes of the context of a row at each utterance index (the texts before it)."""
+    """UTF-8 bytes of the context of a row at each utterance index (the texts before it)."""
     sizes, total = [], 0
     for utterance in dialogue["utterances"]:
         sizes.append(total)
-        total += len(utterance["text"])
+        total += len(utterance["text"].encode())
     return sizes
 
 
