@@ -1,4 +1,5 @@
-"""The in-context prompts of the paper (appendix "Prompts in In-context Setting", reference 3.4).
+"""The in-context prompts of the paper (appendix "Prompts in In-context Setting";
+docs/format.md, "In-context prompts and retrieval").
 
 Messages: `system` (the task description: intents, slots and attributes as Python-dict literals,
 then the rules), k x (`user`, `assistant`) exemplar pairs, most similar first, then the test

@@ -1,7 +1,7 @@
-"""Exemplar retrieval as the authors ran it (reference 3.4): `BAAI/bge-large-en-v1.5` through
-sentence-transformers, CLS vector, L2-normalised, inner product; query and pool keys are the
-last turn only (two lines, no history, no bge query instruction); the pool is the task's train
-rows; the top k, most similar first.
+"""Exemplar retrieval as the authors ran it (docs/format.md, "In-context prompts and retrieval"):
+`BAAI/bge-large-en-v1.5` through sentence-transformers, CLS vector, L2-normalised, inner
+product; query and pool keys are the last turn only (two lines, no history, no bge query
+instruction); the pool is the task's train rows; the top k, most similar first.
 
 Two deliberate choices beyond the released code: a query never retrieves a row of its own
 dialogue (it only matters when the queried split is the pool's, e.g. a train-split smoke run),
