@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .errors import MeditodError, name_ids
+from .errors import MeditodError, UsageError, name_ids
 
 DEFAULT_CACHE = ".cache/endpoint_answers.sqlite"
 DEFAULT_TIMEOUT_S = 3600.0  # a whole batch, retries included; answers so far stay cached
@@ -261,9 +261,9 @@ class Endpoint:
     def __post_init__(self):
         if self.concurrency < 1:
             raise EndpointError(f"concurrency must be at least 1, got {self.concurrency}")
-        if self.timeout is not None and not self.timeout > 0:
-            raise EndpointError(f"{self.flag('timeout')} must be a positive number of seconds, "
-                                f"got {self.timeout}")
+        if self.timeout is not None and not 0 < self.timeout < float("inf"):
+            raise UsageError(f"{self.flag('timeout')} must be a positive number of seconds, "
+                             f"got {self.timeout}")
         if not urlsplit(self.base_url).scheme or not urlsplit(self.base_url).hostname:
             raise EndpointError(f"endpoint {self.base_url!r} is not a URL: give the server's base "
                                 "URL, e.g. http://127.0.0.1:8000/v1")

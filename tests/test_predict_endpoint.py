@@ -57,3 +57,11 @@ def test_two_checkpoints_served_under_one_name_at_one_url_never_share_answers(
             assert run_main(main, args) == 0
         assert len(server.received) == 6
     assert "3 of 3 answers from the answer cache" in capsys.readouterr().err
+
+
+def test_timeout_must_be_a_positive_number_of_seconds(embedded_build, tmp_path, capsys):
+    for bad in ("0", "-1", "nan", "inf"):
+        code = run_main(main, predict(embedded_build, "http://127.0.0.1:9/v1",
+                                      tmp_path / "p.jsonl", "--timeout", bad))
+        err = capsys.readouterr().err
+        assert code == 2 and "--timeout must be a positive number of seconds" in err, bad
