@@ -208,24 +208,41 @@ def _api_key(base_url: str, variable: str | None, named_by: str | None) -> str:
 class AnswerCache:
     """SQLite: key -> answer text and token counts. Committed answer by answer."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, flag: str = "--cache"):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path)
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT, "
-                         "prompt_tokens INTEGER, completion_tokens INTEGER, finish_reason TEXT)")
-        self._db.commit()
+        self.flag = flag  # the command's flag that names the cache, for the hint
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path)
+            self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text "
+                             "TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
+                             "finish_reason TEXT)")
+            self._db.execute("SELECT key, text, prompt_tokens, completion_tokens, finish_reason "
+                             "FROM answers LIMIT 1").fetchall()
+            self._db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            raise self._unusable(exc) from None
+
+    def _unusable(self, exc: Exception) -> EndpointError:
+        return EndpointError(f"{self.path} is not a usable answer cache ({type(exc).__name__}: "
+                             f"{exc}): move it away, or give {self.flag} another file")
 
     def get(self, key: str) -> Answer | None:
-        row = self._db.execute("SELECT text, prompt_tokens, completion_tokens, finish_reason "
-                               "FROM answers WHERE key = ?", (key,)).fetchone()
+        try:
+            row = self._db.execute("SELECT text, prompt_tokens, completion_tokens, finish_reason "
+                                   "FROM answers WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
         return Answer(*row, cached=True) if row else None
 
     def put(self, key: str, answer: Answer) -> None:
-        self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
-                         (key, answer.text, answer.prompt_tokens, answer.completion_tokens,
-                          answer.finish_reason))
-        self._db.commit()
+        try:
+            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
+                             (key, answer.text, answer.prompt_tokens, answer.completion_tokens,
+                              answer.finish_reason))
+            self._db.commit()
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
 
     def close(self) -> None:
         self._db.close()
@@ -301,7 +318,7 @@ class Endpoint:
     async def acomplete(self, requests: Sequence[Request], decoding: Decoding,
                         desc: str = "requests") -> dict[str, Answer]:
         start = time.perf_counter()
-        cache = AnswerCache(self.cache) if self.cache else None
+        cache = AnswerCache(self.cache, self.flag("cache")) if self.cache else None
         answers: dict[str, Answer] = {}
         missing: list[tuple[Request, str]] = []
         address = cache_address(self.base_url)

@@ -205,6 +205,31 @@ def test_the_cache_file_holds_answers_not_prompts(tmp_path):
     assert b"an answer" in blob and b"private dialogue" not in blob
 
 
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "folder", "schema"])
+def test_an_unusable_answer_cache_is_one_line_naming_it(tmp_path, damage):
+    path = tmp_path / "answers.sqlite"
+    if damage == "folder":
+        path.mkdir()
+    elif damage == "schema":
+        import sqlite3
+
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE answers (key TEXT, something_else TEXT)")
+    else:
+        with ChatServer() as server:
+            endpoint(server, tmp_path).complete(chat_requests(3), GREEDY)
+        data = path.read_bytes()
+        path.write_bytes(b"not a database at all" * 50 if damage == "garbage"
+                         else data[:len(data) // 3])
+    with ChatServer() as server:
+        with pytest.raises(EndpointError) as failure:
+            endpoint(server, tmp_path).complete(chat_requests(3), GREEDY)
+        assert server.received == []
+    message = str(failure.value)
+    assert message.startswith(f"{path} is not a usable answer cache") and "\n" not in message
+    assert "give --cache another file" in message
+
+
 # --- answers stay with the server that gave them ----------------------------------------------
 
 def dead_url() -> str:
