@@ -348,3 +348,13 @@ def test_a_retriever_that_is_not_on_this_machine_fails_at_once_naming_the_local_
     assert "meditod-tests/a-retriever-nobody-has is not on this machine (runs download nothing)" \
         in message and "hf download meditod-tests/a-retriever-nobody-has" in message
     assert f"--retriever {bundled_minilm_path()}" in message
+
+
+@pytest.mark.parametrize("content", [b"{truncated", b"\xff\xfe garbage", b"[1, 2]"])
+def test_an_unreadable_run_info_in_out_is_one_line(argv, tmp_path, capsys, content):
+    out = tmp_path / "out" / "nlu"
+    out.mkdir(parents=True)
+    (out / "run_info.json").write_bytes(content)
+    code, _, err = run_cli(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run"), capsys)
+    assert "run_info.json is unreadable: choose another --out" in _one_line_error(code, err)
+    assert (out / "run_info.json").read_bytes() == content

@@ -140,3 +140,17 @@ def test_evaluate_has_the_judge_flags_and_sends_no_key_by_default():
     fields = EvaluateArguments.__dataclass_fields__
     assert fields["judge_api_key_env"].default is None
     assert fields["judge_timeout"].default > 0
+
+
+def test_the_judge_reports_its_cache_hits_and_an_empty_cache_flag_asks_again(tmp_path, capsys):
+    from chat_server import ChatServer
+
+    pairs = [("a", "b"), ("c", "d")]
+    with ChatServer() as server:
+        for cache in (tmp_path / "j.sqlite", tmp_path / "j.sqlite", ""):
+            make_judge("llm", model="stub-model", base_url=server.url,
+                       cache=cache).equivalent(pairs)
+        assert len(server.received) == 4
+    err = capsys.readouterr().err
+    assert err.count("LLM judge: 2 of 2 answers from the answer cache") == 1
+    assert "--judge_cache '' asks the server again" in err

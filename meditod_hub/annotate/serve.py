@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cli import parse_args
+from ..endpoint import is_local_host
 from ..errors import MeditodError, UsageError, run_main
 
 
@@ -76,13 +77,6 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def machine_hosts(host: str) -> list[str]:
     """The Host header values that name this machine: the bound address (every address: the
     machine's name, its fully qualified name and their addresses), and the loopback names."""
@@ -112,7 +106,7 @@ def build_settings(args: AnnotateArguments):
         LocalModel(args.pol_model, "pol", args.pol_family) if args.pol_model else None)
     source = Path(args.source)
     if not args.space:
-        if is_loopback(args.host):
+        if is_local_host(args.host):
             return AppSettings(source=source, assistant=assistant, allowed_hosts=LOOPBACK_HOSTS)
         named = [h.strip() for h in (args.allowed_hosts or "").split(",") if h.strip()]
         return AppSettings(source=source, assistant=assistant,

@@ -60,12 +60,12 @@ class ExactJudge:
 class LLMJudge:
     name = "llm"
 
-    def __init__(self, base_url: str, model: str, cache: str | Path,
+    def __init__(self, base_url: str, model: str, cache: str | Path | None,
                  api_key_env: str | None = None, timeout: float | None = JUDGE_TIMEOUT_S,
                  workers: int = 4, max_retries: int = 4):
         from ..endpoint import Endpoint, EndpointError
 
-        self.cache_path = Path(cache)
+        self.cache_path = Path(cache) if cache else None  # '': ask the server every time
         try:
             self.endpoint = Endpoint(base_url, model, api_key_env=api_key_env, concurrency=workers,
                                      timeout=timeout, request_timeout=JUDGE_REQUEST_TIMEOUT_S,
@@ -100,7 +100,8 @@ class LLMJudge:
 
     def describe(self) -> dict:
         return {"name": self.name, "model": self.endpoint.model, "endpoint": self.endpoint.host,
-                "prompt": "paper appendix (metric_prompt)", "cache": str(self.cache_path),
+                "prompt": "paper appendix (metric_prompt)",
+                "cache": str(self.cache_path) if self.cache_path else None,
                 "requests": self.requests, "cache_hits": self.cache_hits}
 
 
