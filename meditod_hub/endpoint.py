@@ -179,7 +179,7 @@ def key_variable(base_url: str, api_key_env: str | None = None) -> str | None:
     else:
         return None
     if parts.scheme != "https":
-        raise EndpointError(f"{base_url}: {host} takes its key over https only: use "
+        raise EndpointError(f"{host} takes its key over https only: use "
                             f"https://{endpoint_host(base_url)}{parts.path}")
     return variable
 
