@@ -75,12 +75,13 @@ predict: setup
 		$(if $(ENDPOINT),--endpoint "$(ENDPOINT)" --served_model "$(or $(SERVED_MODEL),$(MODEL_PATH))")
 
 ## fewshot: the paper's in-context baseline: MODEL as served at ENDPOINT on TASK (nlu|pol|nlg) of SPLIT,
-## SHOTS retrieved exemplars (RETRIEVER); DRY_RUN=1 writes OUT/requests.jsonl and the cost estimate only
+## SHOTS retrieved exemplars (RETRIEVER, default BAAI/bge-large-en-v1.5); OUT defaults to
+## runs/fewshot/<model>/TASK; DRY_RUN=1 writes OUT/requests.jsonl and the cost estimate only
 fewshot: setup
 	"$(MEDITOD)" fewshot --model "$(MODEL)" --task "$(TASK)" --data "$(DATA)" \
 		--split "$(SPLIT)" --endpoint "$(or $(ENDPOINT),http://127.0.0.1:8000/v1)" \
-		--shots "$(or $(SHOTS),5)" --out "$(or $(OUT),runs/fewshot/$(MODEL)/$(TASK))" \
-		--retriever "$(or $(RETRIEVER),BAAI/bge-large-en-v1.5)" $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) $(ARGS)
+		--shots "$(or $(SHOTS),5)" $(if $(OUT),--out "$(OUT)") \
+		$(if $(RETRIEVER),--retriever "$(RETRIEVER)") $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) $(ARGS)
 
 ## eval: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes OUT (+ .md, .png)
 eval: setup

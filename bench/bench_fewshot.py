@@ -14,6 +14,12 @@ scale.
    (`meditod_hub.tiny.build_retriever`): embedding the pool once, reloading it from the cache,
    and the per-query search of every test row (query embedding included). Baselines in the same
    run: cache reload vs embedding, search vs embedding the query alone.
+3. Prompt lengths of the authors' sample (`../shared/meditod-sample`, NLU test rows, 5
+   exemplars from its train split, retrieved by the bundled all-MiniLM-L6-v2 since bge is not on
+   this machine) counted with the packaged Llama-3 tokenizer (`meditod_hub.llama3`) against the
+   4-characters-per-token estimate the kit used before: how many prompts + 200 answer tokens
+   pass 4,096 tokens (the rows an estimate would have trimmed), and the time per count with
+   the estimate's as the baseline.
 """
 
 from __future__ import annotations
@@ -114,15 +120,56 @@ def bench_retrieval(seed: int) -> None:
           f"ms, {search / encode_only:.2f}x)")
 
 
+def bench_llama3_lengths(sample: Path) -> None:
+    from meditod_hub.build import BuildArguments, build
+    from meditod_hub.dataset import fingerprint, load_split
+    from meditod_hub.fewshot import prompts
+    from meditod_hub.fewshot.retrieval import ExemplarPool, Retriever
+    from meditod_hub.fewshot.run import PAPER_MAX_TOKENS, TokenCounter, estimated_tokens
+    from meditod_hub.llama3 import llama3_tokenizer
+    from meditod_hub.metrics.judges import bundled_minilm_path
+
+    if not (sample / "dialogs.json").is_file():
+        print(f"llama-3 prompt lengths: skipped ({sample} is not the authors' sample)")
+        return
+    window = 4096
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "built"
+        build(BuildArguments(source=sample, out=data))
+        train, test = load_split(data, "nlu", "train"), load_split(data, "nlu", "test")
+        pool = ExemplarPool(Retriever(bundled_minilm_path(), device="cpu"), "nlu", train,
+                            fingerprint(data), None)
+        messages = [prompts.messages("nlu", row, [pool.rows[i] for i in found])
+                    for row, found in zip(test, pool.search(test, 5))]
+    count = TokenCounter(llama3_tokenizer(), "llama3")
+    count(messages[0])  # warm-up: the template's compilation
+    start = time.perf_counter()
+    real = [count(m) for m in messages]
+    real_s = (time.perf_counter() - start) / len(messages)
+    start = time.perf_counter()
+    guess = [estimated_tokens(m) for m in messages]
+    guess_s = (time.perf_counter() - start) / len(messages)
+    over = sum(t + PAPER_MAX_TOKENS > window for t in real)
+    over_guess = sum(t + PAPER_MAX_TOKENS > window for t in guess)
+    print(f"llama-3 prompt lengths, authors' sample: {len(messages)} NLU test prompts with 5 "
+          f"exemplars: {over} pass {window} tokens with 200 answer tokens by Llama 3's tokenizer "
+          f"(max {max(real)}, mean {sum(real) / len(real):.0f}), {over_guess} by the 4-character "
+          f"estimate (max {max(guess)}); counting takes {real_s * 1000:.2f} ms per prompt "
+          f"({real_s / guess_s:.0f}x the estimate's {guess_s * 1e6:.1f} us)")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay", type=float, default=0.25, help="server seconds per answer "
                         "(a fast remote model; the client's own cost per request is ~10 ms)")
     parser.add_argument("--requests", type=int, default=64, help="batch size at 8 in flight")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sample", type=Path, default=ROOT.parent / "shared" / "meditod-sample",
+                        help="the authors' 3-dialogue sample (a release folder)")
     args = parser.parse_args(argv)
     bench_concurrency(args.delay, args.requests)
     bench_retrieval(args.seed)
+    bench_llama3_lengths(args.sample)
 
 
 if __name__ == "__main__":

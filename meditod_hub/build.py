@@ -37,7 +37,7 @@ from .card import render_dataset_card, splits_table
 from .cli import parse_args
 from .dataset import MANIFEST
 from .errors import MeditodError, UsageError, name_ids, run_main
-from .release import Release, read_release
+from .release import DIALOGS_FILE, Release, read_release
 from .views import CONFIGS, FEATURES, JSON, dialogue_views
 
 MANIFEST_FORMAT = "meditod-build/1"
@@ -321,6 +321,11 @@ class ManifestError(MeditodError):
 
 def read_manifest(folder: Path) -> dict:
     path = folder / MANIFEST
+    if not path.is_file() and (folder / DIALOGS_FILE).is_file():
+        # a release: build refuses to write into it, so never suggest `build --out` it
+        raise ManifestError(f"{folder} is a release folder (it holds {DIALOGS_FILE}), not a "
+                            f"build: build it with `meditod build --source {folder} --out "
+                            "meditod`, then use that folder")
     if not path.is_file():
         raise ManifestError(f"{folder} has no {MANIFEST}: it is not a complete build of this kit "
                             f"(rebuild it with `meditod build --out {folder}`)")

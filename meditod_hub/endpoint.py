@@ -14,39 +14,47 @@ Inference Providers are reached through their OpenAI-compatible router with `HF_
 
 What this module adds on top (written here, the client has no such thing):
 * bounded concurrency (N requests in flight) over asyncio;
-* one overall deadline over the whole batch, retries and backoff included, and the first request
-  that fails for good stops the batch (the others are cancelled, not waited for);
-* an on-disk answer cache (SQLite) keyed by (model, messages or prompt, decoding settings),
-  written as each answer arrives: an interrupted batch resumes where it stopped, a rerun sends
-  nothing. It holds answers and token counts only, never the prompts;
+* one deadline (`timeout`, what every command's `--timeout` sets) over the whole batch, retries
+  and backoff included, and the first request that fails for good stops the batch (the others
+  are cancelled, not waited for);
+* an on-disk answer cache (SQLite) keyed by (endpoint URL, model, messages or prompt, decoding
+  settings, and a `cache_scope` the caller may add), written as each answer arrives: an
+  interrupted batch resumes where it stopped, a rerun sends nothing, and two servers that serve
+  the same model name never share answers. Every batch that took answers from it says so. It
+  holds answers and token counts only, never the prompts;
 * token usage, HTTP requests made (retries included), cache hits and estimated cost.
-Keys come only from the environment (`OPENAI_API_KEY`, `AZURE_OPENAI_API_KEY`, `HF_TOKEN` or the
-variable named by `api_key_env`); they never appear in messages, files or `describe()`, which
-names the endpoint by host alone.
+Keys come only from the environment, and `key_variable` alone decides which goes where: a
+hosted API's own variable to its own host (`OPENAI_API_KEY` to api.openai.com,
+`AZURE_OPENAI_API_KEY` to Azure, `HF_TOKEN` to the Hub's router), over https only; any other
+endpoint gets a key only from the variable the user names (`--api_key_env`). Keys never appear
+in messages, files or `describe()`, which names the endpoint by host alone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import ipaddress
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .errors import MeditodError, name_ids
+from .errors import MeditodError, UsageError, name_ids
 
 DEFAULT_CACHE = ".cache/endpoint_answers.sqlite"
+DEFAULT_TIMEOUT_S = 3600.0  # a whole batch, retries included; answers so far stay cached
+REQUEST_TIMEOUT_S = 120.0   # one HTTP attempt (connect, read, write each)
+OPENAI_HOST = "api.openai.com"
 HF_HOSTS = ("router.huggingface.co", "api-inference.huggingface.co")
-# Hosts that always need a key; any other host (a local vLLM, TGI, transformers serve) may not.
-KEYED_HOSTS = ("api.openai.com",) + HF_HOSTS
 AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com")
 AZURE_API_VERSION = "2024-10-21"
-NO_KEY = "EMPTY"  # what local servers accept; the client insists on a non-empty string
+NO_KEY = "EMPTY"  # what keyless servers are sent; the client insists on a non-empty string
 
 
 class EndpointError(MeditodError):
@@ -76,11 +84,12 @@ class Request:
     messages: tuple | list | None = None
     prompt: str | None = None
 
-    def key(self, model: str, decoding: Decoding) -> str:
+    def key(self, endpoint: str, model: str, decoding: Decoding, scope: str = "") -> str:
+        """The cache key: which server (`cache_address`), which model there, what was asked."""
         content = ({"messages": list(self.messages)} if self.messages is not None
                    else {"prompt": self.prompt})
-        blob = json.dumps({"model": model, **content, "decoding": asdict(decoding)},
-                          sort_keys=True, ensure_ascii=False)
+        blob = json.dumps({"endpoint": endpoint, "model": model, "scope": scope, **content,
+                           "decoding": asdict(decoding)}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -133,52 +142,107 @@ def endpoint_host(base_url: str) -> str:
     return parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else base_url
 
 
-def key_variable(base_url: str, api_key_env: str | None = None) -> str:
-    """The environment variable that holds the key for this endpoint."""
-    host = urlsplit(base_url).hostname or ""
+def cache_address(base_url: str) -> str:
+    """The endpoint as the answer cache tells servers apart: scheme, host, port and path, without
+    the URL's user, password, query or a trailing slash."""
+    parts = urlsplit(base_url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}{port}{parts.path.rstrip('/')}"
+
+
+def is_local_host(host: str) -> bool:
+    """localhost or a loopback address: a plain-http request to it stays on this machine."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def key_variable(base_url: str, api_key_env: str | None = None) -> str | None:
+    """The one rule that decides which key an endpoint gets: the environment variable to read,
+    or None (no key is sent).
+
+    A variable the user names (`--api_key_env`) goes to the endpoint it is named for; otherwise
+    only a hosted API gets its own key (OpenAI's to api.openai.com, Azure's to Azure, the Hub's
+    token to its router), over https only, and every other endpoint gets none.
+    """
     if api_key_env:
         return api_key_env
-    if host.endswith(AZURE_SUFFIXES):
-        return "AZURE_OPENAI_API_KEY"
-    if host in HF_HOSTS:
-        return "HF_TOKEN"
-    return "OPENAI_API_KEY"
+    parts = urlsplit(base_url)
+    host = (parts.hostname or "").lower()
+    if host == OPENAI_HOST:
+        variable = "OPENAI_API_KEY"
+    elif host.endswith(AZURE_SUFFIXES):
+        variable = "AZURE_OPENAI_API_KEY"
+    elif host in HF_HOSTS:
+        variable = "HF_TOKEN"
+    else:
+        return None
+    if parts.scheme != "https":
+        raise EndpointError(f"{host} takes its key over https only: use "
+                            f"https://{endpoint_host(base_url)}{parts.path}")
+    return variable
 
 
-def _api_key(base_url: str, variable: str) -> str:
-    host = urlsplit(base_url).hostname or ""
+def _api_key(base_url: str, variable: str | None, named_by: str | None) -> str:
+    """The key read from `variable` (checked present), or NO_KEY when no key is to be sent.
+    `named_by`: the flag the user named the variable with (None: the host's own variable)."""
+    if variable is None:
+        return NO_KEY
+    parts = urlsplit(base_url)
     key = os.environ.get(variable)
     if not key and variable == "HF_TOKEN":
         from huggingface_hub import get_token  # also the token of `hf auth login`
 
         key = get_token()
-    if not key and (host in KEYED_HOSTS or host.endswith(AZURE_SUFFIXES)):
+    if not key:
+        named = f" (named by {named_by})" if named_by else ""
         raise EndpointError(f"{endpoint_host(base_url)} needs an API key: set {variable} in the "
-                            "environment")
-    return key or NO_KEY
+                            f"environment{named}")
+    if parts.scheme != "https" and not is_local_host(parts.hostname or ""):
+        print(f"warning: the key in {variable} goes to {endpoint_host(base_url)} over plain http, "
+              f"as {named_by} asks: anyone on the way can read it", file=sys.stderr)
+    return key
 
 
 class AnswerCache:
     """SQLite: key -> answer text and token counts. Committed answer by answer."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, flag: str = "--cache"):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path)
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT, "
-                         "prompt_tokens INTEGER, completion_tokens INTEGER, finish_reason TEXT)")
-        self._db.commit()
+        self.flag = flag  # the command's flag that names the cache, for the hint
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path)
+            self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text "
+                             "TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
+                             "finish_reason TEXT)")
+            self._db.execute("SELECT key, text, prompt_tokens, completion_tokens, finish_reason "
+                             "FROM answers LIMIT 1").fetchall()
+            self._db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            raise self._unusable(exc) from None
+
+    def _unusable(self, exc: Exception) -> EndpointError:
+        return EndpointError(f"{self.path} is not a usable answer cache ({type(exc).__name__}: "
+                             f"{exc}): move it away, or give {self.flag} another file")
 
     def get(self, key: str) -> Answer | None:
-        row = self._db.execute("SELECT text, prompt_tokens, completion_tokens, finish_reason "
-                               "FROM answers WHERE key = ?", (key,)).fetchone()
+        try:
+            row = self._db.execute("SELECT text, prompt_tokens, completion_tokens, finish_reason "
+                                   "FROM answers WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
         return Answer(*row, cached=True) if row else None
 
     def put(self, key: str, answer: Answer) -> None:
-        self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
-                         (key, answer.text, answer.prompt_tokens, answer.completion_tokens,
-                          answer.finish_reason))
-        self._db.commit()
+        try:
+            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
+                             (key, answer.text, answer.prompt_tokens, answer.completion_tokens,
+                              answer.finish_reason))
+            self._db.commit()
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
 
     def close(self) -> None:
         self._db.close()
@@ -188,41 +252,61 @@ class AnswerCache:
 class Endpoint:
     """An OpenAI-compatible endpoint serving `model`, with the limits one batch runs under.
 
-    `request_timeout`: seconds for one HTTP request (connect, read, write each); `max_retries`:
-    retries of one request (429/5xx/timeouts/dropped connections, `Retry-After` honoured);
-    `deadline`: seconds for a whole `complete` call, retries included (None: no limit).
+    `timeout`: seconds for a whole `complete` call, retries included (None: no limit), what the
+    commands' `--timeout` sets; `request_timeout`: seconds for one HTTP attempt (connect, read,
+    write each; never more than `timeout`); `max_retries`: retries of one request (429/5xx/
+    timeouts/dropped connections, `Retry-After` honoured). `cache_scope`: what else tells the
+    answers apart beyond endpoint and model name (predict: the checkpoint the server was
+    started from). `flag_prefix`: the command's prefix of `--timeout`/`--api_key_env`/`--cache`,
+    which the hints name (the LLM judge's are `--judge_timeout`, ...).
     """
 
     base_url: str
     model: str
     api_key_env: str | None = None
     concurrency: int = 8
-    request_timeout: float = 120.0
+    timeout: float | None = DEFAULT_TIMEOUT_S
+    request_timeout: float = REQUEST_TIMEOUT_S
     max_retries: int = 4
-    deadline: float | None = None
     cache: str | Path | None = DEFAULT_CACHE
+    cache_scope: str = ""
     prices: Prices = field(default_factory=Prices)
     progress: bool = False
+    flag_prefix: str = ""
     stats: Stats = field(default_factory=Stats)
 
     def __post_init__(self):
         if self.concurrency < 1:
             raise EndpointError(f"concurrency must be at least 1, got {self.concurrency}")
-        if not urlsplit(self.base_url).scheme:
+        if self.timeout is not None and not 0 < self.timeout < float("inf"):
+            raise UsageError(f"{self.flag('timeout')} must be a positive number of seconds, "
+                             f"got {self.timeout}")
+        if not urlsplit(self.base_url).scheme or not urlsplit(self.base_url).hostname:
             raise EndpointError(f"endpoint {self.base_url!r} is not a URL: give the server's base "
                                 "URL, e.g. http://127.0.0.1:8000/v1")
         self.key_variable = key_variable(self.base_url, self.api_key_env)
-        self._key = _api_key(self.base_url, self.key_variable)
+        self._key = _api_key(self.base_url, self.key_variable,
+                             self.flag("api_key_env") if self.api_key_env else None)
+
+    def flag(self, name: str) -> str:
+        """The command-line flag that sets `name` for this endpoint's command."""
+        return f"--{self.flag_prefix}{name}"
 
     @property
     def host(self) -> str:
         return endpoint_host(self.base_url)
 
+    @property
+    def attempt_timeout(self) -> float:
+        return min(self.request_timeout, self.timeout or self.request_timeout)
+
     def describe(self) -> dict:
-        """Settings and counts for run_info.json: the host, never the URL's user or the key."""
-        return {"endpoint": self.host, "model": self.model, "key_variable": self.key_variable,
-                "concurrency": self.concurrency, "request_timeout_s": self.request_timeout,
-                "max_retries": self.max_retries, "deadline_s": self.deadline,
+        """Settings and counts for run_info.json: the endpoint without the URL's user, never the
+        key; `cache_hits` of the answers came from this endpoint's cache entries."""
+        return {"endpoint": self.host, "endpoint_url": cache_address(self.base_url),
+                "model": self.model, "key_variable": self.key_variable,
+                "concurrency": self.concurrency, "timeout_s": self.timeout,
+                "request_timeout_s": self.attempt_timeout, "max_retries": self.max_retries,
                 "prices_usd_per_million": asdict(self.prices),
                 **{k: v for k, v in asdict(self.stats).items()}, "retries": self.stats.retries}
 
@@ -234,12 +318,13 @@ class Endpoint:
     async def acomplete(self, requests: Sequence[Request], decoding: Decoding,
                         desc: str = "requests") -> dict[str, Answer]:
         start = time.perf_counter()
-        cache = AnswerCache(self.cache) if self.cache else None
+        cache = AnswerCache(self.cache, self.flag("cache")) if self.cache else None
         answers: dict[str, Answer] = {}
         missing: list[tuple[Request, str]] = []
+        address = cache_address(self.base_url)
         try:
             for request in requests:
-                key = request.key(self.model, decoding)
+                key = request.key(address, self.model, decoding, self.cache_scope)
                 hit = cache.get(key) if cache else None
                 if hit is None:
                     missing.append((request, key))
@@ -247,6 +332,10 @@ class Endpoint:
                     answers[request.id] = hit
                     self._count(hit)
             self.stats.cache_hits += len(answers)
+            if answers:
+                print(f"{desc}: {len(answers)} of {len(requests)} answers from the answer cache "
+                      f"{self.cache} (earlier answers of {self.host}, model {self.model}); "
+                      f"{self.flag('cache')} '' asks the server again", file=sys.stderr)
             if missing:
                 await self._fetch(missing, decoding, answers, cache, desc)
         finally:
@@ -281,14 +370,14 @@ class Endpoint:
                             cost=f"${self.stats.cost_usd:.4f}", refresh=False)
 
         try:
-            async with asyncio.timeout(self.deadline):
+            async with asyncio.timeout(self.timeout):
                 await self._all(one, missing)
         except TimeoutError:
             done = sum(1 for r, _ in missing if r.id in answers)
             raise EndpointError(
-                f"{self.host}: the batch passed its deadline of {self.deadline:g} s with {done} of "
-                f"{len(missing)} answers (kept in the cache): rerun the same command to resume, or "
-                "raise the deadline") from None
+                f"{self.host}: not done within {self.flag('timeout')} {self.timeout:g} s, retries "
+                f"included: {done} of {len(missing)} answers (kept in the cache): rerun the same "
+                f"command to resume, or allow a longer {self.flag('timeout')}") from None
         finally:
             bar.close()
             await client.close()
@@ -314,7 +403,7 @@ class Endpoint:
 
         http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_async]})
         common = {"api_key": self._key, "max_retries": self.max_retries,
-                  "timeout": self.request_timeout, "http_client": http}
+                  "timeout": self.attempt_timeout, "http_client": http}
         if (urlsplit(self.base_url).hostname or "").endswith(AZURE_SUFFIXES):
             return openai.AsyncAzureOpenAI(
                 azure_endpoint=self.base_url,
@@ -333,6 +422,10 @@ class Endpoint:
                     model=self.model, prompt=request.prompt, **decoding.body())
             response = raw.parse()
         except openai.AuthenticationError:
+            if self.key_variable is None:
+                raise EndpointError(
+                    f"{self.host} wants an API key (HTTP 401) and no key goes to it unless you "
+                    f"name the variable that holds it: {self.flag('api_key_env')} VAR") from None
             raise EndpointError(f"{self.host} refused the API key (HTTP 401): set "
                                 f"{self.key_variable} to a valid key for this endpoint") from None
         except openai.PermissionDeniedError:
@@ -342,13 +435,11 @@ class Endpoint:
             raise self._status_error(exc) from None
         except openai.APITimeoutError:
             raise EndpointError(
-                f"{self.host} did not answer within {self.request_timeout:g} s ({self.max_retries} "
-                "retries): check the server, or raise the request timeout") from None
+                f"{self.host} did not answer within {self.attempt_timeout:g} s, "
+                f"{self.max_retries} retries included: check that the server is up and not "
+                f"overloaded ({self.flag('timeout')} bounds the whole run)") from None
         except openai.APIConnectionError as exc:
-            cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection error"
-            raise EndpointError(
-                f"cannot reach {self.host} ({cause}, {self.max_retries} retries): start the server "
-                "or fix the endpoint URL") from None
+            raise self._connection_error(exc) from None
         except openai.APIStatusError as exc:
             served = self.served_models()
             hint = (f"; it serves {name_ids(served, 10)}: if {self.model!r} is not one of them, "
@@ -356,6 +447,19 @@ class Endpoint:
             raise EndpointError(f"{self.host} answered HTTP {exc.status_code} after "
                                 f"{self.max_retries} retries: {self._server_says(exc)}{hint}") from None
         return self._answer(response, request)
+
+    def _connection_error(self, exc) -> EndpointError:
+        """No connection, or a connection the server dropped mid-answer: different fixes. (By
+        the transport's error name: the client's HTTP library is httpx or its fork httpx2.)"""
+        cause = exc.__cause__
+        if type(cause).__name__ in ("RemoteProtocolError", "ReadError"):
+            return EndpointError(
+                f"{self.host} cut its answer short ({type(cause).__name__}, {self.max_retries} "
+                "retries): the server or a proxy in front of it closed the connection mid-answer; "
+                "check the server's log, or its limits on response size and time")
+        what = type(cause).__name__ if cause else "connection error"
+        return EndpointError(f"cannot reach {self.host} ({what}, {self.max_retries} retries): "
+                             "start the server or fix the endpoint URL")
 
     def _answer(self, response, request: Request) -> Answer:
         try:
@@ -384,13 +488,26 @@ class Endpoint:
         text = " ".join(str(message or getattr(exc, "message", "") or exc).split())[:200]
         return text.replace(self._key, "***") if self._key != NO_KEY else text
 
-    def served_models(self) -> list[str]:
-        """Model names from GET /models ([] when the server does not list them)."""
+    def _listed_models(self) -> list:
+        """The entries of GET /models ([] when the server does not list them)."""
         import openai
 
         try:
             client = openai.OpenAI(base_url=self.base_url, api_key=self._key, max_retries=0,
-                                   timeout=min(self.request_timeout, 10.0))
-            return sorted(m.id for m in client.models.list())
+                                   timeout=min(self.attempt_timeout, 10.0))
+            return list(client.models.list())
         except (openai.OpenAIError, AttributeError, TypeError):
             return []
+
+    def served_models(self) -> list[str]:
+        """Model names from GET /models ([] when the server does not list them)."""
+        return sorted(m.id for m in self._listed_models())
+
+    def context_length(self) -> int | None:
+        """The context window the server reports for `model` (vLLM's `max_model_len` in GET
+        /models), or None when it reports none."""
+        for entry in self._listed_models():
+            if entry.id == self.model:
+                length = (entry.model_extra or {}).get("max_model_len")
+                return length if isinstance(length, int) and length > 0 else None
+        return None

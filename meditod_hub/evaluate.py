@@ -23,7 +23,7 @@ from pathlib import Path
 from .cli import parse_args
 from .errors import run_main
 from .files import output_path
-from .metrics.judges import JUDGES, make_judge
+from .metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
 from .metrics.precision_at_k import MODES as PAK_MODES
 from .records import Results, align, read_predictions, side_files
 from .tasks import TASK_NAMES, get_task
@@ -44,8 +44,12 @@ class EvaluateArguments:
         "help": "llm: model name; embedding: local model folder (default: bundled all-MiniLM-L6-v2)"})
     judge_cache: str = field(default=".cache/llm_judge.sqlite", metadata={
         "help": "llm: SQLite cache of judgements"})
-    judge_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
-        "help": "llm: environment variable holding the API key (optional)"})
+    judge_api_key_env: str | None = field(default=None, metadata={
+        "help": "llm: environment variable holding the judge endpoint's key (default: only "
+                "api.openai.com, Azure and the Hub's router get their own; others none)"})
+    judge_timeout: float = field(default=JUDGE_TIMEOUT_S, metadata={
+        "help": "llm: seconds for the whole judging, retries included (judgements so far stay "
+                "cached)"})
     judge_threshold: float = field(default=0.8, metadata={
         "help": "embedding: cosine similarity that counts as a match"})
     judge_workers: int = field(default=4, metadata={"help": "llm: parallel requests"})
@@ -66,7 +70,8 @@ def evaluate(args: EvaluateArguments) -> Results:
     task = get_task(args.task)
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,
                        cache=args.judge_cache, api_key_env=args.judge_api_key_env,
-                       threshold=args.judge_threshold, workers=args.judge_workers)
+                       threshold=args.judge_threshold, workers=args.judge_workers,
+                       timeout=args.judge_timeout)
     gold_rows = load_split(args.data, task.name, args.split)
     predictions = align([row["id"] for row in gold_rows], read_predictions(args.predictions),
                         args.predictions)

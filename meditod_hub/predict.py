@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cli import parse_args
+from .endpoint import DEFAULT_CACHE, DEFAULT_TIMEOUT_S
 from .errors import UsageError, run_main
 from .families import FAMILY_NAMES, Budget, Family, get_family
 from .files import output_path
@@ -53,6 +54,14 @@ class PredictArguments:
                 "the same prompts, sent there (meditod_hub.served)"})
     served_model: str | None = field(default=None, metadata={
         "help": "the model's name at --endpoint (default: --model_path)"})
+    api_key_env: str | None = field(default=None, metadata={
+        "help": "--endpoint: environment variable with its key (default: none for a server of "
+                "your own; api.openai.com, Azure and the Hub's router get their own)"})
+    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={
+        "help": "--endpoint: seconds for all requests, retries included (answers so far stay "
+                "cached)"})
+    cache: str = field(default=DEFAULT_CACHE, metadata={
+        "help": "--endpoint: answer cache (SQLite; '' asks the server again)"})
 
 
 def torch_threads(threads: int | None = None) -> int:
@@ -230,11 +239,13 @@ def main(argv: list[str]) -> int:
         from transformers import AutoTokenizer
 
         from .endpoint import Endpoint
-        from .served import predict_rows_via_endpoint
+        from .served import checkpoint_scope, predict_rows_via_endpoint
 
         tokenizer = AutoTokenizer.from_pretrained(args.model_path) \
             if family.served_as == "completion" else None
-        endpoint = Endpoint(args.endpoint, args.served_model or args.model_path, progress=True)
+        endpoint = Endpoint(args.endpoint, args.served_model or args.model_path,
+                            api_key_env=args.api_key_env, timeout=args.timeout, cache=args.cache,
+                            cache_scope=checkpoint_scope(args.model_path), progress=True)
         records = predict_rows_via_endpoint(endpoint, family, args.task, rows, budget, tokenizer)
     else:
         model, tokenizer = load_model(args.model_path, family, quantized)

@@ -14,12 +14,17 @@
   (`transformers serve` answers them, but cuts the prompt's length off the generated ids as if
   the model were a decoder, which drops the answer), so they are refused; predict them locally.
 Greedy decoding, `max_tokens` = the run's `max_new_tokens`; the answer is stripped and parsed
-with the family's parser, so the records equal `predict.predict_rows`'s.
+with the family's parser, so the records equal `predict.predict_rows`'s. Answers are cached per
+endpoint and per checkpoint (`checkpoint_scope`): serving another run under the same name at the
+same URL (the README's `SERVED_MODEL=meditod`) asks the server again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
+from pathlib import Path
 
 from .endpoint import Decoding, Endpoint, Request
 from .errors import UsageError
@@ -27,6 +32,18 @@ from .families import Budget, Family
 from .formats.fit import BudgetError
 from .records import Prediction
 from .tasks import get_task
+
+
+def checkpoint_scope(model_path: str) -> str:
+    """What tells checkpoints served under one name at one URL apart in the answer cache: a
+    folder's path and its top-level files (name, size, mtime: a run trained again differs; the
+    predictions under eval/ do not count), or a Hub id as given."""
+    folder = Path(model_path)
+    if not folder.is_dir():
+        return model_path
+    files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()
+                   if p.is_file())
+    return str(folder.resolve()) + ":" + hashlib.sha256(json.dumps(files).encode()).hexdigest()
 
 
 def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget: Budget):

@@ -12,7 +12,10 @@ one does, so the client's retries, timeouts, deadline and cache can be tested. I
 (reads the request and never answers until the server stops), `truncated` (a 200 whose body is
 cut short of its Content-Length), `nonjson` (a 200 with an HTML body), `ok`. After the script
 every request is `ok`. `delay` seconds pass before each ok answer (the bench's fixed latency);
-`max_in_flight` is the most ok answers ever being prepared at once.
+`max_in_flight` is the most ok answers ever being prepared at once. `reply` starts every answer
+(two servers that serve the same model name answer differently); `port` 0 takes any free port,
+a given one lets a restarted server stand at the same URL; `max_model_len`, when given, is
+listed with every model, as vLLM reports its context window.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def answer_for(body: dict) -> str:
+def answer_for(body: dict, reply: str = "echo") -> str:
     """The deterministic reply to a request: a hash of its last message or prompt."""
     last = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
-    return "echo " + hashlib.sha256(last.encode()).hexdigest()[:12]
+    return f"{reply} " + hashlib.sha256(last.encode()).hexdigest()[:12]
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -45,7 +48,10 @@ class _QuietServer(ThreadingHTTPServer):
 
 class ChatServer:
     def __init__(self, faults: Iterable[str] = (), delay: float = 0.0, retry_after: str = "1",
-                 models: Iterable[str] = ("stub-model",)):
+                 models: Iterable[str] = ("stub-model",), reply: str = "echo", port: int = 0,
+                 max_model_len: int | None = None):
+        self.reply = reply
+        self.max_model_len = max_model_len
         self.faults = list(faults)
         self.delay = delay
         self.retry_after = retry_after
@@ -55,7 +61,7 @@ class ChatServer:
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", port), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -105,8 +111,10 @@ class ChatServer:
 
             def do_GET(self):
                 if self.path.rstrip("/") == "/v1/models":
-                    data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"}
-                            for m in server.models]
+                    length = ({"max_model_len": server.max_model_len}
+                              if server.max_model_len else {})
+                    data = [{"id": m, "object": "model", "created": 0, "owned_by": "test",
+                             **length} for m in server.models]
                     self._send(200, json.dumps({"object": "list", "data": data}).encode())
                 else:
                     self._error(404, "not found")
@@ -137,7 +145,7 @@ class ChatServer:
                     time.sleep(server.delay)
                 with server._lock:
                     server.in_flight -= 1
-                text = answer_for(body)
+                text = answer_for(body, server.reply)
                 usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
                 if "messages" in body:
                     choice = {"index": 0, "finish_reason": "stop",

@@ -7,6 +7,7 @@ Space mode is tested without the Hub: the login is the `identify` seam (on a Spa
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -237,3 +238,72 @@ def test_the_space_template_runs_this_app_with_hub_login_on_its_port():
     assert "--backup_repo" in command
     flags = {word[2:] for word in command if word.startswith("--")}
     assert flags <= set(AnnotateArguments.__dataclass_fields__), "every flag is the command's"
+
+
+# --- on a network address: an access token and a Host check (issue 15) -----------------------------
+@pytest.fixture
+def network_client(release):
+    app = create_app(AppSettings(source=release, allowed_hosts=["annotate.lan"],
+                                 access_token="tok-0123456789"))
+    return TestClient(app, base_url="http://annotate.lan")
+
+
+def test_on_a_network_address_nothing_is_read_or_written_without_the_token(network_client, release):
+    before = (release / "dialogs.json").read_bytes()
+    for method, path, body in (("GET", "/", None), ("GET", "/api/dialogues", None),
+                               ("GET", "/api/dialogues/9001", None), ("GET", "/static/app.js", None),
+                               ("POST", "/api/import", {"text": "D: hi\nP: hello"})):
+        r = network_client.request(method, path, json=body)
+        assert r.status_code == 401 and "access link" in r.json()["detail"], path
+    assert network_client.get("/?token=wrong").status_code == 401
+    wrong = network_client.get("/api/dialogues", headers={"Authorization": "Bearer wrong"})
+    assert wrong.status_code == 401
+    assert (release / "dialogs.json").read_bytes() == before
+
+
+def test_the_access_link_sets_a_cookie_and_an_api_client_may_send_the_token(network_client):
+    opened = network_client.get("/?token=tok-0123456789", follow_redirects=False)
+    assert opened.status_code == 303 and opened.headers["location"] == "/"
+    cookie = opened.headers["set-cookie"]
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    assert network_client.get("/").status_code == 200  # the client kept the cookie
+    assert network_client.get("/api/dialogues").status_code == 200
+    bare = TestClient(network_client.app, base_url="http://annotate.lan")
+    bearer = bare.get("/api/dialogues", headers={"Authorization": "Bearer tok-0123456789"})
+    assert bearer.status_code == 200
+
+
+def test_on_a_network_address_other_host_names_are_refused(network_client):
+    r = network_client.get("/api/dialogues", headers={"Host": "evil.example",
+                                                     "Authorization": "Bearer tok-0123456789"})
+    assert r.status_code == 400
+
+
+def test_a_non_local_bind_gets_a_fresh_token_and_this_machines_names(tmp_path):
+    local = build_settings(AnnotateArguments(source=str(tmp_path)))
+    assert local.access_token is None and local.allowed_hosts == LOOPBACK_HOSTS
+    every = build_settings(AnnotateArguments(source=str(tmp_path), host="0.0.0.0",
+                                             allowed_hosts="annotate.lan, other.lan"))
+    again = build_settings(AnnotateArguments(source=str(tmp_path), host="0.0.0.0"))
+    assert every.access_token and again.access_token and every.access_token != again.access_token
+    assert len(every.access_token) >= 24
+    assert every.allowed_hosts[:2] == ["annotate.lan", "other.lan"]
+    assert socket.gethostname() in every.allowed_hosts and "127.0.0.1" in every.allowed_hosts
+    one = build_settings(AnnotateArguments(source=str(tmp_path), host="192.0.2.7"))
+    assert one.allowed_hosts[0] == "192.0.2.7" and "evil.example" not in one.allowed_hosts
+
+
+def test_the_token_is_printed_once_in_the_link_and_the_warning_says_reading_is_exposed(
+        release, monkeypatch, capsys):
+    import uvicorn
+
+    from meditod_hub.annotate import serve
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
+    assert serve.main(["--source", str(release), "--host", "0.0.0.0", "--port", "0",
+                       "--allowed_hosts", "annotate.lan"]) == 0
+    out, err = capsys.readouterr()
+    token = re.search(r"\?token=([\w-]+)", out).group(1)
+    assert out.count(token) == 1 and token not in err
+    assert "http://annotate.lan:" in out
+    assert "whoever has this link can read the dialogues and edit the release" in err

@@ -63,7 +63,7 @@ def test_dry_run_writes_every_request_and_the_cost_and_sends_nothing(argv, embed
 
 def test_exemplars_are_dropped_least_similar_first_to_fit_the_window_and_counted(
         argv, tiny_models, tmp_path, capsys):
-    count = TokenCounter(str(tiny_models / "tiny-llama"))
+    count = TokenCounter.for_model(str(tiny_models / "tiny-llama"))
     full = argv("nlu", "http://127.0.0.1:9/v1", "--dry_run", "--shots", "3")
     run_cli(full, capsys)
     wide = [json.loads(x) for x in (tmp_path / "out" / "nlu" / "requests.jsonl").read_text().splitlines()]
@@ -128,21 +128,25 @@ def _one_line_error(code: int, err: str) -> str:
 
 def test_bad_input_is_one_line_that_says_what_to_do(argv, tmp_path, capsys, monkeypatch):
     with ChatServer(faults=["401"]) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key-000")
-        line = _one_line_error(*run_cli(argv("nlu", server.url), capsys)[::2])
-        assert "refused the API key (HTTP 401): set OPENAI_API_KEY" in line
+        monkeypatch.setenv("MY_SERVER_KEY", "sk-wrong-key-000")
+        line = _one_line_error(*run_cli(argv("nlu", server.url, "--api_key_env", "MY_SERVER_KEY"),
+                                        capsys)[::2])
+        assert "refused the API key (HTTP 401): set MY_SERVER_KEY" in line
         assert "sk-wrong-key-000" not in line
         line = _one_line_error(*run_cli(argv("nlu", server.url, "--model", "gpt-9") , capsys)[::2])
         assert "does not serve model 'gpt-9'" in line and "it serves: stub-model" in line
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
-    line = _one_line_error(*run_cli(argv("nlu", dead, "--out", str(tmp_path / "d")), capsys)[::2])
+    line = _one_line_error(*run_cli(argv("nlu", dead, "--out", str(tmp_path / "d" / "e")),
+                                    capsys)[::2])
     assert "cannot reach 127.0.0.1" in line and "start the server" in line
+    assert not (tmp_path / "d").exists(), "a failed run leaves no empty folders"
     code, _, err = run_cli(argv("nlu", dead, "--context_window", "300", "--out",
                                 str(tmp_path / "w")), capsys)
     line = _one_line_error(code, err)
-    assert code == 2 and "context window of 300 tokens is smaller than one exemplar" in line
+    assert code == 2 and "context window of 300 tokens (--context_window) is smaller than one " \
+        "exemplar" in line
     assert "raise --context_window" in line
     code, _, err = run_cli(argv("nlu", dead, "--tokenizer", str(tmp_path / "nothing"),
                                 "--out", str(tmp_path / "t")), capsys)
@@ -212,14 +216,145 @@ def test_paper_results_hold_every_in_context_number_of_the_paper():
     assert seen == 7 * 6 + 2 * 3
 
 
-def test_a_model_without_a_hugging_face_tokenizer_gets_an_estimate(argv, tmp_path, capsys):
+def test_a_model_without_a_tokenizer_is_sent_unchanged_and_priced_by_an_estimate(
+        argv, tmp_path, capsys):
     args = argv("nlg", "http://127.0.0.1:9/v1", "--dry_run")
-    at = args.index("--tokenizer")
-    args = args[:at] + args[at + 2:] + ["--model", str(tmp_path / "no-tokenizer-here")]
+    args = without(without(args, "--tokenizer"), "--context_window")
+    args += ["--model", str(tmp_path / "no-tokenizer-here")]
     code, out, err = run_cli(args, capsys)
-    assert code == 0 and "prompt tokens are estimated at 4 characters each" in err
+    assert code == 0 and " prompt tokens (estimated) " in out
     lines = [json.loads(x) for x in (tmp_path / "out" / "nlg" / "requests.jsonl").read_text().splitlines()]
-    chars = sum(len(m["content"]) for m in lines[0]["messages"])
-    assert chars // 4 <= lines[0]["prompt_tokens"] <= chars // 4 + 40
+    assert all(len(r["messages"]) == 1 + 2 * 2 + 1 and r["prompt_tokens"] is None for r in lines)
     info = json.loads((tmp_path / "out" / "nlg" / "run_info.json").read_text())
-    assert info["token_counter"].startswith("estimate")
+    assert info["token_counter"].startswith("none") and info["budget"]["context_window"] is None
+    code, _, err = run_cli(args + ["--context_window", "4096", "--out", str(tmp_path / "w")],
+                           capsys)
+    assert "needs a tokenizer to count prompt tokens" in _one_line_error(code, err)
+
+
+# --- issue 15 and 17: fidelity, keys, answers and OUT ------------------------------------------
+
+def without(args: list[str], flag: str) -> list[str]:
+    at = args.index(flag)
+    return args[:at] + args[at + 2:]
+
+
+def test_the_authors_prompts_go_unchanged_unless_a_window_is_known(argv, tmp_path, capsys):
+    """No window known (the tiny tokenizer states none, the stub reports none): every prompt
+    keeps its exemplars; a window the server reports trims, and the run says what it trimmed."""
+    with ChatServer() as server:
+        args = without(argv("nlu", server.url, "--shots", "3"), "--context_window")
+        assert run_cli(args, capsys)[0] == 0
+        wide = server.received[:]
+    assert all(len(body["messages"]) == 1 + 2 * 3 + 1 for body in wide)
+    info = json.loads((tmp_path / "out" / "nlu" / "run_info.json").read_text())
+    assert info["budget"]["context_window"] is None and info["budget"]["exemplars_dropped"] == 0
+    count = TokenCounter.for_model(argv("nlu", "x")[argv("nlu", "x").index("--tokenizer") + 1])
+    one_shot = max(count(b["messages"][:3] + b["messages"][-1:]) for b in wide)
+    with ChatServer(max_model_len=one_shot + 16) as small:
+        args = without(argv("nlu", small.url, "--shots", "3", "--out", str(tmp_path / "small")),
+                       "--context_window")
+        code, _, err = run_cli(args, capsys)
+        assert code == 0
+        sent = small.received[:]
+    info = json.loads((tmp_path / "small" / "run_info.json").read_text())
+    budget = info["budget"]
+    assert budget["context_window"] == one_shot + 16
+    assert budget["window_from"] == f"reported by {small.url.split('/')[2]}"
+    dropped = sum(3 - (len(b["messages"]) - 2) // 2 for b in sent)
+    assert dropped > 0 and budget["exemplars_dropped"] == dropped
+    assert sum(budget["trimmed"].values()) == dropped
+    assert f"{budget['rows_with_fewer_exemplars']} of 4 prompts left out {dropped} exemplar(s) " \
+           f"to fit the {one_shot + 16}-token window (reported by" in err
+
+
+def test_llama3_models_are_counted_with_the_packaged_llama3_tokenizer(argv, tmp_path, capsys):
+    from meditod_hub.llama3 import NAME, llama3_tokenizer
+
+    args = without(without(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run"), "--tokenizer"),
+                   "--context_window")
+    args += ["--model", "aaditya/Llama3-OpenBioLLM-8B"]
+    assert run_cli(args, capsys)[0] == 0
+    info = json.loads((tmp_path / "out" / "nlu" / "run_info.json").read_text())
+    assert info["token_counter"] == NAME and info["budget"]["context_window"] is None
+    first = json.loads((tmp_path / "out" / "nlu" / "requests.jsonl").read_text().splitlines()[0])
+    ids = llama3_tokenizer().apply_chat_template(first["messages"], add_generation_prompt=True,
+                                                 tokenize=True, return_dict=True)["input_ids"]
+    assert first["prompt_tokens"] == len(ids) and ids[0] == 128000  # <|begin_of_text|>
+
+
+def test_no_key_of_the_environment_goes_to_a_local_server_nor_into_run_info(
+        argv, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    with ChatServer() as server:
+        assert run_cli(argv("nlg", server.url), capsys)[0] == 0
+    sent = {{k.lower(): v for k, v in h.items()}["authorization"] for h in server.headers}
+    assert sent == {"Bearer EMPTY"}
+    info = json.loads((tmp_path / "out" / "nlg" / "run_info.json").read_text())
+    assert info["key_variable"] is None
+
+
+def test_run_info_names_the_endpoint_whose_answers_it_holds(argv, tmp_path, capsys):
+    with ChatServer(reply="A") as a, ChatServer(reply="B") as b:
+        assert run_cli(argv("nlg", a.url), capsys)[0] == 0
+        assert run_cli(argv("nlg", b.url), capsys)[0] == 0
+        assert len(b.received) == 4, "B was asked, not answered from A's cache"
+        code, _, err = run_cli(argv("nlg", b.url), capsys)
+        assert code == 0
+    out = tmp_path / "out" / "nlg"
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["endpoint_url"] == b.url and info["cache_hits"] == 4
+    assert "4 of 4 answers from the answer cache" in err and b.url.split("/")[2] in err
+    raws = [json.loads(x)["raw"] for x in (out / "predictions.jsonl").read_text().splitlines()]
+    assert raws and all(r.startswith("B ") for r in raws)
+
+
+def test_a_dry_runs_requests_never_sit_beside_real_results(argv, tmp_path, capsys):
+    out = tmp_path / "out" / "pol"
+    with ChatServer() as server:
+        assert run_cli(argv("pol", server.url, "--dry_run"), capsys)[0] == 0
+        assert (out / "requests.jsonl").is_file()
+        assert run_cli(argv("pol", server.url), capsys)[0] == 0
+        assert not (out / "requests.jsonl").exists() and (out / "predictions.jsonl").is_file()
+        code, _, err = run_cli(argv("pol", server.url, "--dry_run"), capsys)
+    assert "holds this run's results: dry-run into another --out" in _one_line_error(code, err)
+    assert not (out / "requests.jsonl").exists()
+    assert "dry_run" not in json.loads((out / "run_info.json").read_text())
+
+
+def test_the_default_out_of_a_served_folder_is_its_last_two_names(tmp_path, monkeypatch):
+    from meditod_hub.fewshot.run import FewshotArguments
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "tiny-llama" / "nlu").mkdir(parents=True)
+    for model, out in (("runs/tiny-llama/nlu", "runs/fewshot/tiny-llama-nlu/pol"),
+                       (str(tmp_path / "runs" / "tiny-llama" / "nlu"),
+                        "runs/fewshot/tiny-llama-nlu/pol"),
+                       ("meta-llama/Meta-Llama-3-8B-Instruct",
+                        "runs/fewshot/meta-llama/Meta-Llama-3-8B-Instruct/pol"),
+                       ("gpt-4-turbo-2024-04-09", "runs/fewshot/gpt-4-turbo-2024-04-09/pol")):
+        assert FewshotArguments(model=model, task="pol").out_dir() == Path(out)
+
+
+def test_a_retriever_that_is_not_on_this_machine_fails_at_once_naming_the_local_one():
+    from meditod_hub.errors import MeditodError
+    from meditod_hub.fewshot.retrieval import Retriever
+    from meditod_hub.metrics.judges import bundled_minilm_path
+
+    with pytest.raises(MeditodError) as failure:
+        Retriever("meditod-tests/a-retriever-nobody-has")
+    message = str(failure.value)
+    assert "meditod-tests/a-retriever-nobody-has is not on this machine (runs download nothing)" \
+        in message and "hf download meditod-tests/a-retriever-nobody-has" in message
+    assert f"--retriever {bundled_minilm_path()}" in message
+
+
+@pytest.mark.parametrize("content", [b"{truncated", b"\xff\xfe garbage", b"[1, 2]"])
+def test_an_unreadable_run_info_in_out_is_one_line(argv, tmp_path, capsys, content):
+    out = tmp_path / "out" / "nlu"
+    out.mkdir(parents=True)
+    (out / "run_info.json").write_bytes(content)
+    code, _, err = run_cli(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run"), capsys)
+    assert "run_info.json is unreadable: choose another --out" in _one_line_error(code, err)
+    assert (out / "run_info.json").read_bytes() == content

@@ -105,3 +105,52 @@ def test_embedding_judge_with_the_bundled_minilm():
     pairs = [("two days ago", "2 days ago"), ("two days ago", "left arm")]
     assert judge.equivalent(pairs) == [True, False]
     assert judge.describe()["threshold"] == 0.8 and judge.describe()["model"].endswith("model")
+
+
+# --- the judge's key and deadline (issue 15) ---------------------------------------------------
+
+def test_the_judge_sends_no_environment_key_to_its_own_server(tmp_path, monkeypatch):
+    from chat_server import ChatServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    monkeypatch.setenv("JUDGE_KEY", "judge-secret")
+    with ChatServer() as server:
+        make_judge("llm", model="stub-model", base_url=server.url,
+                   cache=tmp_path / "a.sqlite").equivalent([("a", "b")])
+        make_judge("llm", model="stub-model", base_url=server.url, cache=tmp_path / "b.sqlite",
+                   api_key_env="JUDGE_KEY").equivalent([("a", "b")])
+    sent = [{k.lower(): v for k, v in h.items()}["authorization"] for h in server.headers]
+    assert sent == ["Bearer EMPTY", "Bearer judge-secret"]
+
+
+def test_a_hung_judge_ends_at_its_timeout_and_names_the_flag(tmp_path):
+    from chat_server import ChatServer
+
+    with ChatServer(faults=["hang"] * 4) as server:
+        judge = make_judge("llm", model="stub-model", base_url=server.url,
+                           cache=tmp_path / "c.sqlite", timeout=1.0)
+        with pytest.raises(JudgeError, match=r"not done within --judge_timeout 1 s, retries "
+                                             r"included: .*allow a longer --judge_timeout"):
+            judge.equivalent([("a", "b")])
+
+
+def test_evaluate_has_the_judge_flags_and_sends_no_key_by_default():
+    from meditod_hub.evaluate import EvaluateArguments
+
+    fields = EvaluateArguments.__dataclass_fields__
+    assert fields["judge_api_key_env"].default is None
+    assert fields["judge_timeout"].default > 0
+
+
+def test_the_judge_reports_its_cache_hits_and_an_empty_cache_flag_asks_again(tmp_path, capsys):
+    from chat_server import ChatServer
+
+    pairs = [("a", "b"), ("c", "d")]
+    with ChatServer() as server:
+        for cache in (tmp_path / "j.sqlite", tmp_path / "j.sqlite", ""):
+            make_judge("llm", model="stub-model", base_url=server.url,
+                       cache=cache).equivalent(pairs)
+        assert len(server.received) == 4
+    err = capsys.readouterr().err
+    assert err.count("LLM judge: 2 of 2 answers from the answer cache") == 1
+    assert "--judge_cache '' asks the server again" in err

@@ -194,6 +194,16 @@ def test_a_folder_that_does_not_match_its_manifest_is_refused(hub_server, tiny_b
     assert hub_server.requests == []
 
 
+def test_pushing_a_release_folder_says_to_build_it_elsewhere(hub_server, embedded_release,
+                                                            release_copy, tmp_path):
+    """`build --out <the release>` is refused by build, so the hint never suggests it."""
+    release = release_copy(embedded_release)
+    result = push(hub_server.client_env(tmp_path), release, "org/x")
+    expect_one_line_error(result, f"{release} is a release folder",
+                          f"meditod build --source {release} --out meditod")
+    assert f"--out {release}`" not in result.stderr and hub_server.requests == []
+
+
 def test_second_push_deletes_only_what_the_first_build_put_there(hub_server, tiny_build,
                                                                 tmp_path):
     env = hub_server.client_env(tmp_path)

@@ -5,8 +5,11 @@ slots -> entries -> one question per attribute) with keyboard navigation, autoco
 suggestion badges, which plain DOM code states directly and a browser test can drive; saving
 needs HTTP semantics Gradio hides (a version check answered 409, an atomic write per request);
 and `huggingface_hub.attach_huggingface_oauth` gives FastAPI the same Hub login a Gradio Space has.
-The same app runs locally (127.0.0.1, no login) and as a Docker Space (login, one folder per
-annotator, private backups: `space.py`).
+The same app runs locally (127.0.0.1, no login), on a network address (every request needs the
+access token `meditod annotate` prints once at start: opening `/?token=...` sets it as a cookie,
+or an API client sends it as `Authorization: Bearer ...`; and the Host header must name this
+machine), and as a Docker Space (Hub login, one folder per annotator, private backups:
+`space.py`).
 
 Every label passes through the server: the state fold, validation and suggestions are the
 dataset layer's own code, never a port of it to JavaScript.
@@ -14,6 +17,7 @@ dataset layer's own code, never a port of it to JavaScript.
 
 from __future__ import annotations
 
+import secrets
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -33,6 +37,7 @@ from .store import ReleaseStore, SaveConflict, UnknownDialogue, problem_dict, st
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
+TOKEN_COOKIE = "meditod_annotate_token"
 
 
 class LabelsBody(BaseModel):
@@ -76,10 +81,38 @@ class AppSettings:
     backup: Any = None                    # space.Backup, or None
     identify: Callable[[Request], str | None] = hub_username
     allowed_hosts: list[str] | None = None  # None: any (a Space sits behind the Hub's proxy)
+    access_token: str | None = None       # required of every request (a non-local bind)
+
+
+def token_guard(app: FastAPI, token: str) -> None:
+    """Every request must carry `token`: a cookie set by opening `/?token=...` (the link the
+    command prints), or `Authorization: Bearer ...`. Reading is guarded as much as writing."""
+
+    def carries(request: Request) -> bool:
+        bearer = request.headers.get("authorization", "")
+        offered = [request.cookies.get(TOKEN_COOKIE, ""),
+                   bearer[7:] if bearer.lower().startswith("bearer ") else ""]
+        return any(secrets.compare_digest(o.encode(), token.encode()) for o in offered if o)
+
+    @app.middleware("http")
+    async def require_token(request: Request, call_next):
+        link = request.query_params.get("token")
+        if request.url.path == "/" and link and secrets.compare_digest(link.encode(),
+                                                                          token.encode()):
+            response = RedirectResponse("/", status_code=303)  # the token leaves the address bar
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            return response
+        if not carries(request):
+            return JSONResponse({"detail": "this annotation server needs its access link: open "
+                                           "the address with ?token=... that `meditod annotate` "
+                                           "printed when it started"}, status_code=401)
+        return await call_next(request)
 
 
 def create_app(settings: AppSettings) -> FastAPI:
     app = FastAPI(title="MediTOD annotation", docs_url=None, redoc_url=None, openapi_url=None)
+    if settings.access_token:  # added first, so the Host check below runs before it
+        token_guard(app, settings.access_token)
     if settings.allowed_hosts:  # a page on another site cannot reach the local app by DNS tricks
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts)
     write_lock = settings.backup.lock if settings.backup else None

@@ -8,20 +8,26 @@
         --backup_repo my-org/meditod-annotations --host 0.0.0.0 --port 7860
 
 Locally the app listens on 127.0.0.1 only and edits SOURCE in place (every committed edit is
-saved at once). On a Space, annotators log in with their Hub account, each labels a copy of
-SOURCE, and the copies are committed to a private dataset repo every `--backup_every` minutes.
+saved at once). On another address (`--host 0.0.0.0`: annotators on the same network) every
+request needs an access token, a new one at every start, printed once in the link to open and
+never logged or written anywhere; and only this machine's names are accepted in the Host header
+(`--allowed_hosts` adds others). On a Space, annotators log in with their Hub account, each
+labels a copy of SOURCE, and the copies are committed to a private dataset repo every
+`--backup_every` minutes.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import secrets
 import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cli import parse_args
+from ..endpoint import is_local_host
 from ..errors import MeditodError, UsageError, run_main
 
 
@@ -29,7 +35,12 @@ from ..errors import MeditodError, UsageError, run_main
 class AnnotateArguments:
     source: str = field(default="annotation", metadata={
         "help": "release folder to label (dialogs.json + *_ids.json), or a new folder"})
-    host: str = field(default="127.0.0.1", metadata={"help": "address to listen on"})
+    host: str = field(default="127.0.0.1", metadata={
+        "help": "address to listen on; any other than 127.0.0.1 requires the access token the "
+                "command prints"})
+    allowed_hosts: str | None = field(default=None, metadata={
+        "help": "comma-separated Host names the server answers to on a non-local --host "
+                "(default: this machine's names and addresses)"})
     port: int = field(default=7861, metadata={"help": "port to listen on (0: any free port)"})
     nlu_model: str | None = field(default=None, metadata={
         "help": "NLU run folder or Hub id: pre-fills patient utterances with its prediction"})
@@ -66,11 +77,24 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def is_loopback(host: str) -> bool:
+def machine_hosts(host: str) -> list[str]:
+    """The Host header values that name this machine: the bound address (every address: the
+    machine's name, its fully qualified name and their addresses), and the loopback names."""
+    from .app import LOOPBACK_HOSTS
+
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+        every = ipaddress.ip_address(host).is_unspecified
+    except ValueError:  # a name
+        every = False
+    names = [] if every else [host]
+    if every:
+        names = [socket.gethostname(), socket.getfqdn()]
+        try:
+            names += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)]
+        except OSError:
+            pass
+    bracketed = [f"[{n}]" if ":" in n else n for n in names]
+    return list(dict.fromkeys(bracketed + LOOPBACK_HOSTS))
 
 
 def build_settings(args: AnnotateArguments):
@@ -82,8 +106,12 @@ def build_settings(args: AnnotateArguments):
         LocalModel(args.pol_model, "pol", args.pol_family) if args.pol_model else None)
     source = Path(args.source)
     if not args.space:
+        if is_local_host(args.host):
+            return AppSettings(source=source, assistant=assistant, allowed_hosts=LOOPBACK_HOSTS)
+        named = [h.strip() for h in (args.allowed_hosts or "").split(",") if h.strip()]
         return AppSettings(source=source, assistant=assistant,
-                           allowed_hosts=LOOPBACK_HOSTS if is_loopback(args.host) else None)
+                           allowed_hosts=named + machine_hosts(args.host),
+                           access_token=secrets.token_urlsafe(24))
     if not os.environ.get("SPACE_ID"):
         raise UsageError("--space runs on a Hugging Face Space only (SPACE_ID is not set); "
                          "run without --space to annotate locally")
@@ -109,10 +137,15 @@ def main(argv: list[str]) -> int:
     app = create_app(settings)
     host, port = sock.getsockname()[:2]
     where = f"[{host}]" if ":" in host else host
-    if not args.space and not is_loopback(args.host):
-        print(f"warning: no login locally and listening on {args.host}: anyone who reaches "
-              "this port can edit the release", file=sys.stderr)
-    print(f"annotating {settings.source or settings.workdir}: open http://{where}:{port}/ "
+    link = f"http://{where}:{port}/"
+    if settings.access_token:
+        names = settings.allowed_hosts[0] if ipaddress.ip_address(host).is_unspecified else where
+        link = f"http://{names}:{port}/?token={settings.access_token}"
+        print(f"warning: listening on {args.host}: whoever has this link can read the dialogues "
+              "and edit the release; share it with your annotators only, over a trusted network "
+              "(plain http). Host names answered: " + ", ".join(settings.allowed_hosts)
+              + " (--allowed_hosts adds others)", file=sys.stderr)
+    print(f"annotating {settings.source or settings.workdir}: open {link} "
           "(every committed edit is saved at once; Ctrl+C stops)", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     try:

@@ -45,18 +45,35 @@ def model_signature(model: str) -> str:
     return Path(cached).parent.name if isinstance(cached, str) else "not-cached"
 
 
+def not_loadable(model: str, exc: Exception) -> MeditodError:
+    """Why a retriever did not load, and the local one to pass instead."""
+    from ..metrics.judges import JudgeError, bundled_minilm_path
+
+    try:
+        local = (f", or pass --retriever {bundled_minilm_path()} (all-MiniLM-L6-v2, installed with "
+                 "the kit; not the paper's retriever)")
+    except JudgeError:
+        local = ""
+    if Path(model).is_dir():
+        return MeditodError(f"cannot load the retriever {model} ({type(exc).__name__}): give a "
+                            f"sentence-transformers model folder{local}")
+    return MeditodError(f"the retriever {model} is not on this machine (runs download nothing): "
+                        f"fetch it once with `hf download {model}`{local}")
+
+
 class Retriever:
-    """A sentence-transformers model that embeds last turns, normalised."""
+    """A sentence-transformers model that embeds last turns, normalised. Loaded from this
+    machine only (a folder, or a Hub id already in the Hugging Face cache): offline, a missing
+    model is one line at once, not minutes of retries."""
 
     def __init__(self, model: str = DEFAULT_RETRIEVER, device: str | None = None,
                  batch_size: int = 128):
         from sentence_transformers import SentenceTransformer
 
         try:
-            self.model = SentenceTransformer(model, device=device)
+            self.model = SentenceTransformer(model, device=device, local_files_only=True)
         except (OSError, ValueError) as exc:
-            raise MeditodError(f"cannot load the retriever {model!r} ({type(exc).__name__}): give "
-                               "a sentence-transformers model id or folder as RETRIEVER") from None
+            raise not_loadable(model, exc) from None
         self.name = model
         self.batch_size = batch_size
         self.pooling = self._pooling()

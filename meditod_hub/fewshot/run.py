@@ -6,19 +6,23 @@ endpoint, scored by the kit's evaluation and set beside the paper's in-context r
     meditod fewshot ... --dry_run      # OUT/requests.jsonl, token total and estimated cost only
 
 Per row of the split: the `shots` train rows whose last turn is most similar (`retrieval`), the
-authors' messages (`prompts`), greedy decoding with 200 new tokens. Exemplars that would push
-the prompt and the answer past `context_window` (the paper's 4096) are dropped least similar
-first, and counted; a window that cannot hold the system prompt, one exemplar, the question and
-the answer is an error before anything is sent. Prompt tokens are counted with `tokenizer`
-(default: the served model's own Hugging Face tokenizer, chat template included; for a model
-without one, e.g. an OpenAI model, an estimate of 4 characters per token).
+authors' messages (`prompts`), greedy decoding with 200 new tokens. The authors' prompts go
+unchanged (their code never drops an exemplar; the paper's 4096 tokens are why they chose five).
+Only against a window that is known (`--context_window`, else the one the server reports, else
+the tokenizer's) are exemplars that would push the prompt and the answer past it dropped, least
+similar first, counted and reported; a window that cannot hold the system prompt, one exemplar,
+the question and the answer is an error before anything is sent. Prompt tokens are counted with
+`tokenizer` (default: the served model's own tokenizer when it is on this machine, chat template
+included; for Llama 3 and OpenBioLLM, the packaged Llama-3 tokenizer, `meditod_hub.llama3`);
+without one, the dry run's cost is estimated at 4 characters per token, and nothing is trimmed.
 
 OUT receives `predictions.jsonl` (the evaluation contract: id, prediction, raw, parse_ok),
 `results.json`/`.md`/`.png` (the kit's evaluation; the .md adds the paper's in-context row for
 the same model and the share of answers that break the CMAS structure, as the paper reports
 it) and `run_info.json` (endpoint host, model, shots, retriever, prompt hashes, tokens, cost,
-wall-clock, requests made, cache hits; never a key). Answers are cached as they arrive
-(`endpoint`), so an interrupted run resumes and a rerun sends nothing.
+wall-clock, requests made, cache hits; never a key). Answers are cached as they arrive, per
+endpoint (`endpoint`), so an interrupted run resumes and a rerun sends nothing. OUT is made only
+once the answers are in: a run that fails before leaves no folder behind.
 """
 
 from __future__ import annotations
@@ -32,16 +36,26 @@ from pathlib import Path
 
 from ..cli import parse_args
 from ..dataset import fingerprint, load_split
-from ..endpoint import DEFAULT_CACHE, PAPER_PRICES, Decoding, Endpoint, Prices, Request
+from ..endpoint import (
+    DEFAULT_CACHE,
+    DEFAULT_TIMEOUT_S,
+    PAPER_PRICES,
+    REQUEST_TIMEOUT_S,
+    Decoding,
+    Endpoint,
+    Prices,
+    Request,
+    endpoint_host,
+)
 from ..errors import UsageError, name_ids, run_main
 from ..files import atomic_write
+from ..metrics.judges import JUDGE_TIMEOUT_S
 from ..records import Prediction, Results, write_predictions
 from ..tasks import TASK_NAMES as TASKS
 from ..tasks import get_task
 from . import prompts
 from .retrieval import DEFAULT_CACHE_DIR, DEFAULT_RETRIEVER, ExemplarPool, Retriever
 
-PAPER_CONTEXT_WINDOW = 4096
 PAPER_MAX_TOKENS = 200
 # Served model names of the paper's in-context baselines -> their rows in `paper_results`
 # (`in-context-<name>`).
@@ -66,27 +80,34 @@ class FewshotArguments:
     data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
     split: str = field(default="test")
     shots: int = field(default=5, metadata={"help": "retrieved exemplars per prompt (paper: 5)"})
-    out: str | None = field(default=None, metadata={"help": "default runs/fewshot/MODEL/TASK"})
+    out: str | None = field(default=None, metadata={
+        "help": "default runs/fewshot/MODEL/TASK (a MODEL that is a folder: its last two names "
+                "joined by '-')"})
     retriever: str = field(default=DEFAULT_RETRIEVER,
                            metadata={"help": "sentence-transformers model id or folder"})
     dry_run: bool = field(default=False, metadata={
         "help": "write OUT/requests.jsonl and print tokens and cost; send nothing"})
-    context_window: int = field(default=PAPER_CONTEXT_WINDOW,
-                                metadata={"help": "prompt + answer token budget (paper: 4096)"})
+    context_window: int | None = field(default=None, metadata={
+        "help": "prompt + answer tokens to trim exemplars against (default: the window the "
+                "server reports, else the tokenizer's; none known: prompts go unchanged)"})
     max_tokens: int = field(default=PAPER_MAX_TOKENS, metadata={"help": "new tokens per answer"})
     tokenizer: str | None = field(default=None, metadata={
-        "help": "Hugging Face tokenizer that counts prompt tokens (default: MODEL's)"})
+        "help": "Hugging Face tokenizer that counts prompt tokens (default: MODEL's when on "
+                "this machine; Llama 3 and OpenBioLLM: the packaged Llama-3 tokenizer)"})
     concurrency: int = field(default=8, metadata={"help": "requests in flight"})
-    request_timeout: float = field(default=120.0, metadata={"help": "seconds per HTTP request"})
-    max_retries: int = field(default=4, metadata={"help": "retries per request (429/5xx/timeout)"})
-    deadline: float | None = field(default=None, metadata={
+    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={
         "help": "seconds for all requests, retries included (answers so far stay cached)"})
-    cache: str = field(default=DEFAULT_CACHE, metadata={"help": "answer cache (SQLite)"})
+    request_timeout: float = field(default=REQUEST_TIMEOUT_S, metadata={
+        "help": "seconds per HTTP attempt (at most --timeout)"})
+    max_retries: int = field(default=4, metadata={"help": "retries per request (429/5xx/timeout)"})
+    cache: str = field(default=DEFAULT_CACHE, metadata={
+        "help": "answer cache (SQLite; '' asks the server again)"})
     retrieval_cache: str = field(default=DEFAULT_CACHE_DIR,
                                  metadata={"help": "folder of cached pool embeddings"})
     api_key_env: str | None = field(default=None, metadata={
-        "help": "environment variable with the key (default by host: OPENAI_API_KEY, "
-                "AZURE_OPENAI_API_KEY, HF_TOKEN)"})
+        "help": "environment variable with the endpoint's key (default: api.openai.com gets "
+                "OPENAI_API_KEY, Azure AZURE_OPENAI_API_KEY, the Hub's router HF_TOKEN; any "
+                "other endpoint no key)"})
     input_price: float | None = field(default=None, metadata={
         "help": "USD per 1M prompt tokens (default: the paper's OpenAI prices, else 0)"})
     output_price: float | None = field(default=None, metadata={"help": "USD per 1M answer tokens"})
@@ -97,10 +118,16 @@ class FewshotArguments:
                                                           "embedding or llm"})
     judge_url: str | None = field(default=None, metadata={"help": "llm judge endpoint"})
     judge_model: str | None = field(default=None, metadata={"help": "llm judge model"})
+    judge_api_key_env: str | None = field(default=None, metadata={
+        "help": "llm judge: environment variable with its endpoint's key (default as "
+                "--api_key_env)"})
+    judge_timeout: float = field(default=JUDGE_TIMEOUT_S, metadata={
+        "help": "llm judge: seconds for the whole judging, retries included"})
     limit: int | None = field(default=None, metadata={"help": "only the first N rows"})
 
     def out_dir(self) -> Path:
-        return Path(self.out or Path("runs") / "fewshot" / self.model / self.task)
+        return Path(self.out) if self.out else Path("runs") / "fewshot" / model_folder(self.model) \
+            / self.task
 
     def prices(self) -> Prices:
         paper = PAPER_PRICES.get(self.model, Prices())
@@ -108,40 +135,56 @@ class FewshotArguments:
                       paper.output if self.output_price is None else self.output_price)
 
 
-# --- prompts within the budget ---------------------------------------------------------------
+def model_folder(model: str) -> str:
+    """The model's part of the default OUT: a Hub-style name as it is (ORG/NAME), a served folder
+    (`transformers serve` names a model by its path) by its last two names, e.g.
+    runs/tiny-llama/nlu -> tiny-llama-nlu, never the whole path again under runs/fewshot."""
+    path = Path(model)
+    if path.is_absolute() or model.startswith(".") or path.exists() or len(path.parts) > 2:
+        return "-".join(path.resolve().parts[-2:])
+    return model
+
+
+# --- prompts, and a window to fit them in ----------------------------------------------------
 
 class TokenCounter:
     """Prompt tokens as the model sees them: its chat template when it has one, else the
-    contents plus OpenAI's per-message overhead (4 per message, 3 to prime the answer).
+    contents plus OpenAI's per-message overhead (4 per message, 3 to prime the answer)."""
 
-    Without a loadable tokenizer for the model (an OpenAI model name), and none named, tokens
-    are estimated at 4 characters each, and the run says so; a tokenizer named with
-    `--tokenizer` must load.
-    """
+    def __init__(self, tokenizer, name: str):
+        self.tokenizer = tokenizer
+        self.name = name
 
-    CHARS_PER_TOKEN = 4
-
-    def __init__(self, name: str, named: bool = True):
+    @classmethod
+    def for_model(cls, model: str, named: str | None = None) -> TokenCounter | None:
+        """`named` (`--tokenizer`, which must load), else MODEL's own tokenizer if it is on this
+        machine (nothing is downloaded), else the packaged Llama-3 tokenizer for a Llama 3 or
+        OpenBioLLM model; None when nothing counts this model's tokens."""
         from transformers import AutoTokenizer
 
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(name)
-            self.name = name
-        except (OSError, ValueError) as exc:
-            if named:
-                raise UsageError(f"cannot load a tokenizer for {name!r} to count prompt tokens "
+        from .. import llama3
+
+        if named:
+            try:
+                return cls(AutoTokenizer.from_pretrained(named), named)
+            except (OSError, ValueError) as exc:
+                raise UsageError(f"cannot load a tokenizer for {named!r} to count prompt tokens "
                                  f"({type(exc).__name__}): pass --tokenizer with a Hugging Face "
                                  "tokenizer id or folder that matches the model") from None
-            self.tokenizer = None
-            self.name = f"estimate ({self.CHARS_PER_TOKEN} characters per token)"
-            print(f"note: no tokenizer for {name}; prompt tokens are estimated at "
-                  f"{self.CHARS_PER_TOKEN} characters each (pass --tokenizer to count them)",
-                  file=sys.stderr)
+        try:
+            return cls(AutoTokenizer.from_pretrained(model, local_files_only=True), model)
+        except (OSError, ValueError):
+            pass
+        if llama3.is_llama3(model):
+            return cls(llama3.llama3_tokenizer(), llama3.NAME)
+        return None
+
+    def window(self) -> int | None:
+        """The tokenizer's own maximum length, when it states one."""
+        n = getattr(self.tokenizer, "model_max_length", None)
+        return n if isinstance(n, int) and 0 < n < 10_000_000 else None
 
     def __call__(self, messages: list[dict]) -> int:
-        if self.tokenizer is None:
-            return sum(-(-len(m["content"]) // self.CHARS_PER_TOKEN) for m in messages) \
-                + 4 * len(messages) + 3
         if self.tokenizer.chat_template:
             return len(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                           tokenize=True, return_dict=True)["input_ids"])
@@ -149,39 +192,80 @@ class TokenCounter:
         return sum(map(len, contents["input_ids"])) + 4 * len(messages) + 3
 
 
+CHARS_PER_TOKEN = 4
+
+
+def estimated_tokens(messages: list[dict]) -> int:
+    """4 characters per token plus OpenAI's message overhead: prices a dry run, trims nothing."""
+    return sum(-(-len(m["content"]) // CHARS_PER_TOKEN) for m in messages) + 4 * len(messages) + 3
+
+
+@dataclass
+class Window:
+    """The context window prompts are trimmed against, and where it is known from."""
+
+    tokens: int
+    source: str  # --context_window, the server, the tokenizer
+
+
+def known_window(args: FewshotArguments, counter: TokenCounter | None,
+                 endpoint: Endpoint | None) -> Window | None:
+    """`--context_window`, else the server's reported length (not asked in a dry run), else the
+    tokenizer's; None when none is known (the prompts then go unchanged)."""
+    if args.context_window is not None:
+        if counter is None:
+            raise UsageError(f"--context_window {args.context_window} needs a tokenizer to count "
+                             f"prompt tokens and none is known for {args.model}: pass --tokenizer")
+        return Window(args.context_window, "--context_window")
+    served = endpoint.context_length() if endpoint else None
+    if served and counter is None:
+        print(f"note: {endpoint.host} serves {args.model} with a {served}-token window, but no "
+              "tokenizer counts its tokens, so no prompt is trimmed (pass --tokenizer to trim)",
+              file=sys.stderr)
+        return None
+    if served:
+        return Window(served, f"reported by {endpoint.host}")
+    own = counter.window() if counter else None
+    return Window(own, f"tokenizer {counter.name}") if own else None
+
+
 @dataclass
 class Prompt:
     id: str
     messages: list[dict]
-    tokens: int
+    tokens: int | None  # None: no tokenizer counts this model's tokens
     exemplar_ids: list[str]
     dropped: int  # exemplars left out to fit the window
 
 
 def build_prompts(task: str, rows: list[dict], pool: ExemplarPool, shots: int,
-                  count: TokenCounter, context_window: int, max_tokens: int) -> list[Prompt]:
-    """One prompt per row with its most similar exemplars that fit; raises if one cannot fit."""
+                  count: TokenCounter | None, window: Window | None, max_tokens: int
+                  ) -> list[Prompt]:
+    """One prompt per row with its `shots` most similar exemplars, as the authors sent them;
+    against a known window, the least similar exemplars that do not fit are left out (counted),
+    and a row that cannot fit with one is an error."""
     out, unfit = [], []
     for row, found in zip(rows, pool.search(rows, shots)):
         exemplars = [pool.rows[i] for i in found]
-        while True:
-            messages = prompts.messages(task, row, exemplars)
-            tokens = count(messages)
-            if tokens + max_tokens <= context_window or len(exemplars) <= 1:
-                break
-            exemplars = exemplars[:-1]  # the least similar goes first
-        if tokens + max_tokens > context_window:
-            unfit.append((row["id"], tokens))
-            continue
+        messages = prompts.messages(task, row, exemplars)
+        tokens = count(messages) if count else None
+        if window is not None:
+            while tokens + max_tokens > window.tokens and len(exemplars) > 1:
+                exemplars = exemplars[:-1]  # the least similar goes first
+                messages = prompts.messages(task, row, exemplars)
+                tokens = count(messages)
+            if tokens + max_tokens > window.tokens:
+                unfit.append((row["id"], tokens))
+                continue
         out.append(Prompt(row["id"], messages, tokens, [e["id"] for e in exemplars],
                           len(found) - len(exemplars)))
     if unfit:
         need = max(tokens for _, tokens in unfit) + max_tokens
         raise UsageError(
-            f"a context window of {context_window} tokens is smaller than one exemplar: the "
-            f"system prompt, one exemplar, the question and {max_tokens} answer tokens need up to "
-            f"{need} for {len(unfit)} row(s) ({name_ids([i for i, _ in unfit], 3)}): raise "
-            "--context_window or serve a model with a longer context")
+            f"a context window of {window.tokens} tokens ({window.source}) is smaller than one "
+            f"exemplar: the system prompt, one exemplar, the question and {max_tokens} answer "
+            f"tokens need up to {need} for {len(unfit)} row(s) ({name_ids([i for i, _ in unfit], 3)}"
+            "): raise --context_window or serve a model with a longer context")
     return out
 
 
@@ -196,17 +280,24 @@ def prompt_hashes(task: str, built: list[Prompt]) -> dict:
 # --- output files ------------------------------------------------------------------------------
 
 def claim_out(args: FewshotArguments, out: Path) -> None:
-    """OUT may hold this run's earlier files, never another run's."""
+    """OUT may hold this run's earlier files, never another run's; a dry run never lands on a
+    real run's results. Nothing is created here: OUT is made when there is something to write."""
     info = out / "run_info.json"
     if info.is_file():
-        old = json.loads(info.read_text())
+        try:
+            old = json.loads(info.read_text(encoding="utf-8"))
+            theirs = {k: old.get(k) for k in ("model", "task", "split")}
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            raise UsageError(f"{info} is unreadable: choose another --out, or remove the "
+                             "folder if it is a few-shot run of yours") from None
         mine = {"model": args.model, "task": args.task, "split": args.split}
-        theirs = {k: old.get(k) for k in mine}
         if theirs != mine:
             raise UsageError(f"{out} holds another few-shot run ({theirs}); choose another --out")
-    elif out.is_dir() and any(out.iterdir()):
+        if args.dry_run and (out / "predictions.jsonl").exists():
+            raise UsageError(f"{out} holds this run's results: dry-run into another --out, so "
+                             "its requests never sit beside real answers")
+    elif out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} is not empty and holds no few-shot run; choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def structure_violations(task: str, records: list[Prediction]) -> int:
@@ -227,7 +318,8 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     from ..metrics import make_judge
 
     write_predictions(records, out / "predictions.jsonl")
-    judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url)
+    judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,
+                       api_key_env=args.judge_api_key_env, timeout=args.judge_timeout)
     scores = get_task(args.task).score(rows, [r.label for r in records], judge=judge)
     violations = structure_violations(args.task, records)
     scores["structure_violations"] = {"count": violations,
@@ -274,51 +366,67 @@ def run(args: FewshotArguments) -> dict:
     started = time.perf_counter()
     out = args.out_dir()
     claim_out(args, out)
+    prices = args.prices()
+    endpoint = None if args.dry_run else Endpoint(
+        args.endpoint, args.model, api_key_env=args.api_key_env, concurrency=args.concurrency,
+        timeout=args.timeout, request_timeout=args.request_timeout, max_retries=args.max_retries,
+        cache=args.cache, prices=prices, progress=True)
     train = load_split(args.data, args.task, "train")
     rows = load_split(args.data, args.task, args.split)[:args.limit]
     pool = ExemplarPool(Retriever(args.retriever), args.task, train, fingerprint(args.data),
                         args.retrieval_cache)
-    counter = TokenCounter(args.tokenizer or args.model, named=args.tokenizer is not None)
-    built = build_prompts(args.task, rows, pool, args.shots, counter, args.context_window,
-                          args.max_tokens)
+    counter = TokenCounter.for_model(args.model, args.tokenizer)
+    window = known_window(args, counter, endpoint)
+    built = build_prompts(args.task, rows, pool, args.shots, counter, window, args.max_tokens)
     decoding = Decoding(max_tokens=args.max_tokens)
-    prices = args.prices()
-    prompt_tokens = sum(p.tokens for p in built)
+    prompt_tokens = sum(p.tokens if p.tokens is not None else estimated_tokens(p.messages)
+                        for p in built)
+    trimmed = [p for p in built if p.dropped]
+    if trimmed:
+        print(f"note: {len(trimmed)} of {len(built)} prompts left out "
+              f"{sum(p.dropped for p in trimmed)} exemplar(s) to fit the {window.tokens}-token "
+              f"window ({window.source}); run_info.json lists them", file=sys.stderr)
     info = {"model": args.model, "task": args.task, "split": args.split, "data": str(args.data),
             "rows": len(rows), "shots": args.shots, "retriever": pool.describe(),
-            "context_window": args.context_window, "token_counter": counter.name,
+            "token_counter": counter.name if counter else
+            f"none (the cost is estimated at {CHARS_PER_TOKEN} characters per token)",
             "decoding": asdict(decoding),
-            "budget": {"rows_with_fewer_exemplars": sum(p.dropped > 0 for p in built),
-                       "exemplars_dropped": sum(p.dropped for p in built)},
+            "budget": {"context_window": window.tokens if window else None,
+                       "window_from": window.source if window else None,
+                       "rows_with_fewer_exemplars": len(trimmed),
+                       "exemplars_dropped": sum(p.dropped for p in built),
+                       "trimmed": {p.id: p.dropped for p in trimmed}},
             **prompt_hashes(args.task, built), "paper_row": paper_key(args)}
     estimate = prices.cost(prompt_tokens, len(built) * args.max_tokens)
     if args.dry_run:
+        out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "requests.jsonl", "".join(
             json.dumps({"id": p.id, "messages": p.messages, "prompt_tokens": p.tokens}) + "\n"
             for p in built))
-        info.update(dry_run=True, estimated_prompt_tokens=prompt_tokens,
-                    estimated_cost_usd=estimate)
-        print(f"{len(built)} requests, {prompt_tokens} prompt tokens (+ at most "
+        info.update(dry_run=True, endpoint=endpoint_host(args.endpoint),
+                    estimated_prompt_tokens=prompt_tokens, estimated_cost_usd=estimate)
+        counted = "" if counter else " (estimated)"
+        print(f"{len(built)} requests, {prompt_tokens} prompt tokens{counted} (+ at most "
               f"{len(built) * args.max_tokens} answer tokens); estimated cost <= ${estimate:.2f} "
               f"at ${prices.input:g}/${prices.output:g} per 1M tokens -> {out / 'requests.jsonl'}")
         atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")
         return info
 
-    endpoint = Endpoint(args.endpoint, args.model, api_key_env=args.api_key_env,
-                        concurrency=args.concurrency, request_timeout=args.request_timeout,
-                        max_retries=args.max_retries, deadline=args.deadline, cache=args.cache,
-                        prices=prices, progress=True)
     answers = endpoint.complete([Request(p.id, messages=p.messages) for p in built], decoding,
                                 desc=f"{args.task} {args.model}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "requests.jsonl").unlink(missing_ok=True)  # a dry run's, now answered
+    info.update(**endpoint.describe(), estimated_cost_usd=estimate)
+    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")  # claims OUT
     records = []
     for row in rows:
         raw = answers[row["id"]].text
         parsed = prompts.parse_answer(args.task, raw)
         records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason))
     results = score(args, rows, records, out)
-    info.update(**endpoint.describe(), parse_failures=sum(not r.parse_ok for r in records),
+    info.update(parse_failures=sum(not r.parse_ok for r in records),
                 structure_violations=results.scores["structure_violations"],
-                estimated_cost_usd=estimate, run_wall_clock_s=time.perf_counter() - started)
+                run_wall_clock_s=time.perf_counter() - started)
     atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")
     headline = get_task(args.task).headline_metric
     stats = endpoint.stats

