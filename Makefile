@@ -90,11 +90,12 @@ eval: setup
 
 ## annotate: label dialogues in the browser at http://127.0.0.1:PORT (default 7861); SOURCE is a
 ## release folder (edited in place) or a new folder (default ./annotation, never the embedded sample);
-## NLU_MODEL / POL_MODEL (run folders) pre-fill the questionnaire with their predictions
+## NLU_MODEL / POL_MODEL (run folders) pre-fill the questionnaire with their predictions; VOCABULARY
+## (a file of canonical values) flags medical values outside it
 annotate: setup
 	"$(MEDITOD)" annotate --source "$(if $(filter file,$(origin SOURCE)),annotation,$(SOURCE))" \
 		--port $(or $(PORT),7861) $(if $(NLU_MODEL),--nlu_model "$(NLU_MODEL)") \
-		$(if $(POL_MODEL),--pol_model "$(POL_MODEL)")
+		$(if $(POL_MODEL),--pol_model "$(POL_MODEL)") $(if $(VOCABULARY),--vocabulary "$(VOCABULARY)")
 
 ## agreement: score annotator B's release against annotator A's (A as gold) with the NLU/POL metrics
 agreement: setup

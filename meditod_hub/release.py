@@ -264,6 +264,9 @@ class _Checker:
                          f"got {type(value).__name__}", did, uid, error=False)
 
     def actions(self, did: str, uid: int, actions: list) -> None:
+        if not actions:  # still a POL row, whose target is "no action"
+            self.add("empty `actions` (no action): it enters the dataset as a POL row with an "
+                     "empty target; label it", did, uid, error=False)
         for act in actions:
             if not isinstance(act, dict) or not isinstance(act.get("action"), str):
                 self.add("action must be an object with a string `action`", did, uid)

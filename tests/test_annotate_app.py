@@ -40,11 +40,28 @@ def labels_of(opened: dict) -> list:
             for u in opened["dialogue"]["utterances"]]
 
 
-def test_the_page_and_its_files_are_served(client):
-    page = client.get("/")
+def test_the_pages_and_every_module_they_import_are_served(client):
+    """The page is ES modules without a bundler: every module reachable from the pages' entry
+    modules must be served (a renamed module would break the page silently otherwise)."""
+    import re
+
+    page, guide = client.get("/"), client.get("/guide")
     assert page.status_code == 200 and "questionnaire" in page.text.lower()
-    for name in ("app.js", "app.css"):
-        assert client.get(f"/static/{name}").status_code == 200
+    assert guide.status_code == 200 and "ontology" in guide.text.lower()
+    assert client.get("/static/app.css").status_code == 200
+    todo = re.findall(r'<script type="module" src="/static/([\w-]+\.js)"', page.text + guide.text)
+    assert sorted(todo) == ["guide.js", "main.js"]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        module = client.get(f"/static/{name}")
+        assert module.status_code == 200, name
+        todo += re.findall(r'from "\./([\w-]+\.js)"', module.text)
+    shipped = {p.name for p in (PROJECT / "meditod_hub" / "annotate" / "static").glob("*.js")}
+    assert seen == shipped, f"modules no page imports: {shipped - seen}"
 
 
 def test_static_files_and_questions_ship_as_package_data():

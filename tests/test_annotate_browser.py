@@ -275,7 +275,7 @@ def test_a_20000_character_unicode_and_emoji_utterance(browser, tmp_path):
         import_transcript(page, tmp_path / "long.txt")
         did = page.evaluate("() => S.did")
         block = new_symptom_block(page, 1)
-        assert page.inner_text("#uttr-text") == f"Patient: {long_text}"
+        assert page.inner_text("#uttr-text") == f"1. Patient: {long_text}"  # numbered as problems are
         block.locator('input.f-attr[data-attr="value"]').fill("brûlure 🔥")
         block.locator('.f-list[data-attr="location"] input').first.fill("poitrine, côté gauche")
         before = version(page)
@@ -346,3 +346,74 @@ def test_suggestions_are_marked_until_accepted_and_origins_recorded(browser, tmp
     assert provenance["1"]["origins"] == ["suggested", "suggested"]
     assert provenance["3"]["origins"] == ["edited", "manual"]
     assert provenance["1"]["models"] == {"nlu": "fixed-nlu"}
+
+
+def test_a_new_annotator_imports_labels_and_builds_without_touching_the_split(browser, tmp_path):
+    """Issue 17: in a new folder the page points at Import; the import puts the dialogue in a
+    visible default split, so the first build works; utterances carry the numbers problems use;
+    an unlabelled doctor turn is warned; the symptom form asks a symptom's questions (rare ones
+    folded, the internal spelling never asked); keys have human names; and a medical value that is
+    not canonical is flagged against the loaded vocabulary."""
+    import meditod
+
+    release = tmp_path / "new-release"
+    (tmp_path / "visit.txt").write_text(TRANSCRIPT, encoding="utf-8")
+    (tmp_path / "vocabulary.txt").write_text("# canonical names\ncoughing\nfever\n", encoding="utf-8")
+    with serve(release) as server:
+        page = open_page(browser, server.url)
+        assert "import a transcript" in page.inner_text("#panel-empty").lower()
+        page.click("#import-open")
+        assert page.input_value("#import-split") == "train"  # the default, shown before import
+        page.set_input_files("#import-file", str(tmp_path / "visit.txt"))
+        page.click("#import-go")
+        page.wait_for_function("() => S.dialogue && !document.querySelector('#import-dialog').open")
+        did = page.evaluate("() => S.did")
+        assert page.input_value("#split-select") == "train" and page.inner_text("#split-note") == ""
+        numbers = page.locator("#utterances li .num").all_inner_texts()
+        assert numbers == ["0", "1", "2", "3", "4"]
+
+        page.click("#vocabulary-open")
+        page.set_input_files("#vocabulary-file", str(tmp_path / "vocabulary.txt"))
+        page.click("#vocabulary-go")
+        page.wait_for_function("() => S.values.vocabulary.length === 2")
+
+        block = new_symptom_block(page, 1)
+        block.locator("select.f-status").select_option("positive")
+        value = block.locator('input.f-attr[data-attr="value"]')
+        value.fill("cough")
+        note = block.locator('input.f-attr[data-attr="value"] + .new-value')
+        assert "new value" in note.inner_text()
+        value.fill("coughing")
+        assert note.inner_text() == ""
+        asked = block.locator(".f-attrs > .field").count()
+        folded = block.locator(".f-attrs details.section").count()
+        assert asked < 15 and folded >= 2, (asked, folded)
+        assert block.locator('[data-attr="unknown_ana_factor"]').count() == 0
+        assert not block.locator("details.section").first.evaluate("d => d.open")
+        assert "metric parser" not in block.inner_text()
+        before = version(page)
+        page.click("#f-submit")
+        settled(page, before)
+        tracking = page.inner_text("#tracking")
+        assert "symptom: yes" in tracking and "positive_symptom" not in tracking
+        assert "positive_symptom" not in page.inner_text("#statusbox")
+
+        page.click('#utterances li[data-uid="2"]')
+        page.click("#add-item")
+        page.select_option("#f-action", "inquire")
+        page.click("#f-add-slot")
+        block = page.locator("#f-slots .slot-block").last
+        block.locator("select.f-slot").select_option("symptom")
+        checks = block.locator(".checks").inner_text()
+        assert "what makes it better or worse" in checks and "ana_factors" not in checks
+        block.locator("input.f-value").fill("fever")
+        before = version(page)
+        page.click("#f-submit")
+        settled(page, before)
+        problems = page.inner_text("#problems")
+        assert "utterance 4: empty `actions`" in problems  # the closing doctor turn, unlabelled
+        assert page.errors == []
+
+    built = meditod.build(meditod.BuildArguments(source=release, out=tmp_path / "built"))
+    assert built.release.splits["train"] == [did]
+    assert any("utterance 4" in str(p) and "empty `actions`" in str(p) for p in built.release.problems)

@@ -22,10 +22,12 @@ from meditod_hub.annotate import schema as annotate_schema
 from meditod_hub.annotate.jsondoc import JsonDocument, Layout, replace_value
 from meditod_hub.annotate.store import (
     TEMP_MARK,
+    VOCABULARY_FILE,
     ReleaseStore,
     SaveConflict,
     label_of,
     parse_transcript,
+    parse_vocabulary,
     states_after,
     with_labels,
 )
@@ -419,3 +421,40 @@ def test_a_folder_of_other_files_is_not_turned_into_a_release(tmp_path):
     with pytest.raises(MeditodError, match="holds files but no dialogs.json"):
         ReleaseStore(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("# canonical\ncoughing\n\n fever \n", {"coughing", "fever"}),
+    ('["coughing", "fever"]', {"coughing", "fever"}),
+    ('{"symptom": ["coughing"], "habit": ["smoking"]}', {"coughing", "smoking"}),
+    ('[{"code": "fever", "display_name": "Fever", "keywords": ["pyrexia"]}]', {"fever", "Fever"}),
+])
+def test_a_vocabulary_is_read_from_lines_or_json(text, expected):
+    assert parse_vocabulary(text, "v.txt") == expected
+
+
+@pytest.mark.parametrize("text, phrase", [("", "no values"), ("[1, 2", "does not parse"),
+                                          ("[]", "no values")])
+def test_a_bad_vocabulary_is_a_one_line_error_naming_the_file(text, phrase):
+    with pytest.raises(MeditodError, match=f"v.txt: .*{phrase}"):
+        parse_vocabulary(text, "v.txt")
+
+
+def test_a_loaded_vocabulary_is_saved_beside_the_release_and_merged(tmp_path):
+    store = ReleaseStore(tmp_path / "r", vocabulary=frozenset({"wheezing"}))
+    assert store.values()["vocabulary"] == ["wheezing"]
+    assert store.add_vocabulary("coughing\nfever", "a.txt") == 2
+    assert store.add_vocabulary("fever", "b.txt") == 0  # known already
+    assert ReleaseStore(tmp_path / "r").vocabulary() == ["coughing", "fever"]  # --vocabulary: session only
+    (tmp_path / "r" / VOCABULARY_FILE).write_text("garbage", encoding="utf-8")
+    with pytest.raises(MeditodError, match=f"{VOCABULARY_FILE}: not a vocabulary this portal wrote"):
+        store.values()
+
+
+def test_an_imported_transcript_goes_into_its_split(tmp_path):
+    store = ReleaseStore(tmp_path / "r")
+    did = store.import_transcript("D: hi\nP: a cough", "t", split="validation")
+    assert store.splits() == {did: "validation"}
+    with pytest.raises(MeditodError, match="unknown split 'dev'"):
+        store.import_transcript("D: hi\nP: a cough", "t", split="dev")
+    assert store.dialogue_ids() == [did]  # a refused import writes nothing

@@ -129,6 +129,7 @@ def test_unloadable_utterances_are_errors(tmp_path, change, message):
     (lambda u: u[1]["nlu"][0]["slots"]["positive_symptom"][0].update(onset=["a week ago"]),
      "utterance 1: attribute 'onset' on slot 'positive_symptom' must be a string, got list"),
     (lambda u: u[3].update(nlu=[]), "utterance 3: empty `nlu`"),
+    (lambda u: u[2].update(actions=[]), "utterance 2: empty `actions`"),
     (lambda u: u[2]["actions"][0].update(action="examine"), "utterance 2: unknown action type 'examine'"),
 ])
 def test_label_problems_are_warnings_and_strict_refuses(tmp_path, change, message):

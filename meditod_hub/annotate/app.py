@@ -58,6 +58,12 @@ class ImportBody(BaseModel):
     text: str
     name: str = "transcript"
     dialogue_id: str | None = None
+    split: str | None = None
+
+
+class VocabularyBody(BaseModel):
+    text: str
+    name: str = "vocabulary"
 
 
 class SplitBody(BaseModel):
@@ -82,6 +88,7 @@ class AppSettings:
     identify: Callable[[Request], str | None] = hub_username
     allowed_hosts: list[str] | None = None  # None: any (a Space sits behind the Hub's proxy)
     access_token: str | None = None       # required of every request (a non-local bind)
+    vocabulary: frozenset[str] = frozenset()  # canonical values given at start (--vocabulary)
 
 
 def token_guard(app: FastAPI, token: str) -> None:
@@ -118,7 +125,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     write_lock = settings.backup.lock if settings.backup else None
     stores: dict[str, ReleaseStore] = {}
     if not settings.space:
-        stores[""] = ReleaseStore(settings.source, write_lock)
+        stores[""] = ReleaseStore(settings.source, write_lock, settings.vocabulary)
     else:
         from huggingface_hub import attach_huggingface_oauth
 
@@ -137,7 +144,7 @@ def create_app(settings: AppSettings) -> FastAPI:
         if user not in stores:
             folder = annotator_folder(settings.workdir, user)
             seed_annotator(settings.source, folder)
-            stores[user] = ReleaseStore(folder, write_lock)
+            stores[user] = ReleaseStore(folder, write_lock, settings.vocabulary)
         return stores[user], user
 
     @app.exception_handler(SaveConflict)
@@ -155,6 +162,10 @@ def create_app(settings: AppSettings) -> FastAPI:
     @app.get("/", include_in_schema=False)
     def index():
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    @app.get("/guide", include_in_schema=False)
+    def guide():
+        return FileResponse(STATIC / "guide.html", headers={"Cache-Control": "no-store"})
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -233,7 +244,14 @@ def create_app(settings: AppSettings) -> FastAPI:
     @app.post("/api/import")
     def import_transcript(body: ImportBody, request: Request):
         store, _ = session(request)
-        return {"id": store.import_transcript(body.text, body.name, body.dialogue_id or None)}
+        return {"id": store.import_transcript(body.text, body.name, body.dialogue_id or None,
+                                              body.split or None)}
+
+    @app.post("/api/vocabulary")
+    def load_vocabulary(body: VocabularyBody, request: Request):
+        store, _ = session(request)
+        added = store.add_vocabulary(body.text, body.name)
+        return {"added": added, "size": len(store.vocabulary())}
 
     @app.put("/api/dialogues/{dialogue_id}/split")
     def split(dialogue_id: str, body: SplitBody, request: Request):

@@ -1,8 +1,10 @@
 """What the questionnaire asks: the CMAS vocabulary from `cmas`, the wording from `questions.json`.
 
-`schema()` is sent to the page once; it lists, per speaker, the intents or action types and the
-slots with one question per attribute (patient) or per check type (doctor), marking list-valued
-and medical attributes. Nothing here spells a CMAS name: they all come from `cmas`.
+`schema()` is sent to the page once; it lists, per speaker, the label key, the intents or action
+types and the slots with one question per attribute (patient) or per check type (doctor), marking
+list-valued and medical attributes, the section an attribute is folded into and the attributes
+never asked; and a human name for every patient slot key. Nothing here spells a CMAS name: they
+all come from `cmas`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from functools import cache
 from importlib.resources import files
 
 from .. import cmas
+from .assist import TASK_OF
+from .store import LABEL_KEY
 
 
 @cache
@@ -37,6 +41,25 @@ def check_question(slot: str, check: str) -> str:
     return wording["slots"][slot]["attributes"][check]
 
 
+def check_label(check: str) -> str:
+    return questions()["check_labels"].get(check, check.replace("_", " "))
+
+
+def _section(base: str, attribute: str) -> str | None:
+    """The folded section an attribute is asked in (None: always shown)."""
+    sections = questions()["sections"].get(base, {})
+    return next((name for name, attrs in sections.items() if attribute in attrs), None)
+
+
+def key_label(key: str) -> str:
+    """`positive_symptom` -> `symptom: yes`, `avail_medical_test` -> `medical test: has the results`."""
+    parsed = cmas.split_slot_key(key)
+    if parsed is None:
+        return key
+    base = parsed.base.replace("_", " ")
+    return f"{base}: {questions()['statuses'][parsed.status].lower()}" if parsed.status else base
+
+
 def _statuses(base: str) -> list[dict]:
     if base in cmas.POLAR_SLOTS:
         prefixes = cmas.POLARITY_PREFIXES
@@ -51,8 +74,10 @@ def _statuses(base: str) -> list[dict]:
 def schema() -> dict:
     wording = questions()
     slots = wording["slots"]
+    hidden = wording["hidden"]
     return {
         "patient": {
+            "label_key": LABEL_KEY["patient"], "task": TASK_OF["patient"],
             "intents": [{"name": i, "help": wording["intents"][i]} for i in cmas.PATIENT_INTENTS],
             "inform": cmas.INFORM_INTENT,
             "slots": [{
@@ -61,20 +86,23 @@ def schema() -> dict:
                 "statuses": _statuses(base), "status_question": slots[base].get("status"),
                 "attributes": [{"name": a, "question": slots[base]["attributes"][a],
                                 "list": cmas.is_list_attribute(a),
-                                "medical": cmas.is_medical_attribute(base, a)}
+                                "medical": cmas.is_medical_attribute(base, a),
+                                "section": _section(base, a),
+                                "hidden": a in hidden.get(base, [])}
                                for a in cmas.SLOT_ATTRIBUTES[base]],
             } for base in cmas.BASE_SLOTS],
         },
         "doctor": {
+            "label_key": LABEL_KEY["doctor"], "task": TASK_OF["doctor"],
             "actions": [{"name": a, "help": wording["actions"][a]} for a in cmas.ACTION_TYPES],
             "inquire": cmas.INQUIRE_ACTION,
             "slots": [{
                 "slot": slot, "medical": slot in cmas.MEDICAL_ACTION_SLOTS,
                 "help": slots[slot]["help"] if slot in slots else wording["action_values"][slot],
                 "value_question": wording["action_values"][slot],
-                "checks": [{"type": c, "question": check_question(slot, c)}
+                "checks": [{"type": c, "label": check_label(c), "question": check_question(slot, c)}
                            for c in check_types(slot)],
             } for slot in cmas.ACTION_SLOTS],
         },
-        "slot_keys": list(cmas.PATIENT_SLOT_KEYS),
+        "slot_keys": {key: key_label(key) for key in cmas.PATIENT_SLOT_KEYS},
     }

@@ -3,6 +3,7 @@
     meditod annotate --source my-release                 # http://127.0.0.1:7861, no login
     meditod annotate --source new-folder --port 8000     # a new folder becomes an empty release
     meditod annotate --source my-release --nlu_model runs/tiny-llama/nlu --pol_model runs/tiny-llama/pol
+    meditod annotate --source my-release --vocabulary canonical-values.txt   # flag new values
     # on a Hugging Face Docker Space (hf_oauth: true; HF_TOKEN secret with write access):
     meditod annotate --space --source seed-release --workdir /data/annotate \\
         --backup_repo my-org/meditod-annotations --host 0.0.0.0 --port 7860
@@ -50,6 +51,9 @@ class AnnotateArguments:
         "help": "POL run folder or Hub id: pre-fills doctor utterances with its prediction"})
     pol_family: str | None = field(default=None, metadata={
         "help": "family of --pol_model when it has no run_info.json (a Hub id)"})
+    vocabulary: str | None = field(default=None, metadata={
+        "help": "canonical values to check medical fields against: one a line, or JSON (the "
+                "release's own values always count; the page can load more)"})
     space: bool = field(default=False, metadata={
         "help": "run as a Hugging Face Space: Hub login, one folder per annotator, backups"})
     workdir: str = field(default="annotate-work", metadata={
@@ -105,11 +109,13 @@ def build_settings(args: AnnotateArguments):
         LocalModel(args.nlu_model, "nlu", args.nlu_family) if args.nlu_model else None,
         LocalModel(args.pol_model, "pol", args.pol_family) if args.pol_model else None)
     source = Path(args.source)
+    vocabulary = read_vocabulary(args.vocabulary) if args.vocabulary else frozenset()
     if not args.space:
         if is_local_host(args.host):
-            return AppSettings(source=source, assistant=assistant, allowed_hosts=LOOPBACK_HOSTS)
+            return AppSettings(source=source, assistant=assistant, vocabulary=vocabulary,
+                               allowed_hosts=LOOPBACK_HOSTS)
         named = [h.strip() for h in (args.allowed_hosts or "").split(",") if h.strip()]
-        return AppSettings(source=source, assistant=assistant,
+        return AppSettings(source=source, assistant=assistant, vocabulary=vocabulary,
                            allowed_hosts=named + machine_hosts(args.host),
                            access_token=secrets.token_urlsafe(24))
     if not os.environ.get("SPACE_ID"):
@@ -123,7 +129,18 @@ def build_settings(args: AnnotateArguments):
     workdir = Path(args.workdir)
     backup = Backup(args.backup_repo, workdir, args.backup_every, args.timeout)
     return AppSettings(source=source if source.is_dir() else None, space=True, workdir=workdir,
-                       assistant=assistant, backup=backup)
+                       assistant=assistant, backup=backup, vocabulary=vocabulary)
+
+
+def read_vocabulary(path: str) -> frozenset[str]:
+    from .store import parse_vocabulary
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--vocabulary {path}: cannot read it ({exc}); give a text or JSON "
+                         "file of canonical values") from None
+    return frozenset(parse_vocabulary(text, path))
 
 
 def main(argv: list[str]) -> int:

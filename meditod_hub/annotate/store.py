@@ -32,6 +32,7 @@ from ..state import fold_states
 from .jsondoc import JsonDocument, replace_value, same
 
 PROVENANCE_FILE = "provenance.json"  # who/what produced each label item (not part of the release)
+VOCABULARY_FILE = "vocabulary.json"  # canonical values loaded in the portal (not part of the release)
 ORIGINS = ("release", "suggested", "edited", "manual")
 LABEL_KEY = {"patient": "nlu", "doctor": "actions"}
 TEMP_MARK = ".annotate-"             # temporary files of an atomic write: `.<name>.annotate-<id>.tmp`
@@ -171,8 +172,9 @@ class SaveResult:
 class ReleaseStore:
     """One release folder; every method is safe to call from several request threads."""
 
-    def __init__(self, folder: str | Path, write_lock=None):
+    def __init__(self, folder: str | Path, write_lock=None, vocabulary: frozenset[str] = frozenset()):
         self.folder = Path(folder)
+        self._extra_vocabulary = vocabulary  # `meditod annotate --vocabulary`: this session only
         self.path = self.folder / DIALOGS_FILE
         # the lock a backup uploader holds while it reads the folder (CommitScheduler.lock)
         self._write_lock = write_lock or threading.Lock()
@@ -224,10 +226,41 @@ class ReleaseStore:
         return version
 
     def values(self) -> dict:
-        """What the questionnaire autocompletes (`known_values` of this release)."""
+        """What the questionnaire autocompletes (`known_values` of this release) and the loaded
+        canonical vocabulary, against which the page flags a medical value as new."""
         with self._lock:
             self._sync()
-            return known_values(self.doc.value)
+            return {**known_values(self.doc.value), "vocabulary": self.vocabulary()}
+
+    # --- the canonical vocabulary ---------------------------------------------------------------
+    def vocabulary(self) -> list[str]:
+        return sorted(self._saved_vocabulary() | self._extra_vocabulary)
+
+    def _saved_vocabulary(self) -> set[str]:
+        path = self.folder / VOCABULARY_FILE
+        if not path.exists():
+            return set()
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))["values"]
+            return {v for v in values if isinstance(v, str)}
+        except (ValueError, OSError, TypeError, KeyError) as exc:
+            raise MeditodError(f"{path}: not a vocabulary this portal wrote ({exc!r}); move it "
+                               "away and load the vocabulary again") from None
+
+    def add_vocabulary(self, text: str, name: str) -> int:
+        """Merge a vocabulary file's values into the release's `vocabulary.json` (the values
+        given with `--vocabulary` stay this session's); the count of values new to the page."""
+        new = parse_vocabulary(text, name)
+        with self._lock:
+            saved = self._saved_vocabulary()
+            added = new - saved - self._extra_vocabulary
+            if new - saved:
+                with self._write_lock:
+                    atomic_write(self.folder / VOCABULARY_FILE, json.dumps(
+                        {"about": "canonical values loaded in `meditod annotate` (not part of the "
+                                  "release; the build ignores this file)",
+                         "values": sorted(saved | new)}, indent=1, ensure_ascii=False) + "\n")
+            return len(added)
 
     def dialogue_ids(self) -> list[str]:
         with self._lock:
@@ -374,8 +407,11 @@ class ReleaseStore:
                              json.dumps(provenance, indent=2, ensure_ascii=False) + "\n")
 
     # --- new dialogues and splits ---------------------------------------------------------------
-    def import_transcript(self, text: str, name: str, dialogue_id: str | None = None) -> str:
-        """A new unlabelled dialogue from a plain transcript; returns its id."""
+    def import_transcript(self, text: str, name: str, dialogue_id: str | None = None,
+                          split: str | None = None) -> str:
+        """A new unlabelled dialogue from a plain transcript, placed in `split`; returns its id."""
+        if split is not None and split not in self._split_files():
+            raise MeditodError(f"unknown split {split!r}: use one of {', '.join(self._split_files())}")
         utterances = parse_transcript(text, name)
         with self._lock:
             self._sync()
@@ -392,6 +428,8 @@ class ReleaseStore:
                                       [[] for _ in utterances])
             self.doc.set(dialogue_id, dialogue)
             self._write()
+            if split is not None:
+                self.assign_split(dialogue_id, split)
             return dialogue_id
 
     def _split_files(self) -> dict[str, Path]:
@@ -436,6 +474,37 @@ class ReleaseStore:
                 if new != ids or not path.exists():
                     with self._write_lock:
                         atomic_write(path, replace_value(text, new))
+
+
+def parse_vocabulary(text: str, name: str) -> set[str]:
+    """Canonical values from a vocabulary file: one value a line (`#` comments), or JSON: a list,
+    an object of lists, or entries with `code` / `display_name` / `value` (the authors' ontology
+    lists, exported as JSON)."""
+    stripped = text.strip()
+    if stripped[:1] in ("[", "{"):
+        try:
+            data = json.loads(stripped)
+        except ValueError as exc:
+            raise MeditodError(f"{name}: looks like JSON but does not parse ({exc}); give one "
+                               "value a line or valid JSON") from None
+        values: set[str] = set()
+        stack = [data]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, str):
+                values.add(node.strip())
+            elif isinstance(node, list):
+                stack.extend(node)
+            elif isinstance(node, dict):
+                named = [node[k] for k in ("code", "display_name", "value") if k in node]
+                stack.extend(named if named else node.values())
+    else:
+        values = {line.strip() for line in text.splitlines()
+                  if line.strip() and not line.lstrip().startswith("#")}
+    values.discard("")
+    if not values:
+        raise MeditodError(f"{name}: no values found (one value a line, or a JSON list)")
+    return values
 
 
 def known_values(dialogues: dict) -> dict:

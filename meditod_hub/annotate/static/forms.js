@@ -1,0 +1,125 @@
+// The questionnaire's frame: open / close / submit, and the inputs both speakers' forms use.
+// A medical field checks its value against the release's values and the loaded vocabulary and
+// says when the value is new.
+import {$, el, same} from "./dom.js";
+import {doctorForm, readDoctorItem} from "./doctor-form.js";
+import {patientForm, readPatientItem} from "./patient-form.js";
+import {S, commit, isNewValue, speakerOf} from "./state.js";
+
+export function openForm(uid, index, preset, extra = {}) {
+  S.form = {uid, index, suggestion: extra.suggestion, original: preset ? JSON.parse(JSON.stringify(preset)) : null};
+  const form = $("#form");
+  form.hidden = false;
+  if (speakerOf(uid) === "patient") patientForm(form, preset);
+  else doctorForm(form, preset);
+  form.append(el("div", {class: "row"},
+    el("button", {type: "button", id: "f-submit", text: index === null ? "Add item (Ctrl+Enter)" : "Update item (Ctrl+Enter)", onclick: submitForm}),
+    el("button", {type: "button", id: "f-cancel", text: "Cancel (Esc)", onclick: closeForm}),
+    el("span", {id: "f-error", class: "error"})));
+  form.querySelector("select").focus();
+}
+
+export function closeForm() {
+  S.form = null;
+  const form = $("#form");
+  form.hidden = true;
+  form.replaceChildren();
+}
+
+export function submitForm() {
+  if (!S.form) return;
+  const {uid, index, suggestion, original} = S.form;
+  let item;
+  try {
+    item = speakerOf(uid) === "patient" ? readPatientItem() : readDoctorItem();
+  } catch (e) {
+    $("#f-error").textContent = e.message;
+    return;
+  }
+  closeForm();
+  commit(uid, () => {
+    if (index === null) {
+      S.labels[uid].push(item);
+      if (suggestion !== undefined) {
+        S.origins[uid].push(same(item, original) ? "suggested" : "edited");
+        S.suggestions[uid].items.splice(suggestion, 1);
+      } else {
+        S.origins[uid].push("manual");
+      }
+    } else {
+      const was = S.origins[uid][index];
+      S.labels[uid][index] = item;
+      if (!same(item, original)) S.origins[uid][index] = was === "suggested" || was === "edited" ? "edited" : "manual";
+    }
+  });
+}
+
+// ---- inputs ------------------------------------------------------------------------------------
+// A text box; with `check` = {known, medical}, a note beside it says when a medical value is new.
+export function textInput(cls, value, list, attr, check) {
+  const input = el("input", {type: "text", class: cls, list, dataset: attr ? {attr} : {}});
+  input.value = value === undefined || value === null ? "" : String(value);
+  input.addEventListener("focus", () => { S.lastInput = input; });
+  if (!check || !check.medical) return input;
+  const note = el("span", {class: "new-value", role: "status"});
+  const flag = () => {
+    const fresh = isNewValue(input.value, check.known, true);
+    note.textContent = fresh ? "new value: not in the vocabulary nor in this release (check the canonical name)" : "";
+    input.classList.toggle("is-new", fresh);
+  };
+  input.addEventListener("input", flag);
+  flag();
+  return el("span", {class: "checked-input"}, input, note);
+}
+
+// A list-valued answer: one input per value (values may contain commas), a blank one at the end.
+export function listInput(values, list, attr, check) {
+  const box = el("div", {class: "f-list", dataset: {attr}});
+  const add = (v) => {
+    const node = textInput("f-list-item", v, list, undefined, check);
+    const input = node.tagName === "INPUT" ? node : node.querySelector("input");
+    input.addEventListener("input", () => {
+      const inputs = box.querySelectorAll("input");
+      if (inputs[inputs.length - 1].value !== "") add("");
+    });
+    box.append(node);
+  };
+  for (const v of values || []) add(v);
+  add("");
+  return box;
+}
+
+export const listValues = (box) => [...box.querySelectorAll("input")].map((i) => i.value.trim()).filter((v) => v);
+
+export function kindSelect(id, options, value, placeholder) {
+  const sel = el("select", {id},
+    el("option", {value: "", text: placeholder}),
+    options.map((o) => el("option", {value: o.name, title: o.help, text: `${o.name.replace(/_/g, " ")} \u2014 ${o.help}`})));
+  sel.value = value || "";
+  return sel;
+}
+
+export function collectAttrs(fields) {
+  const out = {};
+  for (const node of fields.querySelectorAll(".f-attr, .f-list")) {
+    out[node.dataset.attr] = node.classList.contains("f-list") ? listValues(node) : node.value;
+  }
+  return out;
+}
+
+// Answers -> entry; keys keep the original entry's order, new ones follow in CMAS order.
+export function buildEntry(original, answers, slotAttrs) {
+  const entry = {};
+  const put = (k) => {
+    if (!(k in answers)) { if (k in original) entry[k] = original[k]; return; }
+    const v = answers[k];
+    if (Array.isArray(v)) {
+      if (v.length) entry[k] = same(v, original[k]) ? original[k] : v;
+    } else if (String(v).trim() !== "") {
+      entry[k] = String(original[k]) === v ? original[k] : v.trim();
+    }
+  };
+  for (const k of Object.keys(original)) put(k);
+  for (const k of slotAttrs) if (!(k in original)) put(k);
+  return entry;
+}
