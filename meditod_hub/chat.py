@@ -4,10 +4,11 @@
     printf 'I have a cough.\\nNo fever.\\n' | meditod chat --nlu ... --show_state   # scripted
 
 Each patient line gets exactly one `doctor: ...` line on stdout (a reply's own line breaks become
-spaces), so piped input can be scripted; with `--show_state` the tracked state, the chosen
-actions and any parse problem follow it, indented. Typed commands: `/state` (the same, for the
-last turn), `/reset` (a new conversation), `/quit`. Ctrl-D (end of input) and Ctrl-C end it
-cleanly. Loading messages and prompts go to stderr. Nothing is written to disk.
+spaces). Piped input prints a transcript that reads as a conversation: the doctor's opening, then
+each `patient: ...` line followed by its `doctor: ...` reply; with `--show_state` the tracked
+state, the chosen actions and any parse problem follow each reply, indented. Typed commands:
+`/state` (the same, for the last turn), `/reset` (a new conversation), `/quit`. Ctrl-D (end of
+input) and Ctrl-C end it cleanly. Loading messages and prompts go to stderr. Nothing is written to disk.
 A research demo, not medical advice.
 """
 
@@ -57,7 +58,7 @@ def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
     conversation, replies = assistant.new_conversation(), 0
     if interactive:
         print(BANNER, file=sys.stderr)
-        print(f"doctor: {OPENING_LINE}", file=out, flush=True)
+    print(f"doctor: {OPENING_LINE}", file=out, flush=True)
     while True:
         if interactive:
             print("patient> ", end="", file=sys.stderr, flush=True)
@@ -71,13 +72,14 @@ def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
         if command == "/reset":
             conversation = assistant.new_conversation()
             print("(new conversation)", file=sys.stderr)
-            if interactive:
-                print(f"doctor: {OPENING_LINE}", file=out, flush=True)
+            print(f"doctor: {OPENING_LINE}", file=out, flush=True)
             continue
         if command == "/state":
             print("\n".join(turn_report(conversation.turns[-1] if conversation.turns else None)),
                   file=out, flush=True)
             continue
+        if not interactive:  # the typed line is on the screen already; a piped one is not
+            print(f"patient: {one_line(text)}", file=out, flush=True)
         turn = assistant.respond(conversation, text)
         replies += 1
         print(f"doctor: {one_line(turn.reply)}", file=out, flush=True)

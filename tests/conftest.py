@@ -128,7 +128,16 @@ def hub_server():
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The failure sweep's table (tests/test_failure_paths.py), when it ran."""
+    """The documented commands' table (tests/test_docs.py) and the failure sweep's
+    (tests/test_failure_paths.py), when they ran."""
+    docs = getattr(sys.modules.get("test_docs"), "DOCS", None)
+    if docs:
+        outcomes = [outcome for _, outcome in docs]
+        counts = [outcomes.count(k) for k in ("run", "server", "dry-run", "skipped", "failed")]
+        terminalreporter.write_sep("-", "documented command blocks")
+        terminalreporter.write_line("| blocks | run | servers | dry-run | skipped (marked) | failed |")
+        terminalreporter.write_line("|---|---|---|---|---|---|")
+        terminalreporter.write_line("| " + " | ".join(map(str, [len(outcomes), *counts])) + " |")
     sweep = getattr(sys.modules.get("test_failure_paths"), "SWEEP", None)
     if not sweep:
         return

@@ -1,4 +1,5 @@
-"""`meditod chat`: one doctor line per patient line on piped input, commands, clean endings.
+"""`meditod chat`: piped input gives a transcript (the opening, then each patient line and its one
+doctor line), commands, clean endings.
 
 Offline, CPU; scripted backends for the protocol, the tiny trained runs for the real command.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from test_assistant import scripted_assistant
 
+from meditod_hub.assistant import OPENING_LINE
 from meditod_hub.chat import converse, turn_report
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -32,15 +34,18 @@ def echo_assistant():
     return scripted_assistant(answer)[0]
 
 
-def test_piped_lines_get_one_reply_line_each_and_commands_work():
+def test_piped_lines_read_as_a_transcript_and_commands_work():
     out = io.StringIO()
     script = "\n".join(LINES[:2] + ["/state", "/reset", LINES[3], "/quit", "never read"]) + "\n"
     replies = converse(echo_assistant(), io.StringIO(script), out, show_state=False,
                        interactive=False)
     lines = out.getvalue().splitlines()
     assert replies == 3
-    assert [line for line in lines if line.startswith("doctor:")] == ["doctor: Any fever? And chills?"] * 3
-    state = lines[2:lines.index("doctor: Any fever? And chills?", 2)]
+    reply, opening = "doctor: Any fever? And chills?", f"doctor: {OPENING_LINE}"
+    assert lines[:5] == [opening, f"patient: {LINES[0]}", reply, "patient: ", reply]
+    assert [line for line in lines if line.startswith("doctor:")] == [opening, reply, reply, opening, reply]
+    assert lines[-2:] == [f"patient: {LINES[3]}", reply]
+    state = lines[5:lines.index(opening, 1)]
     assert state[:2] == ["  state:", "    + symptom: cough (yes)"]
     assert "  actions: inquire symptom: fever" in state
 
@@ -49,7 +54,7 @@ def test_show_state_prints_the_report_after_every_reply():
     out = io.StringIO()
     converse(echo_assistant(), io.StringIO("a\nb\n"), out, show_state=True, interactive=False)
     text = out.getvalue()
-    assert text.count("doctor:") == 2 and text.count("  state:") == 2
+    assert text.count("doctor:") == 3 and text.count("  state:") == 2
     assert text.count("  parse: NLU ok, POL ok, NLG ok") == 2
     assert turn_report(None) == ["  (no turn yet)"]
 
@@ -65,7 +70,7 @@ def test_the_command_answers_every_piped_line_and_ends_at_eof(tiny_runs):
     process = chat(tiny_runs, "--show_state")
     out, err = process.communicate("\n".join(LINES) + "\n", timeout=600)
     assert process.returncode == 0, err[-2000:]
-    replies = [line for line in out.splitlines() if line.startswith("doctor: ")]
+    replies = [line for line in out.splitlines() if line.startswith("doctor: ")][1:]  # the opening
     assert len(replies) == len(LINES) and all(len(r) > len("doctor: ") for r in replies)
     assert out.count("  state:") == len(LINES)
     assert "was cut to its first 2000 characters" in out
@@ -76,6 +81,8 @@ def test_ctrl_c_ends_the_conversation_cleanly(tiny_runs):
     process = chat(tiny_runs)
     process.stdin.write("I have had a cough for ten days.\n")
     process.stdin.flush()
+    assert process.stdout.readline().startswith("doctor: ")  # the opening
+    assert process.stdout.readline().startswith("patient: ")  # the line, echoed
     first = process.stdout.readline()  # the reply: the loop is now waiting for the next line
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)

@@ -1,0 +1,325 @@
+"""The docs are tests: every command block a doc shows runs as written, or says in the doc why not.
+
+Collected: each ```bash and ```python block of README.md, docs/*.md, recipes/*/README.md and
+spaces/*/README.md (listings such as file trees are ```text and are not commands). A block runs as
+written, as one bash script (`set -euo pipefail`) or one Python program, in a sandbox: a copy of
+the tracked files with the project's `.venv` linked in, on the embedded sample and tiny models,
+offline. Only hosts and tokens change:
+the Hub is the local Hub server (tests/hub_server.py, through HF_ENDPOINT/HF_TOKEN) and an OpenAI-
+compatible URL is the local chat server (tests/chat_server.py); placeholder paths name sandbox
+folders made from the embedded sample (`SUBSTITUTIONS`, `PLACEHOLDER_FOLDERS`).
+
+A block that cannot run so is marked in the doc itself, on the line before its fence:
+
+    <!-- docs-test: skip: <why it cannot run offline> -->
+    <!-- docs-test: dry-run: <why> -->    each line checked, not run: `make -n` for make lines,
+                                           `-h` for meditod lines, recipe paths must exist; Python
+                                           compiles and every name it imports exists
+    <!-- docs-test: server: <why> -->     each line starts a server: it must print its URL and
+                                           answer it, then it is stopped
+
+An unmarked block that fails fails the test; so does a marker without a reason. Blocks run in the
+docs' order, servers after the blocks that run (a server may serve the tiny runs a later block
+trains). The counts are printed at the end of the run (conftest's terminal summary).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+DOC_GLOBS = ("README.md", "docs/*.md", "recipes/*/README.md", "spaces/*/README.md")
+FENCE = re.compile(r"^```(\w*)\s*$")
+MARKER = re.compile(r"^<!--\s*docs-test:\s*([\w-]+)\s*:\s*(.*?)\s*-->\s*$")
+MODES = ("run", "skip", "dry-run", "server")
+BLOCK_TIMEOUT = 1200   # a block's whole run; make tiny-runs and make demo take a few CPU minutes
+SERVER_TIMEOUT = 180   # until a server prints its URL and answers it
+DOCS: list[tuple[str, str]] = []  # (block, outcome), printed by conftest's terminal summary
+
+# Placeholders of the docs -> what they are in the sandbox (hosts and paths only).
+SUBSTITUTIONS = {
+    "https://api.openai.com/v1": "{chat}",
+    "https://router.huggingface.co/v1": "{chat}",
+    "/path/to/MediTOD/data": "data/sample",
+    "/path/to/data": "in-domain-sample",
+    "/path/to/ood": "ood-sample",
+}
+# Folders the docs name as the reader's own, made from the embedded sample, and their files.
+PLACEHOLDER_FOLDERS = ("my-release", "annotator-a", "annotator-b")
+PLACEHOLDER_FILES = {"canonical-values.txt": "coughing\nfever\nwheezing\n"}
+
+
+@dataclass(frozen=True)
+class Block:
+    doc: str
+    line: int
+    text: str
+    mode: str
+    reason: str
+    lang: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+
+def doc_files() -> list[Path]:
+    return sorted({p for pattern in DOC_GLOBS for p in PROJECT.glob(pattern)})
+
+
+def collect(path: Path) -> tuple[list[Block], list[str]]:
+    """The command blocks of one doc, and its problems (a bare fence, a marker without reason)."""
+    rel = path.relative_to(PROJECT).as_posix()
+    blocks, problems = [], []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        fence = FENCE.match(lines[i])
+        if not fence:
+            i += 1
+            continue
+        start, lang = i, fence.group(1)
+        i += 1
+        while i < len(lines) and not lines[i].startswith("```"):
+            i += 1
+        body = "\n".join(lines[start + 1:i]) + "\n"
+        i += 1
+        if lang == "":
+            problems.append(f"{rel}:{start + 1}: a fence without a language: ```bash for "
+                            "commands, ```text for listings")
+        if lang not in ("bash", "sh", "python"):
+            continue
+        marker = MARKER.match(lines[start - 1]) if start else None
+        mode, reason = (marker.group(1), marker.group(2)) if marker else ("run", "")
+        if mode not in MODES or (mode != "run" and not reason):
+            problems.append(f"{rel}:{start}: docs-test marker needs a mode ({', '.join(MODES[1:])})"
+                            " and a reason")
+        blocks.append(Block(rel, start + 1, body, mode, reason, lang))
+    return blocks, problems
+
+
+def all_blocks() -> list[Block]:
+    """Every block, in the order they run: the docs' order, servers after the blocks that run."""
+    blocks = [b for path in doc_files() for b in collect(path)[0]]
+    return sorted(blocks, key=lambda b: MODES.index(b.mode) if b.mode == "server" else 0)
+
+
+def test_every_command_block_runs_or_says_why_not():
+    problems = [p for path in doc_files() for p in collect(path)[1]]
+    assert not problems, "\n".join(problems)
+    blocks = all_blocks()
+    assert len(blocks) >= 20, f"only {len(blocks)} command blocks found: is the collector broken?"
+
+
+# --- the sandbox ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory, embedded_release):
+    """A copy of the tracked files with a view of the project's venv, the placeholder folders,
+    an out-of-domain copy of the sample, a local Hub and a local chat server."""
+    from chat_server import ChatServer
+    from hub_server import HubServer
+
+    root = tmp_path_factory.mktemp("docs") / "kit"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT, capture_output=True,
+                             check=True).stdout.decode().split("\0")
+    for rel in filter(None, tracked):
+        source = PROJECT / rel
+        if source.is_file():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, root / rel)
+            shutil.copymode(source, root / rel)
+    _venv_view(PROJECT / ".venv", root / ".venv")
+    for name in PLACEHOLDER_FOLDERS:
+        shutil.copytree(embedded_release, root / name)
+    for name, text in PLACEHOLDER_FILES.items():
+        (root / name).write_text(text, encoding="utf-8")
+    _split_by_domain(embedded_release, root / "in-domain-sample", root / "ood-sample")
+    with HubServer() as hub, ChatServer() as chat:
+        env = hub.client_env(root.parent)
+        env["PATH"] = f"{root / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
+        env.pop("MAKEFLAGS", None)
+        yield root, env, {"chat": chat.url}
+
+
+def _venv_view(venv: Path, view: Path) -> None:
+    """The project's venv seen from the sandbox: every entry linked, except the setup stamp,
+    which is the sandbox's own and newer than its copies of the files setup depends on. So a
+    `make` target's `setup` is done, never rerun: its `pip install -e .` would repoint the
+    project's editable install at the sandbox."""
+    if not (venv / ".installed").is_file():
+        pytest.skip("no set-up venv: run `make setup` first")
+    view.mkdir()
+    for entry in venv.iterdir():
+        if entry.name != ".installed":
+            (view / entry.name).symlink_to(entry)
+    (view / ".installed").touch()
+
+
+def _split_by_domain(release: Path, in_domain: Path, ood: Path) -> None:
+    """The embedded sample as two releases, as `--ood_source` takes them: its in-domain part,
+    and its out-of-domain dialogues alone (all in `test`, which the build ignores for them)."""
+    import json
+
+    dialogs = json.loads((release / "dialogs.json").read_text(encoding="utf-8"))
+    ood_ids = {str(i) for i in json.loads((release / "ood_ids.json").read_text(encoding="utf-8"))}
+    shutil.copytree(release, in_domain)
+    (in_domain / "ood_ids.json").unlink()
+    (in_domain / "dialogs.json").write_text(json.dumps(
+        {did: d for did, d in dialogs.items() if did not in ood_ids}), encoding="utf-8")
+    ood.mkdir()
+    (ood / "dialogs.json").write_text(json.dumps(
+        {did: d for did, d in dialogs.items() if did in ood_ids}), encoding="utf-8")
+    for name, ids in (("train_ids.json", []), ("valid_ids.json", []), ("test_ids.json", ood_ids)):
+        (ood / name).write_text(json.dumps(sorted(ids)), encoding="utf-8")
+
+
+def substituted(text: str, values: dict) -> str:
+    for placeholder, value in SUBSTITUTIONS.items():
+        text = text.replace(placeholder, value.format(**values))
+    return text
+
+
+def command_lines(text: str) -> list[str]:
+    """One logical line per command (continuations joined, comments and blanks dropped)."""
+    out, current = [], ""
+    for line in text.splitlines():
+        current += line.rstrip("\\") + (" " if line.endswith("\\") else "")
+        if line.endswith("\\"):
+            continue
+        if current.strip() and not current.lstrip().startswith("#"):
+            out.append(current.strip())
+        current = ""
+    return out
+
+
+def run_block(block: Block, root: Path, env: dict, values: dict) -> None:
+    script = substituted(block.text, values)
+    command = ["python", "-c", script] if block.lang == "python" else \
+        ["bash", "-euo", "pipefail", "-c", script]
+    result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
+                            timeout=BLOCK_TIMEOUT, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr)[-3000:]
+        pytest.fail(f"{block.name} failed (exit {result.returncode}) as written:\n{block.text}\n"
+                    f"--- output (end) ---\n{tail}")
+
+
+CHECK_IMPORTS = """
+import ast, importlib, sys
+tree = ast.parse(sys.stdin.read())
+for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom):
+        module = importlib.import_module(node.module)
+        for alias in node.names:
+            assert hasattr(module, alias.name), f"{node.module} has no {alias.name}"
+    elif isinstance(node, ast.Import):
+        for alias in node.names:
+            importlib.import_module(alias.name)
+"""
+
+
+def dry_run(block: Block, root: Path, env: dict, values: dict) -> None:
+    if block.lang == "python":
+        result = subprocess.run(["python", "-c", CHECK_IMPORTS], input=block.text, cwd=root,
+                                env=env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, f"{block.name}: {result.stderr[-2000:]}"
+        return
+    for line in command_lines(substituted(block.text, values)):
+        words = line.split()
+        if words[0] == "make":
+            check = ["bash", "-c", "make -n " + line[len("make"):]]
+        elif words[0] == "meditod" or line.startswith("python -m meditod_hub"):
+            check = ["bash", "-c", f"{line} -h"]
+        else:
+            missing = [w for w in words if w.startswith("recipes/") and not (root / w).exists()]
+            assert not missing, f"{block.name}: {line!r} names missing files {missing}"
+            continue
+        result = subprocess.run(check, cwd=root, env=env, capture_output=True, text=True,
+                                timeout=300, stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, (f"{block.name}: dry run of {line!r} failed:\n"
+                                        f"{(result.stdout + result.stderr)[-2000:]}")
+
+
+def serve_lines(block: Block, root: Path, env: dict, values: dict) -> None:
+    for line in command_lines(substituted(block.text, values)):
+        server = subprocess.Popen(["bash", "-c", line], cwd=root, env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            url = _first_url(server, f"{block.name}: {line!r}")
+            with urllib.request.urlopen(url, timeout=60) as answer:
+                assert answer.status == 200, f"{block.name}: {url} answered {answer.status}"
+        finally:
+            os.killpg(server.pid, signal.SIGINT)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+
+
+def _first_url(server: subprocess.Popen, what: str) -> str:
+    """The first http://127.0.0.1:PORT/ URL the server prints, within SERVER_TIMEOUT."""
+    deadline = time.monotonic() + SERVER_TIMEOUT
+    os.set_blocking(server.stdout.fileno(), False)
+    buffer = ""
+    while time.monotonic() < deadline and server.poll() is None:
+        chunk = server.stdout.read()
+        if chunk:
+            buffer += chunk
+            found = re.search(r"http://(?:127\.0\.0\.1|localhost):\d+/?", buffer)
+            if found:
+                return found.group(0)
+        else:
+            time.sleep(0.2)
+    raise AssertionError(f"{what} printed no URL within {SERVER_TIMEOUT} s (exit "
+                         f"{server.poll()}); output:\n{buffer[-2000:]}")
+
+
+def editable_install() -> str:
+    """Where the venv's editable install points (a block must never repoint it)."""
+    found = sorted((PROJECT / ".venv").glob("lib/python*/site-packages/__editable__*meditod*finder.py"))
+    return found[0].read_text(encoding="utf-8") if found else ""
+
+
+@pytest.fixture
+def install_untouched():
+    before = editable_install()
+    yield
+    assert editable_install() == before, "a documented command reinstalled the project: fix the venv"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", all_blocks(), ids=lambda b: b.name)
+def test_documented_block(block, sandbox, install_untouched):
+    root, env, values = sandbox
+    if block.mode == "skip":
+        DOCS.append((block.name, "skipped"))
+        pytest.skip(f"marked in the doc: {block.reason}")
+    try:
+        {"run": run_block, "dry-run": dry_run, "server": serve_lines}[block.mode](
+            block, root, env, values)
+    except BaseException:
+        DOCS.append((block.name, "failed"))
+        raise
+    DOCS.append((block.name, block.mode))
+
+
+@pytest.mark.slow
+def test_make_demo_runs_end_to_end(sandbox, install_untouched):
+    """The README's first command: the whole pipeline on the embedded sample, as a newcomer runs it."""
+    root, env, _ = sandbox
+    result = subprocess.run(["make", "demo"], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=BLOCK_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert (root / "out" / "demo" / "model-card" / "README.md").is_file()
