@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import quiet
 from .assistant import Assistant, PipelineArguments
 from .errors import UsageError, run_main
 from .files import atomic_write
@@ -346,6 +347,7 @@ def main(argv: list[str]) -> int:
 
     pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
                                 "meditod eval-cascade", __doc__.split("\n\n")[0])
+    quiet.progress_bars_off()
     results = evaluate_cascade(pipeline, args)
     pol, nlg = results["pol"], results["nlg"]
     print(f"POL F1 {pol['gold_input']['f1']:.4f} -> {pol['cascaded']['f1']:.4f} cascaded; "
