@@ -355,7 +355,7 @@ NOT_FINGERPRINTED = frozenset({"output_dir", "overwrite_output_dir", "resume_fro
                                "per_device_eval_batch_size", "dataloader_num_workers"})
 
 
-def run_fingerprint(recipe: Recipe) -> dict:
+def resume_fingerprint(recipe: Recipe) -> dict:
     """What a checkpoint was trained from: the resolved recipe and the data."""
     settings = {k: v for k, v in recipe.resolved.items() if k not in NOT_FINGERPRINTED}
     return {"settings": json.loads(json.dumps(settings, default=str)),
@@ -392,7 +392,7 @@ def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
     A checkpoint without its record was cut off while saving: the one before it is used. A
     checkpoint of another recipe or dataset is refused, unless `overwrite_output_dir`.
     """
-    fingerprint = run_fingerprint(recipe)
+    fingerprint = resume_fingerprint(recipe)
     explicit = recipe.training.resume_from_checkpoint
     found = [Path(explicit)] if explicit else _checkpoints(checkpoints)
     complete = [c for c in found if (c / RESUME_RECORD).is_file()]
@@ -496,7 +496,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     ensure_pad_token(tokenizer, family)
     train, evaluation, scorer = prepare_data(recipe, tokenizer, budget)
     model = load_model(family, recipe.model, training)
-    recorder = ResumeRecorder(run_fingerprint(recipe), runtime_before)
+    recorder = ResumeRecorder(resume_fingerprint(recipe), runtime_before)
     trainer = make_trainer(recipe, model, tokenizer, train, evaluation, scorer,
                            [*callbacks, recorder])
     if len(trainer.train_dataset) != len(train.dataset):  # TRL filters rows without a word

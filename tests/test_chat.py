@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_assistant import scripted_assistant
+from helpers import scripted_assistant
 
 from meditod_hub.chat import converse, turn_report
 

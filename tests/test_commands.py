@@ -200,3 +200,13 @@ def test_out_naming_a_file_is_the_old_meaning_and_refused():
     done = make_n("evaluate", "TASK=nlu", "PREDICTIONS=p.jsonl", "OUT=runs/x/results.json")
     assert done.returncode != 0
     assert "OUT is the folder a target writes into (e.g. OUT=runs/x)" in done.stderr
+
+
+# --- the test suite's own fast loop ------------------------------------------------------------
+def test_tests_that_train_through_a_fixture_are_slow():
+    """`-m "not slow"` leaves out every test whose fixtures train (conftest.TRAINING_FIXTURES)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m",
+                           "not slow", "-p", "no:cacheprovider", "tests/test_eval_cascade.py"],
+                          cwd=PROJECT, capture_output=True, text=True, timeout=600)
+    assert "test_gold_nlu_makes_both_columns_equal_and_generates_each_row_once" in done.stdout
+    assert "tiny_runs" not in done.stdout and "test_the_command_on_the_tiny_runs" not in done.stdout

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_release import write_release
+from helpers import write_release
 
 from meditod_hub import build as B
 from meditod_hub import evaluate as E
@@ -518,7 +518,7 @@ def test_resume_only_what_was_started(embedded_build, tiny_models, tmp_path, cap
 
 @pytest.mark.parametrize("timeout", ["0", "nan"])
 def test_publish_timeout_must_be_a_positive_number(timeout, tmp_path, capsys):
-    from test_model_card import write_run
+    from helpers import write_run
 
     run = write_run(tmp_path / "run")
     (run / "adapter_config.json").write_text("{}")

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 from datasets import load_dataset
+from helpers import RECIPES, train_args
 from safetensors.torch import load_file
 
 from meditod_hub import train as T
@@ -25,7 +26,6 @@ from meditod_hub.errors import UsageError
 from meditod_hub.families import FAMILIES, Budget
 
 PROJECT = Path(__file__).resolve().parent.parent
-RECIPES = PROJECT / "recipes"
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -39,11 +39,6 @@ def tokenizer_of(tiny_models: Path, name: str):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_models / name)
-
-
-def train_args(recipe: str, data: Path, model: Path, out: Path, *overrides: str) -> list[str]:
-    return [str(RECIPES / recipe), f"--dataset_name={data}", f"--model_name_or_path={model}",
-            f"--output_dir={out}", *overrides]
 
 
 def run_info(out: Path) -> dict:

@@ -74,15 +74,15 @@ def is_loopback(host: str) -> bool:
 
 
 def build_settings(args: AnnotateArguments):
-    from .app import LOOPBACK_HOSTS, AppSettings
     from .assist import Assistant, LocalModel
+    from .server import LOOPBACK_HOSTS, PortalSettings
 
     assistant = Assistant(
         LocalModel(args.nlu_model, "nlu", args.nlu_family) if args.nlu_model else None,
         LocalModel(args.pol_model, "pol", args.pol_family) if args.pol_model else None)
     source = Path(args.source)
     if not args.space:
-        return AppSettings(source=source, assistant=assistant,
+        return PortalSettings(source=source, assistant=assistant,
                            allowed_hosts=LOOPBACK_HOSTS if is_loopback(args.host) else None)
     if not os.environ.get("SPACE_ID"):
         raise UsageError("--space runs on a Hugging Face Space only (SPACE_ID is not set); "
@@ -90,18 +90,18 @@ def build_settings(args: AnnotateArguments):
     if not args.backup_repo:
         raise UsageError("--space needs --backup_repo ORG/NAME (a private dataset repo): "
                          "without it annotations die with the Space")
-    from .space import Backup
+    from .hosted import Backup
 
     workdir = Path(args.workdir)
     backup = Backup(args.backup_repo, workdir, args.backup_every, args.timeout)
-    return AppSettings(source=source if source.is_dir() else None, space=True, workdir=workdir,
+    return PortalSettings(source=source if source.is_dir() else None, space=True, workdir=workdir,
                        assistant=assistant, backup=backup)
 
 
 def main(argv: list[str]) -> int:
     import uvicorn
 
-    from .app import create_app
+    from .server import create_app
 
     (args,) = parse_args([AnnotateArguments], argv, "meditod annotate", __doc__.split("\n\n")[0])
     sock = listening_socket(args.host, args.port)

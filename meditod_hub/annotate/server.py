@@ -6,7 +6,7 @@ suggestion badges, which plain DOM code states directly and a browser test can d
 needs HTTP semantics Gradio hides (a version check answered 409, an atomic write per request);
 and `huggingface_hub.attach_huggingface_oauth` gives FastAPI the same Hub login a Gradio Space has.
 The same app runs locally (127.0.0.1, no login) and as a Docker Space (login, one folder per
-annotator, private backups: `space.py`).
+annotator, private backups: `hosted.py`).
 
 Every label passes through the server: the state fold, validation and suggestions are the
 dataset layer's own code, never a port of it to JavaScript.
@@ -68,7 +68,7 @@ def hub_username(request: Request) -> str | None:
 
 
 @dataclass
-class AppSettings:
+class PortalSettings:
     source: Path | None                   # local: the folder edited; Space: each annotator's start
     space: bool = False
     workdir: Path | None = None           # Space: where annotators' folders live
@@ -78,7 +78,7 @@ class AppSettings:
     allowed_hosts: list[str] | None = None  # None: any (a Space sits behind the Hub's proxy)
 
 
-def create_app(settings: AppSettings) -> FastAPI:
+def create_app(settings: PortalSettings) -> FastAPI:
     app = FastAPI(title="MediTOD annotation", docs_url=None, redoc_url=None, openapi_url=None)
     if settings.allowed_hosts:  # a page on another site cannot reach the local app by DNS tricks
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts)
@@ -89,7 +89,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     else:
         from huggingface_hub import attach_huggingface_oauth
 
-        from .space import annotator_folder, seed_annotator
+        from .hosted import annotator_folder, seed_annotator
 
         with warnings.catch_warnings():  # "experimental": known, and pinned by the tests
             warnings.simplefilter("ignore", UserWarning)
