@@ -65,12 +65,18 @@ test: setup
 lint: setup
 	$(PY) -m ruff check .
 
-## bench: every bench at full (paper) scale; bench-quick: each at a small scale, as CI runs them
+## bench: every bench at full (paper) scale, figures beside a same-process baseline; bench-quick:
+## each at a small scale that only checks it works (the test suite runs it: tests/test_bench.py)
+BENCHES := build metrics formats fit annotate train fewshot
 bench: setup
-	$(PY) bench/run.py
+	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
+	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
+	else echo "bench_assistant skipped: run make tiny-runs first"; fi
 
 bench-quick: setup
-	$(PY) bench/run.py --quick
+	for b in $(BENCHES); do $(PY) bench/bench_$$b.py --quick || exit 1; done
+	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py --quick; \
+	else echo "bench_assistant skipped: run make tiny-runs first"; fi
 
 ## tiny: the tiny offline models (random weights, tokenizers trained on DATA) into OUT
 ## (default build/tiny-models, where the tiny-* recipes look; `make train` makes a missing one)
