@@ -210,3 +210,15 @@ def test_tests_that_train_through_a_fixture_are_slow():
                           cwd=PROJECT, capture_output=True, text=True, timeout=600)
     assert "test_gold_nlu_makes_both_columns_equal_and_generates_each_row_once" in done.stdout
     assert "tiny_runs" not in done.stdout and "test_the_command_on_the_tiny_runs" not in done.stdout
+
+
+def test_training_three_tasks_says_which_task_of_three_and_ends_on_a_sentence(in_project,
+                                                                              monkeypatch, capsys):
+    """(before: `make tiny-runs` ended on a raw JSON line, with no `task 2/3`)"""
+    monkeypatch.setattr(T, "train_recipe", lambda argv, callbacks=(): f"trained {argv[0]}")
+    assert T.main(["tiny-llama"]) == 0
+    out, err = capsys.readouterr()
+    assert [line for line in err.splitlines() if line.startswith("==")] == [
+        f"== task {n}/3: recipes/tiny-llama/{task}.yaml ==" for n, task in
+        enumerate(("nlu", "pol", "nlg"), 1)]
+    assert out.splitlines()[-1] == "trained recipes/tiny-llama/nlg.yaml"
