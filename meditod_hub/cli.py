@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 
+from . import quiet
 from .errors import EXIT_OK, EXIT_USAGE, run_main
 
 # name -> (module with main(argv), one-line help); the order is the order data flows.
@@ -91,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return EXIT_USAGE
     module = importlib.import_module(COMMANDS[name][0])
+    if "transformers" in sys.modules:  # a command that loads models: one line per stage
+        quiet.progress_bars_off()
     return run_main(module.main, rest)
 
 

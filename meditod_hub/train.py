@@ -592,18 +592,21 @@ def resolve_command(argv: list[str]) -> TrainCommand:
     if gpus > 1 and not config.is_file():
         raise UsageError(f"no accelerate config {config}: give --accelerate_config, one of "
                          f"{', '.join(map(str, sorted((RECIPES / 'accelerate').glob('*.yaml'))))}")
+    if not args or args[0].startswith("-"):  # no recipe: parse_recipe says what to give
+        parse_recipe(args)
     target, rest = args[0], args[1:]
     path = Path(target)
+    folder = path if (path / "nlu.yaml").is_file() else RECIPES / target  # recipes/MODEL works too
     if path.suffix in (".yaml", ".yml") or path.is_file():
         recipes = [path]
-    elif (RECIPES / target).is_dir():
+    elif folder.is_dir():
         tasks = list(TASK_NAMES)
         if rest and not rest[0].startswith("-"):
             if rest[0] not in TASK_NAMES:
                 raise UsageError(f"no task {rest[0]!r}: give one of {', '.join(TASK_NAMES)}, or "
                                  "none to train all three in turn")
             tasks, rest = [rest[0]], rest[1:]
-        recipes = [RECIPES / target / f"{task}.yaml" for task in tasks]
+        recipes = [folder / f"{task}.yaml" for task in tasks]
     else:
         raise UsageError(f"no recipe or model {target!r}: give a recipes/ folder ({_models()}) "
                          "or a recipe .yaml")
@@ -640,8 +643,6 @@ def main(argv: list[str], callbacks=()) -> int:
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logger.setLevel(logging.INFO)  # this module's figures; libraries stay at WARNING
     quiet.progress_bars_off()
-    if not argv or argv[0].startswith("-"):  # no recipe: parse_recipe says what to give
-        parse_recipe(argv)
     command = resolve_command(argv)
     total = len(command.recipes)
     for n, recipe in enumerate(command.recipes, 1):

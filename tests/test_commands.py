@@ -75,6 +75,8 @@ def test_model_alone_trains_the_three_tasks_in_turn(in_project):
     command = T.resolve_command(["tiny-t5", "--num_train_epochs=1"])
     assert [r.stem for r in command.recipes] == ["nlu", "pol", "nlg"]
     assert command.overrides == ["--num_train_epochs=1"]
+    flags_first = T.resolve_command(["--gpus=1", "recipes/tiny-t5/", "nlg"])
+    assert flags_first.recipes == [Path("recipes/tiny-t5/nlg.yaml")]
 
 
 def test_a_recipe_path_still_works_and_out_places_each_task(in_project, tmp_path):
