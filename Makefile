@@ -1,15 +1,21 @@
 # MediTOD Hub kit. `make demo` runs the whole pipeline on the embedded synthetic sample (CPU);
 # `make test` runs the offline test suite. Every target that needs Python depends on `setup`.
-# Every target calls the `meditod` command (meditod_hub/cli.py); paths are quoted, so they may
-# hold spaces.
+# Every pipeline target is named after the `meditod` subcommand it runs (meditod_hub/cli.py)
+# and calls it; setup, lint, test, bench and lock run pip, ruff, pytest and the bench scripts.
+# Paths are quoted, so they may hold spaces.
+#
+# Variables mean one thing in every target: DATA is the built dataset folder (`make build`
+# writes it, the others read it); OUT is the folder a target writes into (its default is named
+# beside each target); SPLIT, TASK, MODEL, REPO as in the `meditod` flags of the same name.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 MEDITOD := $(VENV)/bin/meditod
-# Installed first and explicitly: letting pip resolve torch pulls a multi-GB CUDA build. The
-# version is pyproject.toml's lower bound (the project's one torch pin).
-TORCH ?= torch==$(shell sed -n 's/.*"torch>=\([0-9.]*\)".*/\1/p' pyproject.toml)
+# The versions the test suite ran against (`make lock` refreshes it; pyproject.toml keeps the
+# lower bounds for library users). torch is installed first, alone: letting pip resolve it
+# among the rest pulls a multi-GB CUDA build.
+LOCK := requirements.lock
 STAMP := $(VENV)/.installed
 
 SOURCE ?= data/sample
@@ -17,21 +23,29 @@ DATA ?= meditod
 GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
+# OUT names a folder now: a file name there is the old meaning (predict, evaluate, agreement).
+$(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a target writes \
+	into (e.g. OUT=$(patsubst %/,%,$(dir $(OUT)))); the file names inside it are fixed))
 
-.PHONY: setup demo test lint data infos bench train predict fewshot eval push push-data published \
-	annotate agreement tiny-runs eval-cascade chat app space screenshot clean
+.PHONY: setup lock demo test lint build infos bench bench-quick tiny train predict fewshot \
+	evaluate publish push published annotate agreement tiny-runs eval-cascade chat app space \
+	screenshot clean data eval push-data
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -c $(LOCK) torch
+	$(PY) -m pip install -q -c $(LOCK) -e '.[test]'
 	touch $@
 
-## data: build SOURCE (a release folder; default the embedded sample) into ./$(DATA)
-data: setup
+## lock: rewrite requirements.lock from this venv (pip freeze of the project's dependency closure)
+lock: setup
+	$(PY) scripts/lock.py --out $(LOCK)
+
+## build: build SOURCE (a release folder; default the embedded sample) into ./$(DATA)
+build: setup
 	"$(MEDITOD)" build --source "$(SOURCE)" $(if $(OOD_SOURCE),--ood_source "$(OOD_SOURCE)") --out "$(DATA)"
 
 ## infos: regenerate the top-level dataset_infos.json from the embedded sample
@@ -51,27 +65,38 @@ test: setup
 lint: setup
 	$(PY) -m ruff check .
 
+## bench: every bench at full (paper) scale, figures beside a same-process baseline; bench-quick:
+## each at a small scale that only checks it works (the test suite runs it: tests/test_bench.py)
+BENCHES := build metrics formats fit annotate train fewshot
 bench: setup
-	$(PY) bench/bench_build.py
-	$(PY) bench/bench_metrics.py
-	$(PY) bench/bench_formats.py
-	$(PY) bench/bench_train.py
-	$(PY) bench/bench_fewshot.py
+	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
 	else echo "bench_assistant skipped: run make tiny-runs first"; fi
 
-## train: train MODEL (a recipes/ folder) on TASK, or nlu, pol, nlg in turn; run dir OUT/TASK (OUT default
-## runs/MODEL); GPUS=N launches accelerate (ACCELERATE_CONFIG=recipes/accelerate/fsdp_qlora.yaml|zero3.yaml
-## to shard); ARGS="--key=value ..." overrides any recipe key
+bench-quick: setup
+	for b in $(BENCHES); do $(PY) bench/bench_$$b.py --quick || exit 1; done
+	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py --quick; \
+	else echo "bench_assistant skipped: run make tiny-runs first"; fi
+
+## tiny: the tiny offline models (random weights, tokenizers trained on DATA) into OUT
+## (default build/tiny-models, where the tiny-* recipes look; `make train` makes a missing one)
+tiny: setup
+	"$(MEDITOD)" tiny --data "$(DATA)" --out "$(or $(OUT),build/tiny-models)" $(if $(MODEL),--models $(MODEL))
+
+## train: train MODEL (a recipes/ folder) on TASK, or nlu, pol, nlg in turn; run folders OUT/TASK
+## (OUT default runs/MODEL); GPUS=N launches accelerate (ACCELERATE_CONFIG=recipes/accelerate/
+## fsdp_qlora.yaml|zero3.yaml to shard); ARGS="--key=value ..." overrides any recipe key
 train: setup
 	@test -n "$(MODEL)" || { echo "make train needs MODEL=<recipes folder>: $$(ls recipes | grep -v accelerate | tr '\n' ' ')" >&2; exit 2; }
-	DATA="$(DATA)" OUT="$(OUT)" GPUS="$(GPUS)" ARGS='$(ARGS)' PYTHON="$(PY)" scripts/train.sh "$(MODEL)" $(TASK)
+	"$(MEDITOD)" train "$(MODEL)" $(TASK) --gpus $(GPUS) --dataset_name="$(DATA)" $(if $(OUT),--out "$(OUT)") \
+		$(if $(ACCELERATE_CONFIG),--accelerate_config "$(ACCELERATE_CONFIG)") $(ARGS)
 
-## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT;
-## ENDPOINT=<base url> [SERVED_MODEL=<name>] sends the same prompts to a server (vLLM, TGI, transformers serve)
+## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT,
+## into OUT/predictions.jsonl (OUT default MODEL_PATH/eval/SPLIT); ENDPOINT=<base url>
+## [SERVED_MODEL=<name>] sends the same prompts to a server (vLLM, TGI, transformers serve)
 predict: setup
 	"$(MEDITOD)" predict --model_path "$(MODEL_PATH)" --task "$(TASK)" --data "$(DATA)" \
-		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT)/predictions.jsonl)" \
+		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT))/predictions.jsonl" \
 		$(if $(ENDPOINT),--endpoint "$(ENDPOINT)" --served_model "$(or $(SERVED_MODEL),$(MODEL_PATH))")
 
 ## fewshot: the paper's in-context baseline: MODEL as served at ENDPOINT on TASK (nlu|pol|nlg) of SPLIT,
@@ -83,10 +108,12 @@ fewshot: setup
 		--shots "$(or $(SHOTS),5)" $(if $(OUT),--out "$(OUT)") \
 		$(if $(RETRIEVER),--retriever "$(RETRIEVER)") $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) $(ARGS)
 
-## eval: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes OUT (+ .md, .png)
-eval: setup
+## evaluate: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes
+## OUT/results.json, .md, .png (OUT default: the folder of PREDICTIONS)
+evaluate: setup
 	"$(MEDITOD)" evaluate --task "$(TASK)" --data "$(DATA)" --split "$(SPLIT)" \
-		--predictions "$(PREDICTIONS)" --out "$(OUT)" --judge "$(or $(JUDGE),exact)"
+		--predictions "$(PREDICTIONS)" --out "$(or $(OUT),$(patsubst %/,%,$(dir $(PREDICTIONS))))/results.json" \
+		--judge "$(or $(JUDGE),exact)"
 
 ## annotate: label dialogues in the browser at http://127.0.0.1:PORT (default 7861); SOURCE is a
 ## release folder (edited in place) or a new folder (default ./annotation, never the embedded sample);
@@ -97,23 +124,31 @@ annotate: setup
 		--port $(or $(PORT),7861) $(if $(NLU_MODEL),--nlu_model "$(NLU_MODEL)") \
 		$(if $(POL_MODEL),--pol_model "$(POL_MODEL)") $(if $(VOCABULARY),--vocabulary "$(VOCABULARY)")
 
-## agreement: score annotator B's release against annotator A's (A as gold) with the NLU/POL metrics
+## agreement: score annotator B's release against annotator A's (A as gold) with the NLU/POL metrics;
+## writes OUT/agreement.json (OUT default .)
 agreement: setup
-	"$(MEDITOD)" agreement --a "$(A)" --b "$(B)" --out "$(or $(OUT),agreement.json)"
+	"$(MEDITOD)" agreement --a "$(A)" --b "$(B)" --out "$(or $(OUT),.)/agreement.json"
 
-## push: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless PUBLIC=1;
-## MERGED=1 merges the adapter into a 16-bit base; CASCADE=runs/cascade/<name>/<split> adds the
-## cascaded table of an eval-cascade that ran this run). Needs a write token (HF_TOKEN or `hf auth login`).
+## publish: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless
+## PUBLIC=1; MERGED=1 merges the adapter into a 16-bit base; CASCADE=runs/cascade/<name>/<split> adds
+## the cascaded table of an eval-cascade that ran this run). Needs a write token (HF_TOKEN or `hf auth login`).
+PUBLISH = "$(MEDITOD)" publish --run "$(RUN)" --repo "$(REPO)" $(if $(PUBLIC),--public) \
+	$(if $(MERGED),--merged) $(if $(CASCADE),--cascade "$(CASCADE)")
+publish: setup
+	$(PUBLISH)
+
+## push: upload the built ./$(DATA) as REPO (private, gated unless synthetic; PUBLIC=1 for --public).
+## `make push RUN=...` is the old name of `make publish` and still runs it, until the next release.
 push: setup
-	"$(MEDITOD)" publish --run "$(RUN)" --repo "$(REPO)" $(if $(PUBLIC),--public) $(if $(MERGED),--merged) \
-		$(if $(CASCADE),--cascade "$(CASCADE)")
+	$(if $(RUN),$(warning make push RUN=... is `make publish` now; the old name goes in the next release))
+	$(if $(RUN),$(PUBLISH),"$(MEDITOD)" push --folder "$(DATA)" --repo "$(REPO)" $(if $(PUBLIC),--public))
 
 ## tiny-runs: the tiny offline models of chat, app and space: runs/tiny-llama/{nlu,pol,nlg}, trained on
 ## the embedded synthetic sample (built into out/tiny/meditod; tiny models; three recipes; a few CPU minutes)
 tiny-runs: setup
 	"$(MEDITOD)" build --source data/sample --out out/tiny/meditod
-	$(PY) -m meditod_hub.tiny --data out/tiny/meditod --out build/tiny-models --models tiny-llama
-	DATA=out/tiny/meditod PYTHON="$(PY)" scripts/train.sh tiny-llama
+	"$(MEDITOD)" tiny --data out/tiny/meditod --out build/tiny-models --models tiny-llama
+	"$(MEDITOD)" train tiny-llama --dataset_name=out/tiny/meditod
 
 ## eval-cascade: NLU -> predicted state -> POL -> NLG on SPLIT of DATA, beside gold inputs, with the
 ## attribution of the drop; NLU/POL/NLG are run folders or Hub ids. Writes OUT (default
@@ -129,7 +164,7 @@ chat: setup
 
 ## app: the Gradio chat app on http://127.0.0.1:7860 (models: MEDITOD_NLU/POL/NLG, default the tiny runs)
 app: setup
-	$(PY) app.py
+	"$(MEDITOD)" app
 
 ## space: upload the app as the Hub Space REPO, private unless PUBLIC=1; NLU/POL/NLG: Hub ids or run
 ## folders (default: the tiny runs, uploaded with it)
@@ -145,9 +180,14 @@ screenshot: setup
 published: setup
 	"$(MEDITOD)" publish --table runs/
 
-## push-data: upload the built ./$(DATA) as REPO (private, gated unless synthetic; PUBLIC=1 for --public)
-push-data: setup
-	"$(MEDITOD)" push --folder "$(DATA)" --repo "$(REPO)" $(if $(PUBLIC),--public)
+## The old names, until the next release: data -> build, eval -> evaluate, push-data -> push
+## (and `make push RUN=...` -> publish, above).
+data: build
+	@echo "note: 'make data' is 'make build' now; the old name goes in the next release" >&2
+eval: evaluate
+	@echo "note: 'make eval' is 'make evaluate' now; the old name goes in the next release" >&2
+push-data: push
+	@echo "note: 'make push-data' is 'make push' now; the old name goes in the next release" >&2
 
 ## clean: what the demo and `make infos` wrote (never ./meditod: it may be a real build)
 clean:

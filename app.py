@@ -1,8 +1,6 @@
-"""MediTOD history-taking assistant: a Gradio chat app, and a Hub Space's entry point.
+"""MediTOD history-taking assistant: the Hub Space's entry point (`meditod app` locally).
 
-    python app.py                                   # the tiny offline models (make tiny-runs)
-    MEDITOD_NLU=org/meditod-llama3-8b-nlu MEDITOD_POL=... MEDITOD_NLG=... python app.py
-    GRADIO_SERVER_PORT=7861 python app.py           # Gradio's own settings apply
+    python app.py                                   # the same as `meditod app`, settings beside this file
 
 Settings, privacy and storage: see `meditod_hub/webapp.py`. A research demo, not medical advice.
 """
@@ -16,19 +14,9 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry, no version check
 
 from meditod_hub import webapp  # noqa: E402
-from meditod_hub.assistant import Assistant  # noqa: E402
 from meditod_hub.errors import run_main  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
-
-def main(argv: list[str]) -> int:
-    settings = webapp.settings(base=HERE)
-    print("loading the NLU, POL and NLG models ...", file=sys.stderr)
-    demo = webapp.build(Assistant.load(*settings.specs), settings.save_dir)
-    webapp.launch(demo)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    sys.exit(run_main(lambda argv: webapp.main(argv, base=HERE)))

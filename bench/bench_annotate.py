@@ -11,6 +11,7 @@ save that re-serialised the file would cost at least). Figures only; no test ass
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -20,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meditod_hub.annotate.store import ReleaseStore, label_of  # noqa: E402
-from meditod_hub.synthetic import generate_release  # noqa: E402
+from meditod_hub.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
 
 REPEATS = 5
 
@@ -35,10 +36,17 @@ def best(function) -> float:
     return min(times)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    global REPEATS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run that checks the bench works (CI); its figures mean nothing")
+    args = parser.parse_args(argv)
+    if args.quick:
+        REPEATS = 1
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "release"
-        generate_release(folder)
+        generate_release(folder, dialogues=12 if args.quick else PAPER_DIALOGUES)
         store = ReleaseStore(folder)
         did = store.dialogue_ids()[len(store.dialogue_ids()) // 2]
         opened = store.open(did)

@@ -58,7 +58,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dialogues", type=int, default=PAPER_DIALOGUES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--long_utterance_mb", type=float, default=0.0)
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run that checks the bench works (CI); its figures mean nothing")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.dialogues, args.repeats = 12, 1
 
     with tempfile.TemporaryDirectory() as tmp:
         source = generate_release(Path(tmp) / "release", 0, args.dialogues)

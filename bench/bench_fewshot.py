@@ -82,19 +82,19 @@ def bench_concurrency(delay: float, count: int) -> None:
           f"{eight:.2f} req/s: {ratio:.1f}x (target >= {RATIO_TARGET:g}x: {verdict}; ideal 8x)")
 
 
-def bench_retrieval(seed: int) -> None:
-    from datasets import Dataset, Features
+def bench_retrieval(seed: int, dialogues: int) -> None:
+    from datasets import Dataset
 
     from meditod_hub.fewshot.prompts import last_turn
     from meditod_hub.fewshot.retrieval import ExemplarPool, Retriever
     from meditod_hub.synthetic import generate_dialogues, split_ids
     from meditod_hub.tiny import build_retriever
-    from meditod_hub.views import FEATURES, view_rows
+    from meditod_hub.views import features, view_rows
 
-    dialogues = generate_dialogues(seed)
-    rows = {split: [r for d in ids for r in view_rows("nlu", d, dialogues[d])]
-            for split, ids in split_ids().items() if split in ("train", "test")}
-    pool_rows = Dataset.from_list(rows["train"], features=Features(FEATURES["nlu"]))
+    generated = generate_dialogues(seed, dialogues)
+    rows = {split: [r for d in ids for r in view_rows("nlu", d, generated[d])]
+            for split, ids in split_ids(dialogues).items() if split in ("train", "test")}
+    pool_rows = Dataset.from_list(rows["train"], features=features("nlu"))
     with tempfile.TemporaryDirectory() as tmp:
         texts = [last_turn(r) for r in rows["train"]]
         retriever = Retriever(str(build_retriever(texts, Path(tmp))), device="cpu")
@@ -159,6 +159,8 @@ def bench_llama3_lengths(sample: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from meditod_hub.synthetic import PAPER_DIALOGUES
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay", type=float, default=0.25, help="server seconds per answer "
                         "(a fast remote model; the client's own cost per request is ~10 ms)")
@@ -166,9 +168,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sample", type=Path, default=ROOT.parent / "shared" / "meditod-sample",
                         help="the authors' 3-dialogue sample (a release folder)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run that checks the bench works (CI); its figures mean nothing")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.delay, args.requests = 0.01, 8
     bench_concurrency(args.delay, args.requests)
-    bench_retrieval(args.seed)
+    bench_retrieval(args.seed, 12 if args.quick else PAPER_DIALOGUES)
     bench_llama3_lengths(args.sample)
 
 

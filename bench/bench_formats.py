@@ -79,7 +79,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dialogues", type=int, default=PAPER_DIALOGUES)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run that checks the bench works (CI); its figures mean nothing")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.dialogues = 12
 
     dialogues = generate_dialogues(args.seed, args.dialogues)
     rows = {config: [row for did, d in dialogues.items() for row in view_rows(config, did, d)]

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meditod_hub.metrics import bleu, nlu_f1, nlu_tuples, pol_f1, pol_precision_at_k, pol_tuples, rouge  # noqa: E402
-from meditod_hub.synthetic import generate_dialogues, split_ids  # noqa: E402
+from meditod_hub.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
 from meditod_hub.views import view_rows  # noqa: E402
 
 SPLITS = ("test", "validation")
@@ -122,9 +122,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--authors_metrics", type=Path, default=None,
                         help="metrics/ folder of a dair-iitd/MediTOD checkout (optional)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run that checks the bench works (CI); its figures mean nothing")
     args = parser.parse_args(argv)
+    size = 12 if args.quick else PAPER_DIALOGUES
+    if args.quick:
+        args.repeats = 1
 
-    dialogues, ids = generate_dialogues(args.seed), split_ids()
+    dialogues, ids = generate_dialogues(args.seed, size), split_ids(size)
     chosen = [d for split in SPLITS for d in ids[split]]
     nlu = [r for d in chosen for r in view_rows("nlu", d, dialogues[d])]
     pol = [r for d in chosen for r in view_rows("nlg", d, dialogues[d])]

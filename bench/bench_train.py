@@ -116,7 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved runs per arm")
     parser.add_argument("--prompts", type=int, default=64, help="prompts for generation")
     parser.add_argument("--new_tokens", type=int, default=64)
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run that checks the bench works (CI); its figures mean nothing")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.dialogues, args.steps, args.repeats, args.prompts, args.new_tokens = 12, 2, 1, 4, 4
     torch.manual_seed(args.seed)
     disable_progress_bars()
     hf_logging.set_verbosity_error()

@@ -2,9 +2,9 @@
 project's own NLU and POL metrics.
 
     meditod agreement --a annotator-a --b annotator-b --out agreement.json
-    make agreement A=annotator-a B=annotator-b [OUT=agreement.json]
+    make agreement A=annotator-a B=annotator-b [OUT=folder]     # writes OUT/agreement.json
 
-A is read as gold and B as the prediction, through the evaluation `make eval` runs (same result
+A is read as gold and B as the prediction, through the evaluation `make evaluate` runs (same result
 keys); `f1_b_as_gold` swaps the roles (the scoring skips turns by the *gold* label, so the two
 differ) and `symmetric_f1` is their mean. `disagreements` lists, per dialogue and utterance, the
 label paths (intent or action / slot / attribute) on which the two differ: names only, never

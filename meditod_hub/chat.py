@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from . import quiet
 from .assistant import MAX_PATIENT_CHARS, OPENING_LINE, Assistant, PipelineArguments, Turn
 from .errors import EXIT_OK, run_main
 from .state_view import actions_line, state_lines
@@ -93,6 +94,7 @@ def main(argv: list[str]) -> int:
 
     pipeline, args = parse_args((PipelineArguments, ChatArguments), argv, "meditod chat",
                                 __doc__.split("\n\n")[0])
+    quiet.progress_bars_off()
     print("loading the NLU, POL and NLG models ...", file=sys.stderr)
     assistant = Assistant.load(*pipeline.specs(), max_patient_chars=args.max_patient_chars)
     try:

@@ -2,11 +2,12 @@
 
     meditod annotate --source my-release                  # label in the browser -> release
     meditod build --source data/sample --out meditod      # release -> Hub-ready folder
-    meditod train recipes/tiny-llama/nlu.yaml             # recipe -> run folder
+    meditod train tiny-llama nlu                          # recipes/tiny-llama/nlu.yaml -> run folder
     meditod predict --model_path runs/tiny-llama/nlu --task nlu --split test --out preds.jsonl
     meditod evaluate --task nlu --split test --predictions preds.jsonl --out results.json
     meditod fewshot --model gpt-4-turbo-2024-04-09 --endpoint https://api.openai.com/v1 --task nlu
     meditod <command> -h                                  # every flag of one command
+    meditod --version
 
 Each subcommand is a module with `main(argv) -> int` that parses its own dataclass arguments
 (`HfArgumentParser`, or `TrlParser` for train: snake_case flags, `--flag-name` accepted too).
@@ -21,6 +22,7 @@ import logging
 import os
 import sys
 
+from . import quiet
 from .errors import EXIT_OK, EXIT_USAGE, run_main
 
 # name -> (module with main(argv), one-line help); the order is the order data flows.
@@ -29,7 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agreement": ("meditod_hub.agreement", "score two annotators' releases of the same dialogues"),
     "build": ("meditod_hub.build", "validate a release and write the Hub-ready dataset folder"),
     "push": ("meditod_hub.hub", "upload a built dataset folder to the Hub (private, gated)"),
-    "train": ("meditod_hub.train", "train a model from a recipe into a run folder"),
+    "tiny": ("meditod_hub.tiny", "build the tiny offline models the tiny-* recipes train on CPU"),
+    "train": ("meditod_hub.train", "train MODEL [TASK] (a recipes/ folder) into run folders"),
     "predict": ("meditod_hub.predict", "greedy predictions of a run (or Hub model) on a split"),
     "fewshot": ("meditod_hub.fewshot.run", "the paper's in-context baseline of a served model"),
     "evaluate": ("meditod_hub.evaluate", "score a predictions file: results .json/.md/.png"),
@@ -37,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval-cascade": ("meditod_hub.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
                                                  "beside gold inputs"),
     "chat": ("meditod_hub.chat", "talk to the three models as the patient (terminal)"),
+    "app": ("meditod_hub.webapp", "the chat app in the browser (Gradio, http://127.0.0.1:7860)"),
     "space": ("meditod_hub.space", "upload the chat app (app.py) as a Hub Space, private"),
 }
 
@@ -59,8 +63,20 @@ def usage() -> str:
              "MediTOD Hub kit: build the dataset, train, predict, evaluate, publish.", "",
              "commands:"]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "--debug (or MEDITOD_DEBUG=1) shows the traceback of a failure."]
+    lines += ["", "--debug (or MEDITOD_DEBUG=1) shows the traceback of a failure; --version the "
+              "kit's version."]
     return "\n".join(lines)
+
+
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, for an editable install)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("meditod-hub")
+    except PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,11 +84,16 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
         return EXIT_OK if argv else EXIT_USAGE
+    if argv[0] == "--version":
+        print(f"meditod {version()}")
+        return EXIT_OK
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return EXIT_USAGE
     module = importlib.import_module(COMMANDS[name][0])
+    if "transformers" in sys.modules:  # a command that loads models: one line per stage
+        quiet.progress_bars_off()
     return run_main(module.main, rest)
 
 

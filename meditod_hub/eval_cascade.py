@@ -20,20 +20,19 @@ split's text: keep them where the data may be).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import quiet
 from .assistant import Assistant, PipelineArguments
 from .errors import UsageError, run_main
 from .files import atomic_write
 from .model_card import base_label, hub_id
 from .records import Prediction, value_at, write_predictions
-from .runs import RunError
+from .runs import RunError, run_info_digest
 from .tasks import TASK_NAMES, get_task
 from .views import cascade_nlg_rows, cascade_pol_rows
 
@@ -128,12 +127,6 @@ def score(task: str, gold_rows: list[dict], records: list[Prediction], args: Eva
                                 bertscore_layer=args.bertscore_layer)
 
 
-def make_judge(args: EvalCascadeArguments):
-    from .metrics import make_judge as make
-
-    return make(args.judge, model=args.judge_model)
-
-
 def actions_wrong(gold: list, predicted) -> bool:
     """A POL row is wrong unless its action tuples equal the gold ones (exact match)."""
     from .metrics import MalformedLabel, pol_tuples
@@ -222,52 +215,26 @@ def write_markdown(results: dict, path: Path) -> None:
 
 
 def write_chart(results: dict, path: Path) -> None:
-    import matplotlib
+    """Gold-input and cascaded bars per POL and NLG metric (BLEU scaled to 0-1 like the rest)."""
+    from .metrics.report import bar_chart
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    for ax, task in zip(axes, ("pol", "nlg")):
-        names, values = [], {column: [] for column in COLUMNS}
+    rows = {}
+    for task in ("pol", "nlg"):
         for metric in get_task(task).metrics:
-            if metric.key not in CHART_METRICS[task]:
-                continue
             pair = [value_at(results[task][column], metric.key) for column in COLUMNS]
-            if None in pair:
+            if metric.key not in CHART_METRICS[task] or None in pair:
                 continue
             scale = 100 if metric.key.startswith("bleu") else 1  # NLTK BLEU is x100
-            names.append(metric.name.replace(" (NLTK, x100)", "/100"))
-            for column, value in zip(COLUMNS, pair):
-                values[column].append(value / scale)
-        positions = range(len(names))
-        for n, column in enumerate(COLUMNS):
-            ax.bar([p + (n - 0.5) * 0.4 for p in positions], values[column], 0.4,
-                   label=COLUMN_LABELS[column])
-        ax.set_xticks(list(positions), names, rotation=30, ha="right")
-        ax.set_ylim(0, 1)
-        ax.set_title(task.upper())
-    axes[0].legend(frameon=False)
-    fig.suptitle(f"MediTOD cascaded evaluation ({results['split']})")
-    fig.tight_layout()
-    partial = path.with_name(path.name + ".partial")
-    fig.savefig(partial, dpi=110, format="png")
-    plt.close(fig)
-    os.replace(partial, path)
+            name = f"{task.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
+            rows[name] = {COLUMN_LABELS[c]: value / scale for c, value in zip(COLUMNS, pair)}
+    atomic_write(path, bar_chart(f"MediTOD cascaded evaluation ({results['split']})", rows,
+                                 list(COLUMN_LABELS.values()), "score"))
 
 
 def model_label(source: str, backend) -> str:
     """How reports name a model: its Hub id, else its recipe's model name, else its folder name
     (never a local path)."""
     return hub_id(source) or getattr(backend, "info", {}).get("model") or base_label(source)
-
-
-def run_fingerprint(backend) -> str | None:
-    """sha256 of the model folder's run_info.json: which training run this was (a push checks
-    it), without writing a local path into results that may be published."""
-    folder = getattr(backend, "folder", None)
-    info = Path(folder) / "run_info.json" if folder else None
-    return hashlib.sha256(info.read_bytes()).hexdigest() if info and info.is_file() else None
 
 
 def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[str, Path]]:
@@ -282,8 +249,7 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise RunError(f"{results_file}: not a cascaded evaluation ({type(exc).__name__}); run "
                        "`make eval-cascade` first") from None
-    info = Path(run_path) / "run_info.json"
-    mine = hashlib.sha256(info.read_bytes()).hexdigest() if info.is_file() else None
+    mine = run_info_digest(run_path)
     if mine is None or used.get("run_info_sha256") != mine:
         raise RunError(f"{results_file}: its {task.upper()} model ({used.get('label')}) is not the "
                        f"run {run_path}; give the cascade these three runs were evaluated in")
@@ -312,7 +278,9 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     out = Path(args.out) if args.out else default_out(pipeline, args.split)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file: give a folder")
-    judge = make_judge(args)
+    from .metrics import make_judge
+
+    judge = make_judge(args.judge, model=args.judge_model)
     rows = select_dialogues(load_split(args.data, args.split), args.limit)
     if not rows["nlu"]:
         raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
@@ -324,7 +292,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows["nlu"]}),
         "models": {task: {"label": model_label(spec.source, assistant.backends[task]),
                           "revision": spec.revision,
-                          "run_info_sha256": run_fingerprint(assistant.backends[task])}
+                          "run_info_sha256": run_info_digest(
+                              getattr(assistant.backends[task], "folder", None))}
                    for task, spec in zip(TASK_NAMES, pipeline.specs())},
         "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
         **{task: {column: score(task, rows[task], run[task][column], args, judge)
@@ -346,6 +315,7 @@ def main(argv: list[str]) -> int:
 
     pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
                                 "meditod eval-cascade", __doc__.split("\n\n")[0])
+    quiet.progress_bars_off()
     results = evaluate_cascade(pipeline, args)
     pol, nlg = results["pol"], results["nlg"]
     print(f"POL F1 {pol['gold_input']['f1']:.4f} -> {pol['cascaded']['f1']:.4f} cascaded; "

@@ -31,11 +31,17 @@ def output_path(path: str | Path, *, inputs: Iterable[str | Path] = (), what: st
     return path
 
 
+# The temporary file of an atomic write: `.<name>.partial-<random>.tmp` beside its target. One
+# left behind was cut off by a killed process (`stale_partials` finds them).
+TEMP_MARK = ".partial-"
+
+
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
-    """Write `data` to a temporary file beside `path`, then rename it over `path` in one step."""
+    """Write `data` to a temporary file beside `path`, then rename it over `path` in one step
+    (str as UTF-8, newlines untranslated), so an interrupted write leaves the old file whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -46,3 +52,8 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def stale_partials(folder: str | Path) -> list[Path]:
+    """Temporary files of `atomic_write` in `folder` (left by a write that was killed)."""
+    return sorted(Path(folder).glob(f".*{TEMP_MARK}*.tmp"))

@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -101,20 +102,35 @@ def require_token() -> str:
     return token
 
 
+_REQUEST_TIMEOUT: ContextVar[float | None] = ContextVar("meditod_hub_request_timeout",
+                                                         default=None)
+
+
+def _timeout_of_this_call(request: httpx2.Request) -> None:
+    """Request hook: the timeout of the `http_timeout` block this request was made in, if any."""
+    seconds = _REQUEST_TIMEOUT.get()
+    if seconds is not None:
+        request.extensions["timeout"] = httpx2.Timeout(seconds).as_dict()
+
+
 @contextmanager
 def http_timeout(seconds: float) -> Iterator[None]:
-    """Give every huggingface_hub request in the block a `seconds` connect/read/write timeout.
+    """Give each huggingface_hub request made in the block a `seconds` connect/read/write timeout.
 
-    huggingface_hub shares one httpx client (`get_session`) created without a timeout; setting it
-    on that client for the block keeps the library's own hooks. `deadline` bounds the whole.
+    Most `HfApi` methods take no timeout, and huggingface_hub shares one httpx client
+    (`get_session`, created without one) across the process. The timeout is therefore set per
+    request, by a hook that reads it from a context variable of this block: requests of other
+    threads and of code outside the block keep theirs. `deadline` bounds the whole.
     """
     session = get_session()
-    previous = session.timeout
-    session.timeout = httpx2.Timeout(seconds)
+    if _timeout_of_this_call not in session.event_hooks["request"]:
+        hooks = session.event_hooks
+        session.event_hooks = {**hooks, "request": [*hooks["request"], _timeout_of_this_call]}
+    token = _REQUEST_TIMEOUT.set(seconds)
     try:
         yield
     finally:
-        session.timeout = previous
+        _REQUEST_TIMEOUT.reset(token)
 
 
 @contextmanager

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,3 +121,10 @@ def run_settings(model_path: str | Path) -> tuple[dict, dict]:
 def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:
     atomic_write(Path(path) / RECIPE, yaml.safe_dump(recipe, sort_keys=False))
     atomic_write(Path(path) / RUN_INFO, json.dumps(info, indent=2) + "\n")
+
+
+def run_info_digest(folder: str | Path | None) -> str | None:
+    """sha256 of a run folder's run_info.json: which training run a model is (a publish checks
+    a cascade ran this very run), without writing a local path into published results."""
+    info = Path(folder) / RUN_INFO if folder else None
+    return hashlib.sha256(info.read_bytes()).hexdigest() if info and info.is_file() else None

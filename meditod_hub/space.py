@@ -56,7 +56,7 @@ def _model_files(folder: Path) -> dict[str, Path]:
     info_file = folder / "run_info.json"
     info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
     if info.get("adapter"):
-        raise UsageError(f"{folder} is a LoRA adapter on a local base: push it with `make push` "
+        raise UsageError(f"{folder} is a LoRA adapter on a local base: push it with `make publish` "
                          "and give its Hub id instead")
     files = {p.name: p for p in sorted(folder.iterdir()) if p.is_file()
              and any(fnmatch(p.name, pattern) for pattern in FULL_FILES + TOKENIZER_FILES

@@ -1,6 +1,6 @@
 """Tiny random-weight models and offline-trained tokenizers, so every recipe path runs on a CPU.
 
-    python -m meditod_hub.tiny --data meditod --out build/tiny-models
+    meditod tiny --data meditod --out build/tiny-models
 
 Four folders, each loadable with `from_pretrained` (the `tiny-*` recipes point at them):
 * `tiny-llama`  - Llama-shaped decoder, Llama-3 special tokens and chat template, pad distinct
@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -39,11 +42,12 @@ from transformers import (
 )
 
 from .dataset import load_split
-from .errors import run_main
+from .errors import UsageError, run_main
 from .families import FAMILIES
 from .formats import pptod
 from .tasks import TASK_NAMES
 
+DEFAULT_OUT = Path("build/tiny-models")  # where the tiny-* recipes look for their bases
 FAMILY_OF = {"tiny-llama": "llama", "tiny-biogpt": "biogpt", "tiny-t5": "flan-t5",
              "tiny-pptod": "pptod"}
 VOCAB_SIZE = 1024
@@ -162,11 +166,22 @@ def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model = make_model(len(tok), tok)
     path = out / name
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    params = sum(p.numel() for p in model.parameters())
-    (path / "tiny.json").write_text(json.dumps({"family": FAMILY_OF[name], "seed": seed,
-                                                "parameters": params}) + "\n")
+    if path.exists() and not (path / "tiny.json").is_file():
+        raise UsageError(f"{path} exists and is not a tiny model of this kit: give another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    # Saved beside `path`, then renamed: a half-written base is never taken for a finished one.
+    partial = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=out))
+    try:
+        model.save_pretrained(partial)
+        tok.save_pretrained(partial)
+        params = sum(p.numel() for p in model.parameters())
+        (partial / "tiny.json").write_text(json.dumps({"family": FAMILY_OF[name], "seed": seed,
+                                                       "parameters": params}) + "\n")
+        if path.exists():
+            shutil.rmtree(path)
+        os.rename(partial, path)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return path
 
 
@@ -215,9 +230,9 @@ def build_all(data: str | Path, out: str | Path, names: Iterable[str] = FAMILY_O
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="meditod", help="built dataset folder (meditod.py build)")
-    parser.add_argument("--out", default="build/tiny-models")
+    parser = argparse.ArgumentParser(prog="meditod tiny", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="meditod", help="built dataset folder (meditod build)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--models", nargs="+", default=list(FAMILY_OF), choices=list(FAMILY_OF))
     args = parser.parse_args(argv)
     for name, path in build_all(args.data, args.out, args.models).items():

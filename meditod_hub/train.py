@@ -1,9 +1,16 @@
 """The one training entry point: a recipe -> a finished run directory.
 
-    meditod train recipes/llama3-8b/nlu.yaml
+    meditod train llama3-8b nlu                     # recipes/llama3-8b/nlu.yaml -> runs/llama3-8b/nlu
+    meditod train tiny-llama                        # nlu, pol and nlg in turn
+    meditod train flan-t5-base nlu --gpus 2         # accelerate launch, recipes/accelerate/ddp.yaml
     meditod train recipes/tiny-llama/nlu.yaml --num_train_epochs=2 --output_dir=runs/x
-    accelerate launch --config_file recipes/accelerate/ddp.yaml -m meditod_hub.train recipes/...
     torchrun --nproc_per_node 2 -m meditod_hub.train recipes/...   # CPU: gloo
+
+`MODEL [TASK]` names a folder of `recipes/` (and one of its tasks; all three without one), as
+`trl sft` takes a model name; a recipe path works too. `--gpus N` (N > 1) relaunches the same
+command under `accelerate launch` with `--accelerate_config` (default the DDP config; the FSDP
+and ZeRO-3 ones shard); `--out DIR` puts the run folders at DIR/<task>. The tiny recipes' bases
+(`build/tiny-models/tiny-*`) are made on first use from the recipe's dataset (`meditod tiny`).
 
 A recipe is YAML whose keys are fields of the trainer's own dataclasses (TRL `SFTConfig` for
 decoders, transformers `Seq2SeqTrainingArguments` for encoder-decoders), TRL `ModelConfig`
@@ -34,6 +41,7 @@ import logging
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -54,6 +62,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
 from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantization_config
 
+from . import quiet
 from .dataset import fingerprint, load_split
 from .errors import MeditodError, UsageError, run_main
 from .families import FAMILY_NAMES, Budget, Family, get_family
@@ -346,7 +355,7 @@ NOT_FINGERPRINTED = frozenset({"output_dir", "overwrite_output_dir", "resume_fro
                                "per_device_eval_batch_size", "dataloader_num_workers"})
 
 
-def run_fingerprint(recipe: Recipe) -> dict:
+def resume_fingerprint(recipe: Recipe) -> dict:
     """What a checkpoint was trained from: the resolved recipe and the data."""
     settings = {k: v for k, v in recipe.resolved.items() if k not in NOT_FINGERPRINTED}
     return {"settings": json.loads(json.dumps(settings, default=str)),
@@ -383,7 +392,7 @@ def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
     A checkpoint without its record was cut off while saving: the one before it is used. A
     checkpoint of another recipe or dataset is refused, unless `overwrite_output_dir`.
     """
-    fingerprint = run_fingerprint(recipe)
+    fingerprint = resume_fingerprint(recipe)
     explicit = recipe.training.resume_from_checkpoint
     found = [Path(explicit)] if explicit else _checkpoints(checkpoints)
     complete = [c for c in found if (c / RESUME_RECORD).is_file()]
@@ -487,7 +496,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     ensure_pad_token(tokenizer, family)
     train, evaluation, scorer = prepare_data(recipe, tokenizer, budget)
     model = load_model(family, recipe.model, training)
-    recorder = ResumeRecorder(run_fingerprint(recipe), runtime_before)
+    recorder = ResumeRecorder(resume_fingerprint(recipe), runtime_before)
     trainer = make_trainer(recipe, model, tokenizer, train, evaluation, scorer,
                            [*callbacks, recorder])
     if len(trainer.train_dataset) != len(train.dataset):  # TRL filters rows without a word
@@ -517,12 +526,135 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     return info
 
 
+# --- the command: MODEL [TASK] or a recipe, on one process or under accelerate ----------------
+RECIPES = Path("recipes")
+DEFAULT_ACCELERATE_CONFIG = RECIPES / "accelerate" / "ddp.yaml"
+
+
+@dataclass
+class TrainCommand:
+    """What `meditod train ...` asked for: the recipes in turn, and how to launch each."""
+
+    recipes: list[Path]
+    overrides: list[str]
+    gpus: int = 1
+    accelerate_config: Path = DEFAULT_ACCELERATE_CONFIG
+    out: Path | None = None  # run folders at out/<task>; None: each recipe's own output_dir
+
+    def argv(self, recipe: Path) -> list[str]:
+        """The arguments `parse_recipe` gets for one recipe."""
+        task = (_cli_value(self.overrides, "task") or _read_recipe(recipe).get("task")
+                or recipe.stem)
+        out = [f"--output_dir={self.out / task}"] if self.out else []
+        return [str(recipe), *out, *self.overrides]
+
+    def launcher(self) -> list[str]:
+        """The process command that runs one recipe: this Python, or `accelerate launch`."""
+        if self.gpus <= 1:
+            return [sys.executable, "-m", "meditod_hub.train"]
+        return [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+                str(self.accelerate_config), "--num_processes", str(self.gpus),
+                "-m", "meditod_hub.train"]
+
+
+def _models() -> str:
+    return ", ".join(sorted(p.name for p in RECIPES.glob("*") if (p / "nlu.yaml").is_file()))
+
+
+def _pop_flag(args: list[str], key: str) -> str | None:
+    """Remove `--key V` / `--key=V` from `args` and return V (None when absent)."""
+    for i, arg in enumerate(args):
+        if arg.startswith(f"--{key}="):
+            del args[i]
+            return arg.split("=", 1)[1]
+        if arg == f"--{key}":
+            if i + 1 >= len(args):
+                raise UsageError(f"--{key} needs a value")
+            value = args[i + 1]
+            del args[i:i + 2]
+            return value
+    return None
+
+
+def resolve_command(argv: list[str]) -> TrainCommand:
+    """`MODEL [TASK] | recipe.yaml` + `--gpus N --accelerate_config FILE --out DIR` + overrides."""
+    args = list(argv)
+    gpus = _pop_flag(args, "gpus")
+    config = _pop_flag(args, "accelerate_config")
+    out = _pop_flag(args, "out")
+    try:
+        gpus = int(gpus) if gpus is not None else 1
+    except ValueError:
+        raise UsageError(f"--gpus takes a number of processes, got {gpus!r}") from None
+    if gpus < 1:
+        raise UsageError(f"--gpus must be at least 1, got {gpus}")
+    config = Path(config) if config else DEFAULT_ACCELERATE_CONFIG
+    if gpus > 1 and not config.is_file():
+        raise UsageError(f"no accelerate config {config}: give --accelerate_config, one of "
+                         f"{', '.join(map(str, sorted((RECIPES / 'accelerate').glob('*.yaml'))))}")
+    if not args or args[0].startswith("-"):  # no recipe: parse_recipe says what to give
+        parse_recipe(args)
+    target, rest = args[0], args[1:]
+    path = Path(target)
+    folder = path if (path / "nlu.yaml").is_file() else RECIPES / target  # recipes/MODEL works too
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        recipes = [path]
+    elif folder.is_dir():
+        tasks = list(TASK_NAMES)
+        if rest and not rest[0].startswith("-"):
+            if rest[0] not in TASK_NAMES:
+                raise UsageError(f"no task {rest[0]!r}: give one of {', '.join(TASK_NAMES)}, or "
+                                 "none to train all three in turn")
+            tasks, rest = [rest[0]], rest[1:]
+        recipes = [folder / f"{task}.yaml" for task in tasks]
+    else:
+        raise UsageError(f"no recipe or model {target!r}: give a recipes/ folder ({_models()}) "
+                         "or a recipe .yaml")
+    return TrainCommand(recipes, rest, gpus, config, Path(out) if out else None)
+
+
+def ensure_tiny_base(model_args, dataset: str) -> None:
+    """Make a tiny recipe's missing base (`build/tiny-models/<name>`) from `dataset`'s training
+    split, as `meditod tiny` does, so the tiny recipes run on a fresh checkout."""
+    from . import tiny
+
+    path = Path(model_args.model_name_or_path)
+    if path.exists() or path.parent != tiny.DEFAULT_OUT or path.name not in tiny.FAMILY_OF:
+        return
+    with PartialState().main_process_first():
+        if not path.exists():
+            logger.info("%s: not built yet; building it from %s (meditod tiny --data %s --models "
+                        "%s)", path, dataset, dataset, path.name)
+            tiny.build_all(dataset, path.parent, [path.name])
+
+
+def train_recipe(argv: list[str], callbacks=()) -> str:
+    """Train one recipe (`<recipe.yaml> [--key=value ...]`); returns its one-line summary."""
+    recipe = parse_recipe(argv)
+    run_dir = recipe.training.output_dir
+    ensure_tiny_base(recipe.model, recipe.script.dataset_name)
+    info = run(recipe, callbacks)
+    return (f"{info['model']}/{info['task']}: {info['global_step']} steps on "
+            f"{info['train_examples']} examples ({info['truncated_examples']} cut to fit, "
+            f"{info['skipped_examples']} skipped) -> {run_dir}")
+
+
 def main(argv: list[str], callbacks=()) -> int:
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logger.setLevel(logging.INFO)  # this module's figures; libraries stay at WARNING
-    info = run(parse_recipe(argv), callbacks)
-    print(json.dumps({k: info[k] for k in ("model", "task", "global_step", "train_examples",
-                                           "truncated_examples", "skipped_examples")}))
+    quiet.progress_bars_off()
+    command = resolve_command(argv)
+    total = len(command.recipes)
+    for n, recipe in enumerate(command.recipes, 1):
+        if total > 1:
+            print(f"== task {n}/{total}: {recipe} ==", file=sys.stderr, flush=True)
+        args = command.argv(recipe)
+        if command.gpus > 1:
+            code = subprocess.run([*command.launcher(), *args]).returncode
+            if code:
+                return code
+            continue
+        print(train_recipe(args, callbacks), flush=True)
     return 0
 
 

@@ -1,4 +1,8 @@
-"""The chat app behind the top-level `app.py` (a Gradio Blocks app, deployable as a Hub Space).
+"""The chat app: `meditod app`, and the top-level `app.py` a Hub Space runs (a Gradio Blocks app).
+
+    meditod app                                     # the tiny offline models (make tiny-runs)
+    MEDITOD_NLU=org/meditod-llama3-8b-nlu MEDITOD_POL=... MEDITOD_NLG=... meditod app
+    GRADIO_SERVER_PORT=7861 meditod app             # Gradio's own settings apply
 
 Models come from, in order: environment variables `MEDITOD_NLU`, `MEDITOD_POL`, `MEDITOD_NLG`
 (a run folder, a model folder or a Hub id; `MEDITOD_<TASK>_REVISION` and `MEDITOD_<TASK>_FAMILY`
@@ -14,14 +18,18 @@ nothing else) is written there as `<conversation id>.json`.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import quiet
 from .assistant import OPENING_LINE, Assistant, Conversation, ModelSpec
 from .errors import UsageError
+from .files import atomic_write
 from .state_view import STATE_CSS, actions_line, state_html
 from .tasks import TASK_NAMES as TASKS
 
@@ -109,14 +117,9 @@ def reset():
 
 def save_transcript(conversation: Conversation, folder: Path) -> Path:
     """The conversation's turns as JSON, replaced whole after each turn (opt-in only)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{conversation.dialogue_id}.json"
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps({"id": conversation.dialogue_id, "opening": OPENING_LINE,
-                                   "turns": [t.to_dict() for t in conversation.turns]},
-                                  ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    return atomic_write(folder / f"{conversation.dialogue_id}.json", json.dumps(
+        {"id": conversation.dialogue_id, "opening": OPENING_LINE,
+         "turns": [t.to_dict() for t in conversation.turns]}, ensure_ascii=False, indent=1))
 
 
 # --- the Blocks app ----------------------------------------------------------------------------
@@ -166,6 +169,28 @@ def build(assistant: Assistant, save_dir: Path | None = None):
 
 
 def launch(demo, **kwargs):
-    """Launch with the privacy settings above; `kwargs` pass through (server_port, ...)."""
-    return demo.launch(theme=theme(), css=STATE_CSS, run_history=False, ssr_mode=False,
-                       footer_links=[], **kwargs)
+    """Launch with the privacy settings above; `kwargs` pass through (server_port, ...).
+
+    Gradio's own start-up lines are off (`quiet`): they advise `share=True`, a public link, which
+    this app must not have; the local address is printed here instead."""
+    block = not kwargs.pop("prevent_thread_lock", False)
+    demo.launch(theme=theme(), css=STATE_CSS, run_history=False, ssr_mode=False,
+                footer_links=[], quiet=True, prevent_thread_lock=True, **kwargs)
+    print(f"the assistant is at {demo.local_url} (Ctrl+C stops it)", file=sys.stderr, flush=True)
+    if block:
+        demo.block_thread()
+    return demo
+
+def main(argv: list[str], base: Path | None = None) -> int:
+    """`meditod app`: settings from the environment and `base` (default the working folder)."""
+    argparse.ArgumentParser(prog="meditod app", description=__doc__.split("\n\n")[0] + " Models: "
+                            "MEDITOD_NLU/POL/NLG (run folders or Hub ids), default "
+                            f"{DEFAULT_RUNS}/<task>; MEDITOD_SAVE_DIR: opt-in transcripts."
+                            ).parse_args(argv)
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry, no version check
+    app_settings = settings(base=base)
+    quiet.progress_bars_off()
+    print("loading the NLU, POL and NLG models ...", file=sys.stderr)
+    demo = build(Assistant.load(*app_settings.specs), app_settings.save_dir)
+    launch(demo)
+    return 0

@@ -2,7 +2,7 @@
 # The whole MediTOD pipeline on the embedded synthetic sample, on CPU, offline: `make demo`.
 #
 #   1. build data/sample (10 invented dialogues, MediTOD's release format) into out/demo/meditod
-#   2. build tiny random-weight models with tokenizers trained offline on it (meditod_hub.tiny)
+#   2. build tiny random-weight models with tokenizers trained offline on it (meditod tiny)
 #   3. train the tiny Llama-shaped model on NLU, POL and NLG (recipes/tiny-llama, all weights)
 #   4. predict and evaluate each task on the train split (memorised: near-perfect scores) and
 #      on the test split (unseen: the pipeline runs, the scores mean nothing), print the tables
@@ -19,7 +19,7 @@ data=$demo/meditod
 
 rm -rf "$demo"  # the demo's own folder, from an earlier demo
 "${meditod[@]}" build --source data/sample --out "$data"
-"$python" -m meditod_hub.tiny --data "$data" --out "$demo/tiny-models"
+"${meditod[@]}" tiny --data "$data" --out "$demo/tiny-models"
 for task in nlu pol nlg; do
   run=$demo/runs/tiny-llama/$task
   "${meditod[@]}" train "recipes/tiny-llama/$task.yaml" --dataset_name="$data" \

@@ -14,6 +14,36 @@ EMBEDDED_SAMPLE = PROJECT_ROOT / "data" / "sample"
 
 sys.path.insert(0, str(PROJECT_ROOT))
 
+# Fixtures that train a model: every test whose fixture closure holds one is marked `slow`
+# (`pytest_collection_modifyitems`), so `pytest -m "not slow"` is a fast loop.
+TRAINING_FIXTURES = {"tiny_runs", "nlu_run"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if TRAINING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A test not marked slow whose own body trains fails and says so (training in fixtures
+    happens before, at setup: those fixtures are in TRAINING_FIXTURES)."""
+    train = sys.modules.get("meditod_hub.train")  # imported by every test module that trains
+    if train is None or item.get_closest_marker("slow"):
+        yield
+        return
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{item.nodeid} trains a model: mark it @pytest.mark.slow, or train "
+                             "in a fixture named in conftest.TRAINING_FIXTURES")
+
+    original, train.make_trainer = train.make_trainer, refuse
+    try:
+        yield
+    finally:
+        train.make_trainer = original
+
 
 @pytest.fixture(scope="session")
 def sample_release() -> Path:
@@ -68,7 +98,7 @@ def tiny_runs(tiny_models, embedded_build, tmp_path_factory) -> Path:
     """runs/tiny-llama/{nlu,pol,nlg} trained once per session on their recipes: under a minute
     each on CPU, enough to memorise the sample's training split (and so to stop generating
     where the answer ends: an undertrained model runs to max_new_tokens on every turn)."""
-    from test_train import train_args
+    from helpers import train_args
 
     from meditod_hub import train as T
 

@@ -116,9 +116,9 @@ def test_make_agreement_writes_out(pair, tmp_path):
     import subprocess
 
     a, b = pair
-    out = tmp_path / "dir with space" / "agreement.json"
+    out = tmp_path / "dir with space"
     result = subprocess.run(["make", "-s", "-o", "setup", "agreement", f"A={a}", f"B={b}",
                              f"OUT={out}", f"PY={sys.executable}"], cwd=PROJECT,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert set(json.loads(out.read_text())) >= {"nlu", "pol"}
+    assert set(json.loads((out / "agreement.json").read_text())) >= {"nlu", "pol"}

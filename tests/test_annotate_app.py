@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from meditod_hub.annotate.app import LOOPBACK_HOSTS, AppSettings, create_app
 from meditod_hub.annotate.serve import AnnotateArguments, build_settings, listening_socket
+from meditod_hub.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.state import fold_states
 
@@ -31,7 +31,7 @@ def release(embedded_release, release_copy) -> Path:
 
 @pytest.fixture
 def client(release) -> TestClient:
-    app = create_app(AppSettings(source=release, allowed_hosts=LOOPBACK_HOSTS))
+    app = create_app(PortalSettings(source=release, allowed_hosts=LOOPBACK_HOSTS))
     return TestClient(app, base_url="http://127.0.0.1")
 
 
@@ -162,7 +162,7 @@ def space_client(release, tmp_path, monkeypatch):
     def identify(request):
         return users.get(request.headers.get("X-Test-User", ""))
 
-    app = create_app(AppSettings(source=release, space=True, workdir=tmp_path / "work",
+    app = create_app(PortalSettings(source=release, space=True, workdir=tmp_path / "work",
                                  identify=identify))
     return TestClient(app, base_url="https://space.test"), tmp_path / "work"
 
@@ -197,7 +197,7 @@ def test_on_a_space_each_annotator_labels_their_own_copy(space_client, release):
 
 
 def test_an_account_name_that_is_not_a_folder_name_is_refused(tmp_path):
-    from meditod_hub.annotate.space import annotator_folder
+    from meditod_hub.annotate.hosted import annotator_folder
 
     assert annotator_folder(tmp_path, "ann-1.x") == tmp_path / "annotators" / "ann-1.x"
     for name in ("../etc", "", "a/b", ".hidden"):
@@ -260,8 +260,8 @@ def test_the_space_template_runs_this_app_with_hub_login_on_its_port():
 # --- on a network address: an access token and a Host check (issue 15) -----------------------------
 @pytest.fixture
 def network_client(release):
-    app = create_app(AppSettings(source=release, allowed_hosts=["annotate.lan"],
-                                 access_token="tok-0123456789"))
+    app = create_app(PortalSettings(source=release, allowed_hosts=["annotate.lan"],
+                                    access_token="tok-0123456789"))
     return TestClient(app, base_url="http://annotate.lan")
 
 

@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from meditod_hub import train as T
-from meditod_hub.annotate.app import AppSettings, create_app
 from meditod_hub.annotate.assist import Assistant, LocalModel
+from meditod_hub.annotate.server import PortalSettings, create_app
 from meditod_hub.dataset import load_split
 from meditod_hub.errors import MeditodError
 
@@ -58,7 +58,7 @@ def test_accepting_every_suggestion_reproduces_the_models_predictions(
 
     release = release_copy(embedded_release)
     nlu, pol = (Recording(LocalModel(str(runs[t]), t)) for t in ("nlu", "pol"))
-    app = create_app(AppSettings(source=release, assistant=Assistant(nlu, pol)))
+    app = create_app(PortalSettings(source=release, assistant=Assistant(nlu, pol)))
     client = TestClient(app, base_url="http://127.0.0.1")
     trained_on = json.loads((embedded_release / "dialogs.json").read_text())["9001"]
     did = client.post("/api/import", json={"text": transcript(trained_on)}).json()["id"]

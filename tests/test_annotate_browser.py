@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub.annotate.app import LOOPBACK_HOSTS, AppSettings, create_app
 from meditod_hub.annotate.assist import Assistant
 from meditod_hub.annotate.serve import listening_socket
+from meditod_hub.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
 from meditod_hub.records import Prediction
 from meditod_hub.release import read_release
 
@@ -56,7 +56,7 @@ def browser(tmp_path_factory):
 class Server:
     """The app on 127.0.0.1:<free port>, in a thread of this process."""
 
-    def __init__(self, settings: AppSettings):
+    def __init__(self, settings: PortalSettings):
         import uvicorn
 
         self.socket = listening_socket("127.0.0.1", 0)
@@ -77,7 +77,7 @@ class Server:
 
 
 def serve(source: Path, assistant: Assistant | None = None) -> Server:
-    return Server(AppSettings(source=source, assistant=assistant or Assistant(),
+    return Server(PortalSettings(source=source, assistant=assistant or Assistant(),
                               allowed_hosts=LOOPBACK_HOSTS))
 
 

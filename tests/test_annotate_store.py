@@ -21,7 +21,6 @@ from meditod_hub import cmas
 from meditod_hub.annotate import schema as annotate_schema
 from meditod_hub.annotate.jsondoc import JsonDocument, Layout, replace_value
 from meditod_hub.annotate.store import (
-    TEMP_MARK,
     VOCABULARY_FILE,
     ReleaseStore,
     SaveConflict,
@@ -32,6 +31,7 @@ from meditod_hub.annotate.store import (
     with_labels,
 )
 from meditod_hub.errors import MeditodError
+from meditod_hub.files import stale_partials
 from meditod_hub.release import DRAFT_KEY, ReleaseError, read_release
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -260,7 +260,7 @@ def test_a_failure_between_write_and_rename_leaves_the_previous_file(release, mo
         store.save("9001", new, opened["version"])
     monkeypatch.undo()
     assert (release / "dialogs.json").read_bytes() == before
-    assert not list(release.glob(f".*{TEMP_MARK}*"))
+    assert not stale_partials(release)
     assert store.open("9001")["version"] == opened["version"], "memory follows the disk"
 
 

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_assistant import scripted_assistant
+from helpers import scripted_assistant
 
 from meditod_hub import webapp
 from meditod_hub.assistant import OPENING_LINE

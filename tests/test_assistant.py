@@ -14,17 +14,16 @@ from pathlib import Path
 
 import pytest
 from datasets import load_dataset
+from helpers import scripted_assistant, weights_digest
 
 from meditod_hub.assistant import (
     MAX_PATIENT_CHARS,
     NO_REPLY,
-    Assistant,
     LocalBackend,
     ModelSpec,
     load_backend,
 )
 from meditod_hub.errors import UsageError
-from meditod_hub.records import Prediction
 from meditod_hub.views import FEATURES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -40,27 +39,6 @@ SYMPTOM = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "cough"
 
 def rows(data, task, split="train"):
     return list(load_dataset(str(data), task, split=split))
-
-
-class Scripted:
-    """A backend that answers `answer(task, row) -> (prediction, parse_ok)` and keeps the rows."""
-
-    def __init__(self, answer):
-        self.answer, self.seen = answer, []
-
-    def predict(self, task, rows):
-        self.seen += [(task, row) for row in rows]
-        out = []
-        for row in rows:
-            prediction, ok = self.answer(task, row)
-            out.append(Prediction(row["id"], prediction, ok, json.dumps(prediction),
-                                  None if ok else "scripted failure"))
-        return out
-
-
-def scripted_assistant(answer, **kwargs) -> tuple[Assistant, Scripted]:
-    backend = Scripted(answer)
-    return Assistant(backend, backend, backend, **kwargs), backend
 
 
 def gold_answers(data, split="train"):
@@ -182,20 +160,11 @@ def test_sources_that_cannot_work_are_refused_in_one_line(tiny_models, tiny_runs
         LocalBackend(ModelSpec(str(tmp_path / "file")), "nlu")
 
 
-def weights_digest(model) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode() + tensor.detach().cpu().numpy().tobytes())
-    return digest.hexdigest()
-
-
 HUB_CLIENT = """
 import json, sys
 from meditod_hub.assistant import LocalBackend, ModelSpec
 from meditod_hub.errors import MeditodError
-from test_assistant import weights_digest
+from helpers import weights_digest
 for repo, revision, family in json.loads(sys.argv[1]):
     try:
         backend = LocalBackend(ModelSpec(repo, family=family, revision=revision), "nlu")

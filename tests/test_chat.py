@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_assistant import scripted_assistant
+from helpers import scripted_assistant
 
 from meditod_hub.assistant import OPENING_LINE
 from meditod_hub.chat import converse, turn_report

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from datasets import load_dataset
-from test_assistant import scripted_assistant
+from helpers import scripted_assistant
 
 from meditod_hub.assistant import PipelineArguments
 from meditod_hub.eval_cascade import EvalCascadeArguments, card_section, evaluate_cascade
@@ -109,7 +109,7 @@ def test_the_command_on_the_tiny_runs_writes_both_columns(cascade_out):
 
 
 def test_the_card_of_a_run_in_the_cascade_gets_its_table(cascade_out, tiny_runs, tmp_path):
-    from test_model_card import POL_RESULTS
+    from helpers import POL_RESULTS
 
     from meditod_hub.publish import dry_run
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_release import write_release
+from helpers import write_release
 
 from meditod_hub import build as B
 from meditod_hub import evaluate as E
@@ -518,7 +518,7 @@ def test_resume_only_what_was_started(embedded_build, tiny_models, tmp_path, cap
 
 @pytest.mark.parametrize("timeout", ["0", "nan"])
 def test_publish_timeout_must_be_a_positive_number(timeout, tmp_path, capsys):
-    from test_model_card import write_run
+    from helpers import write_run
 
     run = write_run(tmp_path / "run")
     (run / "adapter_config.json").write_text("{}")
@@ -531,7 +531,7 @@ def test_publish_timeout_must_be_a_positive_number(timeout, tmp_path, capsys):
 # --- make --------------------------------------------------------------------------------------
 
 def test_make_train_without_a_model_says_what_to_give():
-    done = subprocess.run(["make", "-s", "train", "TASK=nlu"], cwd=PROJECT,
+    done = subprocess.run(["make", "-s", "-o", "setup", "train", "TASK=nlu"], cwd=PROJECT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "make train needs MODEL=<recipes folder>" in done.stderr
@@ -540,7 +540,7 @@ def test_make_train_without_a_model_says_what_to_give():
 
 def test_make_targets_take_paths_with_spaces(tmp_path):
     out = tmp_path / "with space" / "meditod"
-    done = subprocess.run(["make", "-s", "data", f"DATA={out}"], cwd=PROJECT,
+    done = subprocess.run(["make", "-s", "-o", "setup", "build", f"DATA={out}"], cwd=PROJECT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert B.verify_manifest(out)

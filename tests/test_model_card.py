@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import NLU_RESULTS, POL_RESULTS, RESULTS, write_run
 from huggingface_hub import ModelCard
 
 from meditod_hub import paper_results
@@ -22,39 +23,6 @@ from meditod_hub.tasks import TASKS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PAPER_TABLES = PROJECT_ROOT.parent / "shared" / "spec" / "paper-results.md"
-
-NLU_RESULTS = {
-    "precision": 0.61, "recall": 0.52, "f1": 0.5614,
-    "medical": {"precision": 0.7, "recall": 0.6, "f1": 0.6462, "tp": 6, "fp": 3, "fn": 4},
-    "non_medical": {"precision": 0.3, "recall": 0.25, "f1": 0.2727, "tp": 1, "fp": 2, "fn": 3},
-    "joint_accuracy": 0.4, "examples": 10, "parse_failures": 1, "judge": {"name": "exact"},
-}
-POL_RESULTS = {**NLU_RESULTS, "precision_at_k": {"1": 0.1, "4": 0.3, "8": 0.35, "inf": 0.5},
-               "precision_at_k_mode": "exact"}
-NLG_RESULTS = {"bleu2": 21.5, "bleu4": 9.25, "rouge1": 0.41, "rougeL": 0.39,
-               "sacrebleu": {"score": 12.5, "signature": "nrefs:1|case:mixed|tok:13a"},
-               "bertscore": None, "examples": 10, "parse_failures": 0}
-RESULTS = {"nlu": NLU_RESULTS, "pol": POL_RESULTS, "nlg": NLG_RESULTS}
-
-
-def write_run(path: Path, task: str = "nlu", model: str = "llama3-8b", family: str = "llama",
-              splits: dict[str, dict] | None = None, **info) -> Path:
-    """A run directory as training + evaluation leave it (weights are the caller's business)."""
-    (path / "eval").mkdir(parents=True, exist_ok=True)
-    run_info = {"model": model, "task": task, "family": family,
-                "base_model": "meta-llama/Meta-Llama-3-8B-Instruct", "adapter": True,
-                "quantization": "nf4", "global_step": 120, "train_runtime_s": 5400.0,
-                "hardware": "1x test accelerator", "framework_versions": {"torch": "2.13.0"},
-                "train_examples": 100, "truncated_examples": 2, "skipped_examples": 0,
-                "dataset": str(path / "no-such-build"), "seed": 42, **info}
-    (path / "run_info.json").write_text(json.dumps(run_info))
-    (path / "recipe.yaml").write_text("# Trainer arguments\nlearning_rate: 1.0e-4\nlora_r: 32\nseed: 42\n")
-    for split, results in (splits if splits is not None else {"test": RESULTS[task]}).items():
-        (path / "eval" / split).mkdir(exist_ok=True)
-        (path / "eval" / split / "results.json").write_text(
-            json.dumps({"task": task, "split": split, **results}))
-    return path
-
 
 def _render(run_dir: Path, **kwargs) -> ModelCard:
     return render_model_card(read_run(run_dir), run_id="0123456789ab", repo_id="org/model",

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import NLU_RESULTS, write_run
 from hub_server import READ_TOKEN, WRITE_TOKEN, silent_endpoint, unused_endpoint
-from test_model_card import NLU_RESULTS, write_run
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 REPO = "local-tester/meditod-tiny-nlu"

@@ -356,3 +356,34 @@ def test_a_push_killed_during_its_commit_is_all_or_nothing_and_a_retry_completes
     assert after == before or _remote_matches(hub_server, "org/killed", second)
     assert push(env, second, "org/killed").returncode == 0
     assert _remote_matches(hub_server, "org/killed", second)
+
+
+def test_http_timeout_is_per_request_of_its_block_not_the_shared_client():
+    """huggingface_hub shares one HTTP client across the process: a push's timeout must not
+    change it for other threads (the annotation app's backups, a second command in-process)."""
+    import threading
+
+    import httpx2
+    from huggingface_hub.utils import get_session
+
+    from meditod_hub.hub import _timeout_of_this_call, http_timeout
+
+    session, seen = get_session(), {}
+    before = session.timeout
+
+    def request_extensions(name):
+        request = httpx2.Request("GET", "http://127.0.0.1/")
+        for hook in session.event_hooks["request"]:
+            if hook is _timeout_of_this_call:
+                hook(request)
+        seen[name] = request.extensions.get("timeout")
+
+    with http_timeout(7):
+        assert session.timeout == before
+        request_extensions("inside")
+        other = threading.Thread(target=request_extensions, args=("other thread",))
+        other.start()
+        other.join()
+    request_extensions("after")
+    assert seen["inside"] == httpx2.Timeout(7).as_dict()
+    assert seen["other thread"] is None and seen["after"] is None

@@ -7,41 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import invented_dialogue as _dialogue
+from helpers import write_release
 
 from meditod_hub.release import ReleaseError, read_release
-from meditod_hub.state import fold_states
-
-
-def _dialogue(*, symptom="wheezing") -> dict:
-    """A tiny invented dialogue (not MediTOD text) with consistent states."""
-    utterances = [
-        {"speaker": "doctor", "uttr_id": 0, "text": "Hello, what is the matter?", "keywords": [],
-         "actions": [{"action": "nod_prompt_salutations"}]},
-        {"speaker": "patient", "uttr_id": 1, "text": "I keep wheezing at night.", "keywords": [],
-         "nlu": [{"intent": "inform", "slots": {"positive_symptom": [
-             {"value": symptom, "location": ["chest"], "onset": "a week ago"}]}}]},
-        {"speaker": "doctor", "uttr_id": 2, "text": "Any fever?", "keywords": [],
-         "actions": [{"action": "inquire", "symptom": [
-             {"value": "fever", "checks": [{"type": "onset", "values": ["recent"]}]}]}]},
-        {"speaker": "patient", "uttr_id": 3, "text": "No fever.", "keywords": [],
-         "nlu": [{"intent": "inform", "slots": {"negative_symptom": [{"value": "fever"}]}}]},
-        {"speaker": "doctor", "uttr_id": 4, "text": "Thanks, we will run tests.", "keywords": [],
-         "actions": [{"action": "chit-chat"}]},
-    ]
-    patients = [u for u in utterances if u["speaker"] == "patient"]
-    for utt, state in zip(patients, fold_states(u["nlu"] for u in patients)):
-        utt["dialog_state"] = state
-    return {"utterances": utterances}
-
-
-def write_release(folder: Path, dialogs: dict | None = None, splits: dict | None = None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    dialogs = dialogs if dialogs is not None else {"1": _dialogue(), "2": _dialogue(), "3": _dialogue()}
-    splits = splits if splits is not None else {"train": ["1"], "valid": ["2"], "test": ["3"]}
-    (folder / "dialogs.json").write_text(json.dumps(dialogs, indent=1))
-    for name, ids in splits.items():
-        (folder / f"{name}_ids.json").write_text(json.dumps(ids))
-    return folder
 
 
 def problems_of(folder: Path, **kwargs) -> list[str]:

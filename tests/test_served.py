@@ -23,7 +23,7 @@ import urllib.request
 
 import pytest
 import torch
-from test_train import train_args
+from helpers import train_args
 
 from meditod_hub import predict as P
 from meditod_hub.endpoint import AnswerCache

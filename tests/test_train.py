@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 from datasets import load_dataset
+from helpers import RECIPES, train_args
 from safetensors.torch import load_file
 
 from meditod_hub import train as T
@@ -25,7 +26,6 @@ from meditod_hub.errors import UsageError
 from meditod_hub.families import FAMILIES, Budget
 
 PROJECT = Path(__file__).resolve().parent.parent
-RECIPES = PROJECT / "recipes"
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -39,11 +39,6 @@ def tokenizer_of(tiny_models: Path, name: str):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_models / name)
-
-
-def train_args(recipe: str, data: Path, model: Path, out: Path, *overrides: str) -> list[str]:
-    return [str(RECIPES / recipe), f"--dataset_name={data}", f"--model_name_or_path={model}",
-            f"--output_dir={out}", *overrides]
 
 
 def run_info(out: Path) -> dict:
@@ -219,9 +214,9 @@ def test_two_process_ddp_run_completes(tiny_models, embedded_build, tmp_path):
     info = run_info(out)
     assert info["hardware"].startswith("2 x ")
     assert info["global_step"] == 2
-    finished = [json.loads(line) for line in proc.stdout.splitlines()
-                if line.startswith('{"model"')]
-    assert [f["global_step"] for f in finished] == [2, 2], "both ranks ran to the end"
+    finished = [line for line in proc.stdout.splitlines() if line.startswith("tiny-llama/nlu: ")]
+    assert [line.split(" steps")[0] for line in finished] == ["tiny-llama/nlu: 2"] * 2, \
+        "both ranks ran to the end"
 
 
 @pytest.mark.slow

@@ -84,7 +84,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
 def machine_hosts(host: str) -> list[str]:
     """The Host header values that name this machine: the bound address (every address: the
     machine's name, its fully qualified name and their addresses), and the loopback names."""
-    from .app import LOOPBACK_HOSTS
+    from .server import LOOPBACK_HOSTS
 
     try:
         every = ipaddress.ip_address(host).is_unspecified
@@ -102,8 +102,8 @@ def machine_hosts(host: str) -> list[str]:
 
 
 def build_settings(args: AnnotateArguments):
-    from .app import LOOPBACK_HOSTS, AppSettings
     from .assist import Assistant, LocalModel
+    from .server import LOOPBACK_HOSTS, PortalSettings
 
     assistant = Assistant(
         LocalModel(args.nlu_model, "nlu", args.nlu_family) if args.nlu_model else None,
@@ -112,10 +112,10 @@ def build_settings(args: AnnotateArguments):
     vocabulary = read_vocabulary(args.vocabulary) if args.vocabulary else frozenset()
     if not args.space:
         if is_local_host(args.host):
-            return AppSettings(source=source, assistant=assistant, vocabulary=vocabulary,
+            return PortalSettings(source=source, assistant=assistant, vocabulary=vocabulary,
                                allowed_hosts=LOOPBACK_HOSTS)
         named = [h.strip() for h in (args.allowed_hosts or "").split(",") if h.strip()]
-        return AppSettings(source=source, assistant=assistant, vocabulary=vocabulary,
+        return PortalSettings(source=source, assistant=assistant, vocabulary=vocabulary,
                            allowed_hosts=named + machine_hosts(args.host),
                            access_token=secrets.token_urlsafe(24))
     if not os.environ.get("SPACE_ID"):
@@ -124,11 +124,11 @@ def build_settings(args: AnnotateArguments):
     if not args.backup_repo:
         raise UsageError("--space needs --backup_repo ORG/NAME (a private dataset repo): "
                          "without it annotations die with the Space")
-    from .space import Backup
+    from .hosted import Backup
 
     workdir = Path(args.workdir)
     backup = Backup(args.backup_repo, workdir, args.backup_every, args.timeout)
-    return AppSettings(source=source if source.is_dir() else None, space=True, workdir=workdir,
+    return PortalSettings(source=source if source.is_dir() else None, space=True, workdir=workdir,
                        assistant=assistant, backup=backup, vocabulary=vocabulary)
 
 
@@ -146,7 +146,7 @@ def read_vocabulary(path: str) -> frozenset[str]:
 def main(argv: list[str]) -> int:
     import uvicorn
 
-    from .app import create_app
+    from .server import create_app
 
     (args,) = parse_args([AnnotateArguments], argv, "meditod annotate", __doc__.split("\n\n")[0])
     sock = listening_socket(args.host, args.port)

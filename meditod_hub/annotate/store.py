@@ -2,10 +2,10 @@
 
 Every save writes the release format: `dialogs.json` with the utterances' `nlu` / `actions` and
 each patient utterance's `dialog_state` recomputed by `state.fold_states`; it is checked by the
-release validator (`release.dialogue_problems`, the build's own checks) and written through a
-temporary file and `os.replace`, so an interrupted save leaves the previous file whole. Unchanged
-dialogues and values keep their bytes (`jsondoc`). A dialogue whose labels do not validate is
-still saved, as a draft: it carries `"draft": true` and the build reports it.
+release validator (`release.dialogue_problems`, the build's own checks) and written through
+`files.atomic_write` (a temporary file, then a rename), so an interrupted save leaves the previous
+file whole. Unchanged dialogues and values keep their bytes (`jsondoc`). A dialogue whose labels
+do not validate is still saved, as a draft: it carries `"draft": true` and the build reports it.
 
 Two editors of one dialogue (two tabs, two people on one folder): a save names the version it
 started from; when the file moved on since, edits to different utterances are merged and edits to
@@ -17,16 +17,15 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import re
 import threading
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import cmas
 from ..errors import MeditodError
+from ..files import atomic_write, stale_partials
 from ..release import DIALOGS_FILE, DRAFT_KEY, OOD_SPLIT_FILES, SPLIT_FILES, Problem, dialogue_problems
 from ..state import fold_states
 from .jsondoc import JsonDocument, replace_value, same
@@ -35,7 +34,6 @@ PROVENANCE_FILE = "provenance.json"  # who/what produced each label item (not pa
 VOCABULARY_FILE = "vocabulary.json"  # canonical values loaded in the portal (not part of the release)
 ORIGINS = ("release", "suggested", "edited", "manual")
 LABEL_KEY = {"patient": "nlu", "doctor": "actions"}
-TEMP_MARK = ".annotate-"             # temporary files of an atomic write: `.<name>.annotate-<id>.tmp`
 HISTORY = 64                         # versions kept per dialogue as merge bases
 DIALOGUE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 TRANSCRIPT_LINE = re.compile(r"\s*(d|p|doctor|patient)\s*:(.*)", re.IGNORECASE)
@@ -58,19 +56,6 @@ class SaveConflict(MeditodError):
         super().__init__(f"dialogue {dialogue_id} was saved elsewhere (another tab or annotator) "
                          f"since you opened it, with other labels on utterance(s) {shown}: "
                          "nothing was saved; reload it, or overwrite those utterances")
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder and `os.replace`."""
-    temp = path.with_name(f".{path.name}{TEMP_MARK}{uuid.uuid4().hex}.tmp")
-    try:
-        with temp.open("w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
 
 
 def version_of(dialogue: dict) -> str:
@@ -188,8 +173,8 @@ class ReleaseStore:
             raise MeditodError(f"{self.folder} holds files but no {DIALOGS_FILE}: give a release "
                                "folder, or a new or empty folder to start one")
         self.folder.mkdir(parents=True, exist_ok=True)
-        for stale in self.folder.glob(f".*{TEMP_MARK}*.tmp"):  # left by a killed save: ours
-            stale.unlink(missing_ok=True)
+        for stale in stale_partials(self.folder):  # left by a killed save: ours
+            stale.unlink()
         if not self.path.exists():
             atomic_write(self.path, "{}\n")
         self._load()

@@ -15,8 +15,8 @@ its queries.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MeditodError
+from ..files import atomic_write
 from .prompts import last_turn
 
 DEFAULT_RETRIEVER = "BAAI/bge-large-en-v1.5"
@@ -119,11 +120,9 @@ class ExemplarPool:
                 return vectors
         vectors = self.retriever.encode([last_turn(row) for row in self.rows])
         if self.cache_file:
-            self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-            partial = self.cache_file.with_suffix(f".{os.getpid()}.partial")
-            with partial.open("wb") as f:
-                np.save(f, vectors)
-            os.replace(partial, self.cache_file)
+            buffer = io.BytesIO()
+            np.save(buffer, vectors)
+            atomic_write(self.cache_file, buffer.getvalue())
         return vectors
 
     def search(self, queries: Sequence[dict], k: int) -> list[list[int]]:

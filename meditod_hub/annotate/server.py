@@ -9,7 +9,7 @@ The same app runs locally (127.0.0.1, no login), on a network address (every req
 access token `meditod annotate` prints once at start: opening `/?token=...` sets it as a cookie,
 or an API client sends it as `Authorization: Bearer ...`; and the Host header must name this
 machine), and as a Docker Space (Hub login, one folder per annotator, private backups:
-`space.py`).
+`hosted.py`).
 
 Every label passes through the server: the state fold, validation and suggestions are the
 dataset layer's own code, never a port of it to JavaScript.
@@ -79,7 +79,7 @@ def hub_username(request: Request) -> str | None:
 
 
 @dataclass
-class AppSettings:
+class PortalSettings:
     source: Path | None                   # local: the folder edited; Space: each annotator's start
     space: bool = False
     workdir: Path | None = None           # Space: where annotators' folders live
@@ -116,7 +116,7 @@ def token_guard(app: FastAPI, token: str) -> None:
         return await call_next(request)
 
 
-def create_app(settings: AppSettings) -> FastAPI:
+def create_app(settings: PortalSettings) -> FastAPI:
     app = FastAPI(title="MediTOD annotation", docs_url=None, redoc_url=None, openapi_url=None)
     if settings.access_token:  # added first, so the Host check below runs before it
         token_guard(app, settings.access_token)
@@ -129,7 +129,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     else:
         from huggingface_hub import attach_huggingface_oauth
 
-        from .space import annotator_folder, seed_annotator
+        from .hosted import annotator_folder, seed_annotator
 
         with warnings.catch_warnings():  # "experimental": known, and pinned by the tests
             warnings.simplefilter("ignore", UserWarning)

@@ -1,0 +1,118 @@
+"""Helpers the tests share: invented releases, runs and results, scripted assistants, training
+arguments. Test modules import from here (`from helpers import ...`), never from each other.
+No MediTOD text: every dialogue here is invented."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from meditod_hub.assistant import Assistant
+from meditod_hub.records import Prediction
+from meditod_hub.state import fold_states
+
+PROJECT = Path(__file__).resolve().parent.parent
+RECIPES = PROJECT / "recipes"
+
+
+# --- releases ----------------------------------------------------------------------------------
+def invented_dialogue(*, symptom="wheezing") -> dict:
+    """A tiny invented dialogue (not MediTOD text) with consistent states."""
+    utterances = [
+        {"speaker": "doctor", "uttr_id": 0, "text": "Hello, what is the matter?", "keywords": [],
+         "actions": [{"action": "nod_prompt_salutations"}]},
+        {"speaker": "patient", "uttr_id": 1, "text": "I keep wheezing at night.", "keywords": [],
+         "nlu": [{"intent": "inform", "slots": {"positive_symptom": [
+             {"value": symptom, "location": ["chest"], "onset": "a week ago"}]}}]},
+        {"speaker": "doctor", "uttr_id": 2, "text": "Any fever?", "keywords": [],
+         "actions": [{"action": "inquire", "symptom": [
+             {"value": "fever", "checks": [{"type": "onset", "values": ["recent"]}]}]}]},
+        {"speaker": "patient", "uttr_id": 3, "text": "No fever.", "keywords": [],
+         "nlu": [{"intent": "inform", "slots": {"negative_symptom": [{"value": "fever"}]}}]},
+        {"speaker": "doctor", "uttr_id": 4, "text": "Thanks, we will run tests.", "keywords": [],
+         "actions": [{"action": "chit-chat"}]},
+    ]
+    patients = [u for u in utterances if u["speaker"] == "patient"]
+    for utt, state in zip(patients, fold_states(u["nlu"] for u in patients)):
+        utt["dialog_state"] = state
+    return {"utterances": utterances}
+
+
+def write_release(folder: Path, dialogs: dict | None = None, splits: dict | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    dialogs = dialogs if dialogs is not None else {str(n): invented_dialogue() for n in (1, 2, 3)}
+    splits = splits if splits is not None else {"train": ["1"], "valid": ["2"], "test": ["3"]}
+    (folder / "dialogs.json").write_text(json.dumps(dialogs, indent=1))
+    for name, ids in splits.items():
+        (folder / f"{name}_ids.json").write_text(json.dumps(ids))
+    return folder
+
+
+# --- runs and results ---------------------------------------------------------------------------
+NLU_RESULTS = {
+    "precision": 0.61, "recall": 0.52, "f1": 0.5614,
+    "medical": {"precision": 0.7, "recall": 0.6, "f1": 0.6462, "tp": 6, "fp": 3, "fn": 4},
+    "non_medical": {"precision": 0.3, "recall": 0.25, "f1": 0.2727, "tp": 1, "fp": 2, "fn": 3},
+    "joint_accuracy": 0.4, "examples": 10, "parse_failures": 1, "judge": {"name": "exact"},
+}
+POL_RESULTS = {**NLU_RESULTS, "precision_at_k": {"1": 0.1, "4": 0.3, "8": 0.35, "inf": 0.5},
+               "precision_at_k_mode": "exact"}
+NLG_RESULTS = {"bleu2": 21.5, "bleu4": 9.25, "rouge1": 0.41, "rougeL": 0.39,
+               "sacrebleu": {"score": 12.5, "signature": "nrefs:1|case:mixed|tok:13a"},
+               "bertscore": None, "examples": 10, "parse_failures": 0}
+RESULTS = {"nlu": NLU_RESULTS, "pol": POL_RESULTS, "nlg": NLG_RESULTS}
+
+
+def write_run(path: Path, task: str = "nlu", model: str = "llama3-8b", family: str = "llama",
+              splits: dict[str, dict] | None = None, **info) -> Path:
+    """A run directory as training + evaluation leave it (weights are the caller's business)."""
+    (path / "eval").mkdir(parents=True, exist_ok=True)
+    run_info = {"model": model, "task": task, "family": family,
+                "base_model": "meta-llama/Meta-Llama-3-8B-Instruct", "adapter": True,
+                "quantization": "nf4", "global_step": 120, "train_runtime_s": 5400.0,
+                "hardware": "1x test accelerator", "framework_versions": {"torch": "2.13.0"},
+                "train_examples": 100, "truncated_examples": 2, "skipped_examples": 0,
+                "dataset": str(path / "no-such-build"), "seed": 42, **info}
+    (path / "run_info.json").write_text(json.dumps(run_info))
+    (path / "recipe.yaml").write_text("# Trainer arguments\nlearning_rate: 1.0e-4\nlora_r: 32\nseed: 42\n")
+    for split, results in (splits if splits is not None else {"test": RESULTS[task]}).items():
+        (path / "eval" / split).mkdir(exist_ok=True)
+        (path / "eval" / split / "results.json").write_text(
+            json.dumps({"task": task, "split": split, **results}))
+    return path
+
+
+# --- training ---------------------------------------------------------------------------------
+def train_args(recipe: str, data: Path, model: Path, out: Path, *overrides: str) -> list[str]:
+    return [str(RECIPES / recipe), f"--dataset_name={data}", f"--model_name_or_path={model}",
+            f"--output_dir={out}", *overrides]
+
+
+# --- the assistant ------------------------------------------------------------------------------
+class Scripted:
+    """A backend that answers `answer(task, row) -> (prediction, parse_ok)` and keeps the rows."""
+
+    def __init__(self, answer):
+        self.answer, self.seen = answer, []
+
+    def predict(self, task, rows):
+        self.seen += [(task, row) for row in rows]
+        out = []
+        for row in rows:
+            prediction, ok = self.answer(task, row)
+            out.append(Prediction(row["id"], prediction, ok, json.dumps(prediction),
+                                  None if ok else "scripted failure"))
+        return out
+
+
+def scripted_assistant(answer, **kwargs) -> tuple[Assistant, Scripted]:
+    backend = Scripted(answer)
+    return Assistant(backend, backend, backend, **kwargs), backend
+
+
+def weights_digest(model) -> str:
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode() + tensor.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()

@@ -1,0 +1,54 @@
+"""requirements.lock: what `make setup` and CI install is what the tests run against."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT / "scripts"))
+
+import lock  # noqa: E402  (scripts/lock.py: `make lock`)
+
+
+def frozen() -> dict[str, str]:
+    """`pip freeze` of this interpreter: {canonical name: version without a local label}."""
+    done = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True,
+                          text=True, timeout=120, check=True)
+    pins = {}
+    for line in done.stdout.splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==", 1)
+            pins[canonicalize_name(name)] = version.split("+", 1)[0]
+    return pins
+
+
+def test_the_installed_versions_are_the_locked_ones():
+    locked, installed = lock.read_lock(PROJECT / "requirements.lock"), frozen()
+    differ = {name: (version, installed.get(name)) for name, version in locked.items()
+              if installed.get(name) != version}
+    assert not differ, f"installed != requirements.lock (locked, installed): {differ}"
+
+
+def test_the_lock_covers_the_projects_dependency_closure():
+    """A dependency added to pyproject.toml without `make lock` would install unpinned."""
+    locked, needed = lock.read_lock(PROJECT / "requirements.lock"), lock.closure()
+    assert set(needed) - set(locked) == set(), "run `make lock`"
+    assert {"torch", "transformers", "trl", "datasets", "gradio", "pytest"} <= set(locked)
+    assert (PROJECT / "requirements.lock").read_text() == lock.render(locked)  # as `make lock` writes
+
+
+def test_setup_installs_from_the_lock_torch_first():
+    done = subprocess.run(["make", "-n", "-B", "setup"], cwd=PROJECT, capture_output=True,
+                          text=True, timeout=60)  # -n: prints the commands, runs none
+    installs = [line for line in done.stdout.splitlines() if " pip install " in line]
+    assert installs[-2:] == [".venv/bin/python -m pip install -q -c requirements.lock torch",
+                             ".venv/bin/python -m pip install -q -c requirements.lock -e '.[test]'"]
+    assert "sed" not in (PROJECT / "Makefile").read_text()
+
+
+def test_local_version_labels_are_not_locked():
+    assert "+" not in (PROJECT / "requirements.lock").read_text()
