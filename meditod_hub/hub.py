@@ -1,15 +1,17 @@
 """The Hub side: the dataset push, and what every upload shares (a token checked up front, one
 deadline per command, failures as one line).
 
-    meditod push --folder meditod --repo my-org/meditod            # private, gated unless synthetic
+    meditod push --folder meditod --repo my-org/meditod            # private; gated: MediTOD data
     meditod push --folder meditod --repo my-org/meditod --public   # a public repo
 
 A push uploads exactly the files the folder's build manifest lists (hashes verified first), in
 one commit, and deletes only the files an earlier build of this kit put in the repo (its
-manifest says which); a repo holding anything else is refused. Whether the data is licence-
-restricted comes from the manifest, never from the card alone: real MediTOD data goes out gated
-(manual approval: dataset Settings -> gated access -> review requests) and private unless
---public. `hub_session` and `deadline` are what model publishing reuses.
+manifest says which); a repo holding anything else is refused. The gating comes from the licence
+the build proved and recorded in the manifest (`licence.py`), never from the card alone or from
+release.json: MediTOD data goes out gated (manual approval: dataset Settings -> gated access ->
+review requests); proven-synthetic data and the user's own declared dialogues ungated; all of it
+private unless --public. The push prints the gating it chose and why. `hub_session` and
+`deadline` are what model publishing reuses.
 """
 
 from __future__ import annotations
@@ -205,12 +207,18 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"no such folder: {folder} (build one with `meditod build --out {folder}`)")
+    from .licence import MEDITOD, SYNTHETIC
+
     manifest = verify_manifest(folder)
-    synthetic, gated = manifest["synthetic"], manifest["gated"]
-    if _card_kind(folder) != (synthetic, gated) or synthetic == gated:
-        raise HubError(f"{folder}/README.md disagrees with {MANIFEST} (synthetic={synthetic}, "
-                       f"gated={gated}): rebuild the folder with `meditod build`")
-    kind = "synthetic" if synthetic else "licence-restricted"
+    kind, synthetic, gated = manifest["licence"], manifest["synthetic"], manifest["gated"]
+    if _card_kind(folder) != (synthetic, gated) or (synthetic, gated) != (kind == SYNTHETIC,
+                                                                         kind == MEDITOD):
+        raise HubError(f"{folder}/README.md disagrees with {MANIFEST} (licence={kind}, "
+                       f"synthetic={synthetic}, gated={gated}): rebuild the folder with "
+                       "`meditod build`")
+    print(f"gating: {'gated, manual approval of each request' if gated else 'not gated'}; "
+          f"{'public' if public else 'private'} if new (an existing repo keeps its visibility); "
+          f"why: {manifest['licence_reason']}")
     action = f"push {folder} to {repo}"
     files = sorted(manifest["files"]) + [MANIFEST]
 
@@ -227,7 +235,7 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
             operations = ([CommitOperationAdd(name, str(folder / name)) for name in files]
                           + [CommitOperationDelete(name) for name in sorted(stale)])
             api.create_commit(repo, operations, repo_type="dataset",
-                              commit_message=f"Upload MediTOD build ({kind} data)")
+                              commit_message=f"Upload a MediTOD kit build ({kind} data)")
             return str(url)
 
     return deadline(timeout, action, work)
