@@ -21,8 +21,8 @@ split's text: keep them where the data may be).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,13 +30,15 @@ from pathlib import Path
 
 from .assistant import Assistant, PipelineArguments
 from .errors import UsageError, run_main
-from .files import atomic_write
+from .files import atomic_write, output_folder
 from .model_card import base_label, hub_id
 from .records import Prediction, value_at, write_predictions
 from .runs import RunError
 from .tasks import TASK_NAMES, get_task
 from .views import cascade_nlg_rows, cascade_pol_rows
 
+PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
+OUT_FILES = ("results.json", "results.md", "results.png")
 COLUMNS = ("gold_input", "cascaded")
 COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
 CHART_METRICS = {"pol": ("f1", "medical.f1", "joint_accuracy", "precision_at_k.1",
@@ -218,7 +220,7 @@ def write_markdown(results: dict, path: Path) -> None:
         f"{results[task]['cascaded']['parse_failures']} cascaded" for task in ("pol", "nlg"))
         + ".", "", "Where the drop comes from:", ""]
     lines += [f"- {line}" for line in attribution_lines(results["attribution"])]
-    atomic_write(path, "\n".join(lines) + "\n")
+    atomic_write(path, "\n".join(lines) + "\n", purpose=PURPOSE)
 
 
 def write_chart(results: dict, path: Path) -> None:
@@ -250,10 +252,10 @@ def write_chart(results: dict, path: Path) -> None:
     axes[0].legend(frameon=False)
     fig.suptitle(f"MediTOD cascaded evaluation ({results['split']})")
     fig.tight_layout()
-    partial = path.with_name(path.name + ".partial")
-    fig.savefig(partial, dpi=110, format="png")
+    png = io.BytesIO()
+    fig.savefig(png, dpi=110, format="png")
     plt.close(fig)
-    os.replace(partial, path)
+    atomic_write(path, png.getvalue(), purpose=PURPOSE)
 
 
 def model_label(source: str, backend) -> str:
@@ -296,22 +298,26 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
     return section, files
 
 
+def stage_prediction_files() -> list[str]:
+    """The predictions files under `predictions/`: one per stage and input (gold or cascaded)."""
+    return ["nlu.jsonl"] + [f"{task}.{column}.jsonl" for task in ("pol", "nlg")
+                            for column in COLUMNS]
+
+
 def write_stage_predictions(run: dict, folder: Path) -> None:
     """One predictions file per stage and input (gold or cascaded), in the records format."""
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {"nlu.jsonl": run["nlu"]}
-    for task in ("pol", "nlg"):
-        files.update({f"{task}.{column}.jsonl": run[task][column] for column in COLUMNS})
-    for name, records in files.items():
-        write_predictions(records, folder / name)
+    records = [run["nlu"]] + [run[task][column] for task in ("pol", "nlg") for column in COLUMNS]
+    for name, stage in zip(stage_prediction_files(), records):
+        write_predictions(stage, folder / name, purpose=PURPOSE)
 
 
 def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
                      assistant: Assistant | None = None) -> dict:
     """Run, score and write everything; returns results.json's content."""
     out = Path(args.out) if args.out else default_out(pipeline, args.split)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file: give a folder")
+    output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
+                                         stage_prediction_files()),
+                  purpose=PURPOSE, input_folders=[args.data])
     judge = make_judge(args)
     rows = select_dialogues(load_split(args.data, args.split), args.limit)
     if not rows["nlu"]:
@@ -332,9 +338,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         "attribution": attribution(rows, run),
         "seconds": {"load": loaded - start, **run["seconds"]},
     }
-    out.mkdir(parents=True, exist_ok=True)
     write_stage_predictions(run, out / "predictions")
-    atomic_write(out / "results.json", json.dumps(results, indent=2) + "\n")
+    atomic_write(out / "results.json", json.dumps(results, indent=2) + "\n", purpose=PURPOSE)
     write_markdown(results, out / "results.md")
     write_chart(results, out / "results.png")
     results["out"] = str(out)

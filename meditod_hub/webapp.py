@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .assistant import OPENING_LINE, Assistant, Conversation, ModelSpec
 from .errors import UsageError
+from .files import atomic_write, output_path
 from .state_view import STATE_CSS, actions_line, state_html
 from .tasks import TASK_NAMES as TASKS
 
@@ -109,14 +110,11 @@ def reset():
 
 def save_transcript(conversation: Conversation, folder: Path) -> Path:
     """The conversation's turns as JSON, replaced whole after each turn (opt-in only)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{conversation.dialogue_id}.json"
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps({"id": conversation.dialogue_id, "opening": OPENING_LINE,
-                                   "turns": [t.to_dict() for t in conversation.turns]},
-                                  ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    path = output_path(folder / f"{conversation.dialogue_id}.json", purpose="chat",
+                       what="transcript")
+    return atomic_write(path, json.dumps({"id": conversation.dialogue_id, "opening": OPENING_LINE,
+                                          "turns": [t.to_dict() for t in conversation.turns]},
+                                         ensure_ascii=False, indent=1), purpose="chat")
 
 
 # --- the Blocks app ----------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ..cli import parse_args
 from ..dataset import fingerprint, load_split
 from ..endpoint import DEFAULT_CACHE, PAPER_PRICES, Decoding, Endpoint, Prices, Request
 from ..errors import UsageError, name_ids, run_main
-from ..files import atomic_write
+from ..files import atomic_write, output_folder
 from ..records import Prediction, Results, write_predictions
 from ..tasks import TASK_NAMES as TASKS
 from ..tasks import get_task
@@ -195,8 +195,14 @@ def prompt_hashes(task: str, built: list[Prompt]) -> dict:
 
 # --- output files ------------------------------------------------------------------------------
 
+OUT_FILES = ("run_info.json", "requests.jsonl", "predictions.jsonl", "results.json",
+             "results.md", "results.png")
+
+
 def claim_out(args: FewshotArguments, out: Path) -> None:
-    """OUT may hold this run's earlier files, never another run's."""
+    """OUT may hold this run's earlier files, never another run's (nor any file the kit's
+    few-shot did not write: `files.output_folder`)."""
+    output_folder(out, OUT_FILES, purpose="fewshot", input_folders=[args.data])
     info = out / "run_info.json"
     if info.is_file():
         old = json.loads(info.read_text())
@@ -226,14 +232,14 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     """predictions.jsonl, then results.json/.md/.png through the task's `score`."""
     from ..metrics import make_judge
 
-    write_predictions(records, out / "predictions.jsonl")
+    write_predictions(records, out / "predictions.jsonl", purpose="fewshot")
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url)
     scores = get_task(args.task).score(rows, [r.label for r in records], judge=judge)
     violations = structure_violations(args.task, records)
     scores["structure_violations"] = {"count": violations,
                                       "share": violations / len(records) if records else 0.0}
     results = Results(args.task, args.split, scores)
-    results.write(out / "results.json")
+    results.write(out / "results.json", purpose="fewshot")
     with (out / "results.md").open("a", encoding="utf-8") as md:
         md.write("\n" + beside_the_paper(args, results) + "\n")
     return results
@@ -295,13 +301,13 @@ def run(args: FewshotArguments) -> dict:
     if args.dry_run:
         atomic_write(out / "requests.jsonl", "".join(
             json.dumps({"id": p.id, "messages": p.messages, "prompt_tokens": p.tokens}) + "\n"
-            for p in built))
+            for p in built), purpose="fewshot")
         info.update(dry_run=True, estimated_prompt_tokens=prompt_tokens,
                     estimated_cost_usd=estimate)
         print(f"{len(built)} requests, {prompt_tokens} prompt tokens (+ at most "
               f"{len(built) * args.max_tokens} answer tokens); estimated cost <= ${estimate:.2f} "
               f"at ${prices.input:g}/${prices.output:g} per 1M tokens -> {out / 'requests.jsonl'}")
-        atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")
+        atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n", purpose="fewshot")
         return info
 
     endpoint = Endpoint(args.endpoint, args.model, api_key_env=args.api_key_env,
@@ -319,7 +325,7 @@ def run(args: FewshotArguments) -> dict:
     info.update(**endpoint.describe(), parse_failures=sum(not r.parse_ok for r in records),
                 structure_violations=results.scores["structure_violations"],
                 estimated_cost_usd=estimate, run_wall_clock_s=time.perf_counter() - started)
-    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")
+    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n", purpose="fewshot")
     headline = get_task(args.task).headline_metric
     stats = endpoint.stats
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}"
