@@ -273,7 +273,8 @@ def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | 
         output_folder(card_dir, ["README.md", *charts], purpose="publish",
                       input_folders=[run.path, cascade], what="--card_dir")
     lines = [f"would push run {rid} of {run.model} {run.task} to {repo} (branch run-{rid}):",
-             "  README.md (the model card)"]
+             "  README.md (the model card)",
+             f"  {UPLOAD_RECORD} (what this kit uploaded: a later push replaces only these)"]
     lines += [f"  {p}  ({f.stat().st_size} bytes)" for p, f in sorted(shown.items())]
     if merged:
         lines.append(f"  + the adapter merged into {base_label(run.info['base_model'])} in bf16 "

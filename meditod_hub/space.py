@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
     from .cli import parse_args
 
     (args,) = parse_args((SpaceArguments,), argv, "meditod space", __doc__.split("\n\n")[0])
-    from .hub import refuse_secrets
+    from .hub import UPLOAD_RECORD, refuse_secrets
 
     files, settings = plan(args)
     refuse_secrets(files, f"upload the app to the Space {args.repo}")
@@ -153,6 +153,7 @@ def main(argv: list[str]) -> int:
         for path, content in sorted(files.items()):
             size = len(content) if isinstance(content, bytes) else content.stat().st_size
             print(f"  {path}  ({size} bytes)")
+        print(f"  {UPLOAD_RECORD}  (what this kit uploaded: a later upload replaces only these)")
         return 0
     url = upload(args, files)
     print(f"uploaded the app ({len(files)} files; models: "
