@@ -210,6 +210,8 @@ def upload_plan(api: HfApi, repo: str, uploads: set[str], *, repo_type: str = "m
         owned = set(json.loads(Path(path).read_text(encoding="utf-8"))["files"])
     except (EntryNotFoundError, ValueError, KeyError, TypeError):
         owned = set()
+    if not owned and present - set(KEEP_ON_HUB) <= {"README.md"}:
+        owned = present  # a new repo: the Hub may have made a README (a Space's), nothing else
     foreign = sorted((present & uploads) - owned - set(KEEP_ON_HUB))
     if foreign:
         raise HubError(f"{repo} holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}"
