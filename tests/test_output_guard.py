@@ -311,3 +311,36 @@ def test_space_stops_before_replacing_the_owners_app(hub_server, tmp_path):
         in done.stderr, done.stderr[-2000:]
     assert hub_server.files("space", "org/mine") == before
     assert WRITE_TOKEN not in done.stdout + done.stderr
+
+
+class _Repo:
+    """What `upload_plan` asks of the Hub: the files of a revision and the upload record."""
+
+    def __init__(self, tmp_path: Path, files: set[str], record: set[str] | None = None):
+        self.files, self.record, self.tmp_path = files, record, tmp_path
+
+    def list_repo_files(self, repo, repo_type=None, revision=None):
+        return sorted(self.files)
+
+    def hf_hub_download(self, repo, filename, **kwargs):
+        from huggingface_hub.errors import EntryNotFoundError
+
+        if self.record is None:
+            raise EntryNotFoundError(f"{filename} not found")
+        path = self.tmp_path / filename
+        path.write_text(json.dumps({"files": sorted(self.record)}))
+        return str(path)
+
+
+def test_upload_plan_replaces_and_deletes_only_what_the_kit_recorded(tmp_path):
+    from meditod_hub.hub import UPLOAD_RECORD, upload_plan
+
+    new_space = _Repo(tmp_path, {".gitattributes", "README.md"})  # what the Hub makes
+    stale, record = upload_plan(new_space, "org/s", {"README.md", "app.py"}, repo_type="space")
+    assert stale == [] and json.loads(record)["files"] == ["README.md", "app.py", UPLOAD_RECORD]
+    ours = _Repo(tmp_path, {".gitattributes", "README.md", "app.py", "models/nlu/a", "NOTES.md",
+                            UPLOAD_RECORD}, record={"README.md", "app.py", "models/nlu/a"})
+    stale, _ = upload_plan(ours, "org/s", {"README.md", "app.py"}, repo_type="space")
+    assert stale == ["models/nlu/a"]  # NOTES.md is the owner's: kept
+    with pytest.raises(HubError, match="NOTES.md that no upload of this kit put there"):
+        upload_plan(ours, "org/s", {"README.md", "NOTES.md"}, repo_type="space")
