@@ -344,3 +344,20 @@ def test_upload_plan_replaces_and_deletes_only_what_the_kit_recorded(tmp_path):
     assert stale == ["models/nlu/a"]  # NOTES.md is the owner's: kept
     with pytest.raises(HubError, match="NOTES.md that no upload of this kit put there"):
         upload_plan(ours, "org/s", {"README.md", "NOTES.md"}, repo_type="space")
+
+
+def test_fewshot_never_writes_into_its_data_or_over_an_evaluation(embedded_build, tmp_path,
+                                                                  capsys):
+    from meditod_hub.fewshot import run as FS
+
+    data = tmp_path / "meditod"
+    shutil.copytree(embedded_build, data)
+    folder = tmp_path / "run" / "eval" / "test"
+    F.atomic_write(folder / "results.json", "{}", purpose="evaluate")
+    before = digests(data, folder)
+    base = ["--model", "stub-model", "--task", "nlu", "--endpoint", "http://127.0.0.1:9/v1",
+            "--data", data, "--dry_run"]
+    refused(FS.main, [*base, "--out", data / "fewshot"], capsys, "inside the input folder")
+    refused(FS.main, [*base, "--out", folder], capsys,
+            "results.json exists and was written by `meditod evaluate`, not `meditod fewshot`")
+    assert digests(data, folder) == before
