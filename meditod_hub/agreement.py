@@ -18,10 +18,10 @@ import json
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .cli import parse_args
 from .errors import MeditodError, run_main
+from .files import atomic_write, output_path
 from .release import ReleaseError, read_release
 from .tasks import TASKS as TASK_SPECS
 from .tasks import get_task
@@ -150,13 +150,13 @@ def summary(results: dict) -> str:
 def main(argv: list[str]) -> int:
     (args,) = parse_args([AgreementArguments], argv, "meditod agreement",
                          __doc__.split("\n\n")[0])
+    if args.out:  # before the work: never over an annotator's files or another command's
+        output_path(args.out, purpose="agreement", input_folders=[args.a, args.b])
     results = agreement(load(args.a, "A"), load(args.b, "B"))
     print(summary(results))
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {out}")
+        atomic_write(args.out, json.dumps(results, indent=2) + "\n", purpose="agreement")
+        print(f"wrote {args.out}")
     return 0
 
 

@@ -5,8 +5,10 @@
 
 The folder holds one Parquet file per config and split, the dataset card (`README.md`, whose
 YAML `configs:` lets `datasets` load it without a script), `dataset_infos.json`, and
-`build_manifest.json`: every file's sha256, the release's fingerprint, and whether the data is
-synthetic or licence-restricted (gated). `meditod push` trusts the manifest, never the card.
+`build_manifest.json`: every file's sha256, the release's fingerprints, and its licence
+(`licence.licence_of`: synthetic only when proven from the content, the user's own dialogues when
+declared with a licence, else licence-restricted MediTOD data, gated). `meditod push` trusts the
+manifest, never the card.
 
 Safety: the build writes into a temporary folder beside `--out` and moves it into place only
 when complete, under a lock, so an interrupted or concurrent build leaves the previous build
@@ -37,12 +39,15 @@ from .card import render_dataset_card, splits_table
 from .cli import parse_args
 from .dataset import MANIFEST
 from .errors import MeditodError, UsageError, name_ids, run_main
+from .licence import KINDS as LICENCE_KINDS
+from .licence import Licence, licence_of
 from .release import DIALOGS_FILE, Release, read_release
 from .views import CONFIGS, FEATURES, JSON, dialogue_views
 
-MANIFEST_FORMAT = "meditod-build/1"
+MANIFEST_FORMAT = "meditod-build/2"  # /2: the licence is proven, and recorded with its reason
 ROW_GROUP_ROWS = 2048       # rows per Parquet row group (a few dialogues)...
 ROW_GROUP_BYTES = 64 << 20  # ...or fewer, when their context columns are this large
+IDENTITY_KEYS = ("name", "description", "license")  # flags that override release.json's keys
 
 
 @dataclass
@@ -54,11 +59,19 @@ class BuildArguments:
     ood_source: Path | None = field(default=None, metadata={
         "help": "a second release folder whose dialogues are all out-of-domain"})
     strict: bool = field(default=False, metadata={"help": "refuse warnings too"})
+    name: str | None = field(default=None, metadata={
+        "help": "the dataset card's title (default: release.json's `name`)"})
+    description: str | None = field(default=None, metadata={
+        "help": "the card's description (default: release.json's `description`)"})
+    license: str | None = field(default=None, metadata={
+        "help": "declare the dialogues your own (not MediTOD's), under this licence id, e.g. "
+                "cc-by-4.0 (default: release.json's `license`); pushed ungated"})
 
 
 @dataclass
 class Built:
     release: Release
+    licence: Licence
     sizes: dict[str, dict[str, int]]
     manifest: dict
 
@@ -307,9 +320,11 @@ def folder_files(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
-def write_manifest(folder: Path, release: Release) -> dict:
-    manifest = {"format": MANIFEST_FORMAT, "synthetic": release.synthetic,
-                "gated": not release.synthetic, "release_fingerprint": release.fingerprint,
+def write_manifest(folder: Path, release: Release, licence: Licence, content: str) -> dict:
+    manifest = {"format": MANIFEST_FORMAT, "licence": licence.kind,
+                "licence_reason": licence.reason, "license": licence.license,
+                "synthetic": licence.synthetic, "gated": licence.gated,
+                "release_fingerprint": release.fingerprint, "content_fingerprint": content,
                 "files": {name: file_sha256(folder / name) for name in folder_files(folder)}}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
@@ -335,7 +350,10 @@ def read_manifest(folder: Path) -> dict:
         raise ManifestError(f"{path} is unreadable: rebuild the folder") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT \
             or not isinstance(manifest.get("files"), dict) \
-            or not isinstance(manifest.get("synthetic"), bool):
+            or not isinstance(manifest.get("synthetic"), bool) \
+            or not isinstance(manifest.get("gated"), bool) \
+            or manifest.get("licence") not in LICENCE_KINDS \
+            or not isinstance(manifest.get("licence_reason"), str):
         raise ManifestError(f"{path} is not a {MANIFEST_FORMAT} manifest: rebuild the folder")
     return manifest
 
@@ -453,6 +471,9 @@ def build(args: BuildArguments) -> Built:
             release = read_release(args.source, args.ood_source, strict=args.strict)
             for problem in release.problems:
                 print(problem, file=sys.stderr)
+            metadata = {**release.metadata, **{key: getattr(args, key) for key in IDENTITY_KEYS
+                                                if getattr(args, key) is not None}}
+            licence, content = licence_of(release.dialogues, release.splits, metadata)
             tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
             umask = os.umask(0)
             os.umask(umask)
@@ -462,9 +483,10 @@ def build(args: BuildArguments) -> Built:
                 sizes = split_sizes(release, counts)
                 (tmp / "dataset_infos.json").write_text(
                     json.dumps(infos_json(counts), indent=2) + "\n", encoding="utf-8")
-                render_dataset_card(card_dataset_info(counts), sizes, release.metadata,
-                                    release.has_ood).save(tmp / "README.md")
-                manifest = write_manifest(tmp, release)
+                render_dataset_card(card_dataset_info(counts), sizes, metadata, licence,
+                                    release.has_ood, Path(args.source).name
+                                    ).save(tmp / "README.md")
+                manifest = write_manifest(tmp, release, licence, content)
                 if replace:
                     previous = out.parent / f".{out.name}.previous-{os.getpid()}"
                     os.rename(out, previous)
@@ -479,14 +501,14 @@ def build(args: BuildArguments) -> Built:
                 raise
         finally:
             gc.enable()
-    return Built(release, sizes, manifest)
+    return Built(release, licence, sizes, manifest)
 
 
 def main(argv: list[str]) -> int:
     (args,) = parse_args((BuildArguments,), argv, "meditod build", __doc__.split("\n\n")[0])
     built = build(args)
-    kind = "synthetic" if built.release.synthetic else "licence-restricted (pushed gated)"
-    print(f"built {args.out}: {kind} data, {len(built.release.problems)} warning(s)")
+    print(f"built {args.out}: {built.licence.reason}; a push will be "
+          f"{built.licence.gating().split(' (')[0]}; {len(built.release.problems)} warning(s)")
     print(splits_table(built.sizes))
     if not built.release.has_ood:
         print("no out-of-domain set given: no test_ood split")

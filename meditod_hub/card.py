@@ -1,4 +1,7 @@
-"""Render the dataset card from what was built: schema from CMAS, sizes from the release."""
+"""Render the dataset card from what was built: schema from CMAS, sizes from the release, and
+the identity its licence allows: MediTOD's name, statistics and citations for MediTOD data and
+the synthetic builds shaped like it; the release's own name, description and licence for a
+user's own dialogues. Every card cites CMAS (the MediTOD paper) for the schema."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from . import about, cmas
+from .licence import OWN, Licence
 from .views import CONFIGS
 
 TEMPLATE = Path(__file__).resolve().parent / "cards" / "dataset_card.md"
@@ -44,10 +48,13 @@ def splits_table(sizes: dict[str, dict[str, int]]) -> str:
 
 
 def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int]],
-                        metadata: dict, has_ood: bool) -> DatasetCard:
+                        metadata: dict, licence: Licence, has_ood: bool,
+                        folder_name: str = "") -> DatasetCard:
     """The card of a build: `dataset_info` is the YAML block of features and row counts per
-    config (`build.card_dataset_info`), `metadata` the release's release.json."""
-    synthetic = metadata.get("synthetic") is True
+    config (`build.card_dataset_info`), `metadata` release.json with the build's --name,
+    --description and --license; an own dataset without a name takes its folder's."""
+    synthetic, own = licence.synthetic, licence.kind == OWN
+    pretty_name = metadata.get("name") or (folder_name if own else about.PRETTY_NAME)
     configs = [{"config_name": info["config_name"],
                 "data_files": [{"split": split["name"],
                                 "path": f"{info['config_name']}/{split['name']}-*.parquet"}
@@ -55,14 +62,14 @@ def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int
                 **({"default": True} if info["config_name"] == "nlu" else {})}
                for info in sorted(dataset_info, key=lambda i: CONFIGS.index(i["config_name"]))]
     card_data = DatasetCardData(
-        language="en", license="other", pretty_name=about.PRETTY_NAME,
+        language="en", license=licence.license, pretty_name=pretty_name,
         task_categories=["text-generation", "token-classification"],
         tags=["medical", "dialogue", "task-oriented-dialogue"] + (["synthetic"] if synthetic else []),
         size_categories="n<1K" if sum(n["nlu"] for n in sizes.values()) < 1000 else "10K<n<100K",
-        configs=configs, dataset_info=dataset_info, **({} if synthetic else GATING))
+        configs=configs, dataset_info=dataset_info, **(GATING if licence.gated else {}))
     return DatasetCard.from_template(
         card_data, template_path=str(TEMPLATE),
-        pretty_name=about.PRETTY_NAME, synthetic=synthetic,
+        pretty_name=pretty_name, synthetic=synthetic, own=own, license=licence.license,
         description=metadata.get("description", ""), summary=about.SUMMARY,
         paper=about.PAPER, homepage=about.HOMEPAGE, splits_table=splits_table(sizes),
         has_ood=has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),

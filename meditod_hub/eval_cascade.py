@@ -29,13 +29,15 @@ from pathlib import Path
 from . import quiet
 from .assistant import Assistant, PipelineArguments
 from .errors import UsageError, run_main
-from .files import atomic_write
+from .files import atomic_write, output_folder
 from .model_card import base_label, hub_id
 from .records import Prediction, value_at, write_predictions
 from .runs import RunError, run_info_digest
 from .tasks import TASK_NAMES, get_task
 from .views import cascade_nlg_rows, cascade_pol_rows
 
+PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
+OUT_FILES = ("results.json", "results.md", "results.png")
 COLUMNS = ("gold_input", "cascaded")
 COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
 CHART_METRICS = {"pol": ("f1", "medical.f1", "joint_accuracy", "precision_at_k.1",
@@ -211,7 +213,7 @@ def write_markdown(results: dict, path: Path) -> None:
         f"{results[task]['cascaded']['parse_failures']} cascaded" for task in ("pol", "nlg"))
         + ".", "", "Where the drop comes from:", ""]
     lines += [f"- {line}" for line in attribution_lines(results["attribution"])]
-    atomic_write(path, "\n".join(lines) + "\n")
+    atomic_write(path, "\n".join(lines) + "\n", purpose=PURPOSE)
 
 
 def write_chart(results: dict, path: Path) -> None:
@@ -228,7 +230,7 @@ def write_chart(results: dict, path: Path) -> None:
             name = f"{task.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
             rows[name] = {COLUMN_LABELS[c]: value / scale for c, value in zip(COLUMNS, pair)}
     atomic_write(path, bar_chart(f"MediTOD cascaded evaluation ({results['split']})", rows,
-                                 list(COLUMN_LABELS.values()), "score"))
+                                 list(COLUMN_LABELS.values()), "score"), purpose=PURPOSE)
 
 
 def model_label(source: str, backend) -> str:
@@ -262,22 +264,26 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
     return section, files
 
 
+def stage_prediction_files() -> list[str]:
+    """The predictions files under `predictions/`: one per stage and input (gold or cascaded)."""
+    return ["nlu.jsonl"] + [f"{task}.{column}.jsonl" for task in ("pol", "nlg")
+                            for column in COLUMNS]
+
+
 def write_stage_predictions(run: dict, folder: Path) -> None:
     """One predictions file per stage and input (gold or cascaded), in the records format."""
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {"nlu.jsonl": run["nlu"]}
-    for task in ("pol", "nlg"):
-        files.update({f"{task}.{column}.jsonl": run[task][column] for column in COLUMNS})
-    for name, records in files.items():
-        write_predictions(records, folder / name)
+    records = [run["nlu"]] + [run[task][column] for task in ("pol", "nlg") for column in COLUMNS]
+    for name, stage in zip(stage_prediction_files(), records):
+        write_predictions(stage, folder / name, purpose=PURPOSE)
 
 
 def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
                      assistant: Assistant | None = None) -> dict:
     """Run, score and write everything; returns results.json's content."""
     out = Path(args.out) if args.out else default_out(pipeline, args.split)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file: give a folder")
+    output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
+                                         stage_prediction_files()),
+                  purpose=PURPOSE, input_folders=[args.data])
     from .metrics import make_judge
 
     judge = make_judge(args.judge, model=args.judge_model)
@@ -301,9 +307,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         "attribution": attribution(rows, run),
         "seconds": {"load": loaded - start, **run["seconds"]},
     }
-    out.mkdir(parents=True, exist_ok=True)
     write_stage_predictions(run, out / "predictions")
-    atomic_write(out / "results.json", json.dumps(results, indent=2) + "\n")
+    atomic_write(out / "results.json", json.dumps(results, indent=2) + "\n", purpose=PURPOSE)
     write_markdown(results, out / "results.md")
     write_chart(results, out / "results.png")
     results["out"] = str(out)

@@ -84,9 +84,10 @@ def evaluate(args: EvaluateArguments) -> Results:
 def main(argv: list[str]) -> int:
     (args,) = parse_args((EvaluateArguments,), argv, "meditod evaluate", __doc__.split("\n\n")[0])
     for path in (args.out, *side_files(args.out)):
-        output_path(path, inputs=[args.predictions], what="--out")
+        output_path(path, purpose="evaluate", inputs=[args.predictions, args.judge_cache],
+                    input_folders=[args.data])
     results = evaluate(args)
-    results.write(args.out, chart=args.chart)
+    results.write(args.out, chart=args.chart, purpose="evaluate")
     task = get_task(args.task)
     headline = task.headline_metric
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}; "

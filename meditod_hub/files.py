@@ -1,8 +1,19 @@
-"""Writing files so that an interrupted command leaves the previous file intact, and never over
-a file the command reads or did not make."""
+"""The one output guard: every command that writes checks its outputs here first, so none
+replaces an input, writes inside an input folder, or replaces a file this kit did not write for
+the same purpose; and writes atomically, so an interrupted command leaves the previous file whole.
+
+"Written by this kit for this purpose" is recorded, not guessed: each folder that receives an
+output gets `.meditod-outputs.json`, mapping the file names written there to the command that
+wrote them (`written_by`). A command may replace its own earlier output (a rerun), never a file
+another command wrote (`eval-cascade` over `evaluate`'s results.json) nor one that is not in the
+record (the user's, or an older kit's: move it away or choose another path). A folder a command
+owns whole (a training run) is recorded under ".". Built dataset folders have their own, stricter
+record, `build_manifest.json` (`build.py`), which the push also checks.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterable
@@ -10,36 +21,116 @@ from pathlib import Path
 
 from .errors import UsageError
 
-
-def output_path(path: str | Path, *, inputs: Iterable[str | Path] = (), what: str = "output"
-                ) -> Path:
-    """`path` checked before any work: not a folder, not one of `inputs`, parent creatable."""
-    path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"{what} {path} is a folder: give a file path")
-    for other in inputs:
-        if Path(other).exists() and path.exists() and path.resolve() == Path(other).resolve():
-            raise UsageError(f"{what} {path} is also an input of this command: write it elsewhere")
-    parent = path.parent
-    for ancestor in (parent, *parent.parents):
-        if ancestor.exists():
-            if not ancestor.is_dir():
-                raise UsageError(f"cannot write {path}: {ancestor} is a file, not a folder")
-            if not os.access(ancestor, os.W_OK | os.X_OK):
-                raise UsageError(f"cannot write {path}: {ancestor} is not writable")
-            break
-    return path
-
-
+RECORD = ".meditod-outputs.json"  # in each folder holding outputs: file name -> the command
+WHOLE = "."                        # the record's key for a folder one command owns whole
 # The temporary file of an atomic write: `.<name>.partial-<random>.tmp` beside its target. One
 # left behind was cut off by a killed process (`stale_partials` finds them).
 TEMP_MARK = ".partial-"
 
 
-def atomic_write(path: str | Path, data: str | bytes) -> Path:
-    """Write `data` to a temporary file beside `path`, then rename it over `path` in one step
-    (str as UTF-8, newlines untranslated), so an interrupted write leaves the old file whole."""
+def _record(folder: Path) -> dict[str, str]:
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}  # none, or unreadable: nothing in this folder counts as the kit's
+    files = record.get("files") if isinstance(record, dict) else None
+    return {k: v for k, v in files.items() if isinstance(v, str)} if isinstance(files, dict) else {}
+
+
+def written_by(path: str | Path) -> str | None:
+    """The command that wrote `path` (a file, or a folder it owns whole), per the record."""
     path = Path(path)
+    if path.is_dir():
+        return _record(path).get(WHOLE)
+    return _record(path.parent).get(path.name)
+
+
+def record_output(path: str | Path, purpose: str) -> None:
+    """Record that `purpose` (a command, e.g. "evaluate") wrote `path` (a folder: owns it whole)."""
+    path = Path(path)
+    folder, name = (path, WHOLE) if path.is_dir() else (path.parent, path.name)
+    record = _record(folder)
+    if record.get(name) != purpose:
+        record[name] = purpose
+        _replace(folder / RECORD, json.dumps({"files": dict(sorted(record.items()))}, indent=2)
+                 + "\n")
+
+
+def _local(paths: Iterable[str | Path | None]) -> list[Path]:
+    """The inputs that are local paths (a Hub id or None is not)."""
+    return [Path(p).resolve() for p in paths if p is not None and Path(p).exists()]
+
+
+def _check_inputs(path: Path, inputs: Iterable[str | Path | None], input_folders: Iterable,
+                  what: str) -> None:
+    resolved = path.resolve()
+    for other in _local(inputs):
+        if resolved == other:
+            raise UsageError(f"{what} {path} is also an input of this command: write it elsewhere")
+    for folder in _local(input_folders):
+        if resolved == folder or folder in resolved.parents:
+            raise UsageError(f"{what} {path} is inside the input folder {folder}: write it "
+                             "outside the folders this command reads")
+
+
+def _check_writable(path: Path) -> None:
+    for ancestor in (path.parent, *path.parent.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise UsageError(f"cannot write {path}: {ancestor} is a file, not a folder")
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                raise UsageError(f"cannot write {path}: {ancestor} is not writable")
+            return
+
+
+def _check_owner(path: Path, purpose: str, what: str) -> None:
+    if path.exists() or path.is_symlink():
+        owner = written_by(path) if not path.is_symlink() else None
+        if owner != purpose:
+            by = f"`meditod {owner}`" if owner else "something other than this kit"
+            raise UsageError(f"{what} {path} exists and was written by {by}, not `meditod "
+                             f"{purpose}`: choose another path, or move the file away")
+
+
+def output_path(path: str | Path, *, purpose: str, inputs: Iterable = (),
+                input_folders: Iterable = (), what: str = "--out") -> Path:
+    """`path` checked before any work: a file path, not one of `inputs` nor inside one of
+    `input_folders`, new or written earlier by `purpose`, its folder creatable."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{what} {path} is a folder: give a file path")
+    _check_inputs(path, inputs, input_folders, what)
+    _check_owner(path, purpose, what)
+    _check_writable(path)
+    return path
+
+
+def output_folder(folder: str | Path, names: Iterable[str] | None = None, *, purpose: str,
+                  inputs: Iterable = (), input_folders: Iterable = (), what: str = "--out"
+                  ) -> Path:
+    """`folder` checked before any work, for the files `names` (paths inside it) that `purpose`
+    writes there; other files in it are left alone. Without `names` the command owns the folder
+    whole: it must be new, empty, or owned earlier by `purpose` (then recorded as owned now)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{what} {folder} is a file: give a folder")
+    _check_inputs(folder, inputs, input_folders, what)
+    _check_writable(folder / "_")
+    if names is not None:
+        for name in names:
+            _check_owner(folder / name, purpose, what)
+        return folder
+    present = sorted(p.name for p in folder.iterdir() if p.name != RECORD) \
+        if folder.is_dir() else []
+    if present and written_by(folder) != purpose:
+        raise UsageError(f"{what} {folder} holds files `meditod {purpose}` did not write "
+                         f"({', '.join(present[:3])}): choose a new or empty folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    record_output(folder, purpose)
+    return folder
+
+
+def _replace(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", suffix=".tmp", dir=path.parent)
     try:
@@ -51,6 +142,16 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write(path: str | Path, data: str | bytes, *, purpose: str | None = None) -> Path:
+    """Write `data` to a temporary file beside `path`, then rename it over `path` in one step
+    (str as UTF-8, newlines untranslated), so an interrupted write leaves the old file whole;
+    with `purpose`, record it as that command's output (what `output_path` checked)."""
+    path = Path(path)
+    _replace(path, data)
+    if purpose is not None:
+        record_output(path, purpose)
     return path
 
 

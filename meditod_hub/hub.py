@@ -1,27 +1,31 @@
 """The Hub side: the dataset push, and what every upload shares (a token checked up front, one
 deadline per command, failures as one line).
 
-    meditod push --folder meditod --repo my-org/meditod            # private, gated unless synthetic
+    meditod push --folder meditod --repo my-org/meditod            # private; gated: MediTOD data
     meditod push --folder meditod --repo my-org/meditod --public   # a public repo
 
 A push uploads exactly the files the folder's build manifest lists (hashes verified first), in
 one commit, and deletes only the files an earlier build of this kit put in the repo (its
-manifest says which); a repo holding anything else is refused. Whether the data is licence-
-restricted comes from the manifest, never from the card alone: real MediTOD data goes out gated
-(manual approval: dataset Settings -> gated access -> review requests) and private unless
---public. `hub_session` and `deadline` are what model publishing reuses.
+manifest says which); a repo holding anything else is refused. The gating comes from the licence
+the build proved and recorded in the manifest (`licence.py`), never from the card alone or from
+release.json: MediTOD data goes out gated (manual approval: dataset Settings -> gated access ->
+review requests); proven-synthetic data and the user's own declared dialogues ungated; all of it
+private unless --public. The push prints the gating it chose and why. `hub_session` and
+`deadline` are what model publishing reuses.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,6 +51,14 @@ from .errors import MeditodError, UsageError, run_main
 
 T = TypeVar("T")
 KEEP_ON_HUB = (".gitattributes",)  # the Hub's own file in every repo
+# What a Space or model repo got from this kit's last upload (the dataset push's is the build
+# manifest): a later upload replaces and deletes only these, never the owner's own files.
+UPLOAD_RECORD = "meditod_upload.json"
+# A Hub token: the user's own (get_token) or any other; never uploaded, printed or written.
+TOKEN_PATTERN = re.compile(rb"hf_[A-Za-z0-9]{30,}")
+TEXT_SUFFIXES = (".json", ".yaml", ".yml", ".md", ".jinja", ".txt", ".py", ".toml", ".cfg", "")
+# Pickles can hold anything, the training arguments' token included (training_args.bin).
+NEVER_UPLOADED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth")
 
 
 class HubError(MeditodError):
@@ -178,6 +190,54 @@ def hub_session(action: str, timeout: float) -> Iterator[HfApi]:
         yield api
 
 
+def refuse_secrets(items: dict[str, str | bytes | Path], action: str) -> None:
+    """Stop before `items` (repo path or shown name -> text, bytes or local file) are uploaded,
+    printed or written for others: no pickle, and no Hub token in any text file. The one scan
+    every upload and every printed card goes through; the message never shows the token."""
+    pickles = sorted(name for name in items
+                     if any(fnmatch(Path(name).name, p) for p in NEVER_UPLOADED))
+    if pickles:
+        raise HubError(f"{action}: refusing to share {', '.join(pickles)} (a pickle can hold the "
+                       "token and runs code when loaded)")
+    own = get_token()
+    leaking = []
+    for name, item in sorted(items.items()):
+        if isinstance(item, Path):
+            if item.suffix not in TEXT_SUFFIXES or not item.is_file():
+                continue
+            item = item.read_bytes()
+        data = item.encode("utf-8") if isinstance(item, str) else item
+        if TOKEN_PATTERN.search(data) or (own and own.encode() in data):
+            leaking.append(name)
+    if leaking:
+        raise HubError(f"{action}: refusing: {', '.join(leaking)} contains a Hugging Face token "
+                       "(hf_...); remove it (e.g. from the run's recipe.yaml) and rerun")
+
+
+def upload_plan(api: HfApi, repo: str, uploads: set[str], *, repo_type: str = "model",
+                revision: str = "main", timeout: float = 120.0) -> tuple[list[str], bytes]:
+    """(files to delete, the new upload record) for a commit of `uploads`: only what this
+    kit's last upload put there (its `UPLOAD_RECORD`) is replaced or deleted; a file it did not
+    upload stops the commit before anything changes."""
+    present = set(api.list_repo_files(repo, repo_type=repo_type, revision=revision))
+    try:
+        path = api.hf_hub_download(repo, UPLOAD_RECORD, repo_type=repo_type, revision=revision,
+                                   etag_timeout=timeout)
+        owned = set(json.loads(Path(path).read_text(encoding="utf-8"))["files"])
+    except (EntryNotFoundError, ValueError, KeyError, TypeError):
+        owned = set()
+    if not owned and present - set(KEEP_ON_HUB) <= {"README.md"}:
+        owned = present  # a new repo: the Hub may have made a README (a Space's), nothing else
+    foreign = sorted((present & uploads) - owned - set(KEEP_ON_HUB))
+    if foreign:
+        raise HubError(f"{repo} holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}"
+                       f" that no upload of this kit put there (no {UPLOAD_RECORD} lists it): "
+                       "upload to a new repo, or move those files away first")
+    stale = sorted((owned & present) - uploads - {UPLOAD_RECORD} - set(KEEP_ON_HUB))
+    record = json.dumps({"files": sorted(uploads | {UPLOAD_RECORD})}, indent=2) + "\n"
+    return stale, record.encode()
+
+
 def _card_kind(folder: Path) -> tuple[bool, bool]:
     """(tagged synthetic, carries gating fields) of the folder's card."""
     try:
@@ -221,14 +281,21 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"no such folder: {folder} (build one with `meditod build --out {folder}`)")
+    from .licence import MEDITOD, SYNTHETIC
+
     manifest = verify_manifest(folder)
-    synthetic, gated = manifest["synthetic"], manifest["gated"]
-    if _card_kind(folder) != (synthetic, gated) or synthetic == gated:
-        raise HubError(f"{folder}/README.md disagrees with {MANIFEST} (synthetic={synthetic}, "
-                       f"gated={gated}): rebuild the folder with `meditod build`")
-    kind = "synthetic" if synthetic else "licence-restricted"
+    kind, synthetic, gated = manifest["licence"], manifest["synthetic"], manifest["gated"]
+    if _card_kind(folder) != (synthetic, gated) or (synthetic, gated) != (kind == SYNTHETIC,
+                                                                         kind == MEDITOD):
+        raise HubError(f"{folder}/README.md disagrees with {MANIFEST} (licence={kind}, "
+                       f"synthetic={synthetic}, gated={gated}): rebuild the folder with "
+                       "`meditod build`")
+    print(f"gating: {'gated, manual approval of each request' if gated else 'not gated'}; "
+          f"{'public' if public else 'private'} if new (an existing repo keeps its visibility); "
+          f"why: {manifest['licence_reason']}")
     action = f"push {folder} to {repo}"
     files = sorted(manifest["files"]) + [MANIFEST]
+    refuse_secrets({name: folder / name for name in files}, action)
 
     def work() -> str:
         with hub_session(action, timeout) as api:
@@ -243,7 +310,7 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
             operations = ([CommitOperationAdd(name, str(folder / name)) for name in files]
                           + [CommitOperationDelete(name) for name in sorted(stale)])
             api.create_commit(repo, operations, repo_type="dataset",
-                              commit_message=f"Upload MediTOD build ({kind} data)")
+                              commit_message=f"Upload a MediTOD kit build ({kind} data)")
             return str(url)
 
     return deadline(timeout, action, work)

@@ -229,8 +229,8 @@ def main(argv: list[str]) -> int:
     (args,) = parse_args((PredictArguments,), argv, "meditod predict", __doc__.split("\n\n")[0])
     if not args.endpoint:
         check_model_path(args.model_path)
-    out = output_path(args.out, inputs=[args.upstream] if args.upstream else [],
-                      what="--out")
+    out = output_path(args.out, purpose="predict", inputs=[args.upstream],
+                      input_folders=[args.data])
     family, budget, quantized = resolve(args)
     rows = load_rows(args.data, args.task, args.split)[:args.limit]
     if args.upstream:
@@ -251,7 +251,7 @@ def main(argv: list[str]) -> int:
         model, tokenizer = load_model(args.model_path, family, quantized)
         records = predict_rows(model, tokenizer, family, args.task, rows, budget,
                                args.batch_size, progress=True)
-    write_predictions(records, out)
+    write_predictions(records, out, purpose="predict")
     print(parse_failure_summary(records), file=sys.stderr)
     print(f"wrote {out}")
     return 0

@@ -16,9 +16,12 @@ every run stays comparable at its own revision; promoting a better run to main i
 (upload its revision's files to main), never a side effect of a push. Re-pushing a run whose branch
 already carries it makes no commit.
 
-Never published: trainer checkpoints, predictions (model outputs on MediTOD text) and anything
-not on the allow-lists below. Each successful push is recorded in `<run>/published.json`, which
-`--table` reads (offline).
+Never published: trainer checkpoints, predictions (model outputs on MediTOD text),
+`training_args.bin` (a pickle that can hold the Hub token) and anything not on the allow-lists
+below; a file or card holding a Hub token stops the push, and the dry run, before anything is
+shown (`hub.refuse_secrets`). A push replaces or deletes only what an earlier push of this kit
+put in the repo (`hub.upload_plan`); `--card_dir` replaces only a card this command wrote there.
+Each successful push is recorded in `<run>/published.json`, which `--table` reads (offline).
 """
 
 from __future__ import annotations
@@ -38,8 +41,17 @@ from huggingface_hub.errors import EntryNotFoundError
 
 from .cli import parse_args
 from .errors import UsageError, run_main
-from .files import atomic_write
-from .hub import KEEP_ON_HUB, HubError, check_timeout, deadline, hub_session
+from .files import atomic_write, output_folder
+from .hub import (
+    KEEP_ON_HUB,
+    UPLOAD_RECORD,
+    HubError,
+    check_timeout,
+    deadline,
+    hub_session,
+    refuse_secrets,
+    upload_plan,
+)
 from .model_card import base_label, card_identity, paper_row, render_model_card
 from .runs import EVAL_SPLITS, PUBLISHED, Run, RunError, eval_dir, read_run
 from .tasks import get_task
@@ -171,14 +183,6 @@ def _refuse_foreign(api: HfApi, repo: str, run: Run, card: ModelCard | None) -> 
                    f"--repo for {run.model} {run.task}")
 
 
-def _refuse_token_in_files(token: str, card_text: str, files: dict[str, Path]) -> None:
-    texts = {"README.md": card_text, **{p: f.read_text(errors="ignore") for p, f in files.items()
-                                        if f.suffix in (".json", ".yaml", ".md", ".jinja", ".txt")}}
-    leaking = [path for path, text in texts.items() if token in text]
-    if leaking:
-        raise HubError(f"refusing to push: {', '.join(leaking)} contains your Hub token")
-
-
 def cascade_section(run: Run, cascade: Path | None) -> tuple[dict | None, dict[str, Path]]:
     """The card's cascade table and its files, from an `eval-cascade` folder (or nothing)."""
     if cascade is None:
@@ -198,10 +202,10 @@ def publish(run_dir: Path, repo: str, *, public: bool = False, merged: bool = Fa
     card_text = str(render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}",
                                       merged=merged, cascade=section))
     action = f"publish {run.path} to {repo}"
+    refuse_secrets({"README.md": card_text, **files}, action)
 
     def work() -> Published:
         with hub_session(action, timeout) as api:
-            _refuse_token_in_files(api.token, card_text, files)
             url = str(api.create_repo(repo, private=not public, exist_ok=True))
             return _push(api, run, Published(repo, rid, f"run-{rid}", "", False, merged, False,
                                              url), files, card_text, timeout)
@@ -232,10 +236,12 @@ def _push(api: HfApi, run: Run, done: Published, files: dict[str, Path], card_te
     with merged_weights(run) if done.merged else _nothing() as weights:
         uploads = {**{p: f for p, f in files.items() if not done.merged or p not in ADAPTER_FILES},
                    **(weights or {})}
-        stale = set(api.list_repo_files(repo, revision=target)) - set(uploads) - {"README.md"}
-        operations = ([CommitOperationAdd("README.md", card_text.encode())]
+        stale, record = upload_plan(api, repo, set(uploads) | {"README.md"}, revision=target,
+                                    timeout=timeout)
+        operations = ([CommitOperationAdd("README.md", card_text.encode()),
+                       CommitOperationAdd(UPLOAD_RECORD, record)]
                       + [CommitOperationAdd(p, str(f)) for p, f in sorted(uploads.items())]
-                      + [CommitOperationDelete(p) for p in sorted(stale - set(KEEP_ON_HUB))])
+                      + [CommitOperationDelete(p) for p in stale])
         commit = api.create_commit(repo, operations, revision=target,
                                    commit_message=f"MediTOD {run.task} {run.model}: run {done.run_id}")
     if target == "main":
@@ -260,20 +266,24 @@ def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | 
     card = render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}", merged=merged,
                              cascade=section)
     shown = {p: f for p, f in files.items() if not merged or p not in ADAPTER_FILES}
+    refuse_secrets({"README.md": str(card), **shown}, f"publish --dry_run {run.path}")
+    charts = {f"eval/{split}/{chart.name}": chart for split in run.results
+              if (chart := run.chart(split))}
+    if card_dir:
+        output_folder(card_dir, ["README.md", *charts], purpose="publish",
+                      input_folders=[run.path, cascade], what="--card_dir")
     lines = [f"would push run {rid} of {run.model} {run.task} to {repo} (branch run-{rid}):",
-             "  README.md (the model card)"]
+             "  README.md (the model card)",
+             f"  {UPLOAD_RECORD} (what this kit uploaded: a later push replaces only these)"]
     lines += [f"  {p}  ({f.stat().st_size} bytes)" for p, f in sorted(shown.items())]
     if merged:
         lines.append(f"  + the adapter merged into {base_label(run.info['base_model'])} in bf16 "
                      "(config.json, model*.safetensors)")
     if not card_dir:
         return "\n".join(lines + ["", str(card)])
-    card_dir.mkdir(parents=True, exist_ok=True)
-    card.save(card_dir / "README.md")
-    for split in run.results:
-        if chart := run.chart(split):
-            (card_dir / "eval" / split).mkdir(parents=True, exist_ok=True)
-            (card_dir / "eval" / split / chart.name).write_bytes(chart.read_bytes())
+    atomic_write(card_dir / "README.md", str(card), purpose="publish")
+    for name, chart in charts.items():
+        atomic_write(card_dir / name, chart.read_bytes(), purpose="publish")
     return "\n".join(lines + [f"model card written to {card_dir / 'README.md'}"])
 
 

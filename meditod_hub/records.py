@@ -51,9 +51,10 @@ class Prediction:
                 "parse_ok": self.parse_ok}
 
 
-def write_predictions(records: Iterable[Prediction], path: str | Path) -> Path:
+def write_predictions(records: Iterable[Prediction], path: str | Path, *, purpose: str) -> Path:
+    """The predictions file, recorded as `purpose`'s output (the command writing it)."""
     lines = "".join(json.dumps(r.as_json()) + "\n" for r in records)
-    return atomic_write(path, lines)
+    return atomic_write(path, lines, purpose=purpose)
 
 
 def _lines(path: Path) -> Iterable[tuple[int, str]]:
@@ -148,15 +149,17 @@ class Results:
     def headline(self) -> float | None:
         return self.value(get_task(self.task).headline)
 
-    def write(self, path: str | Path, chart: bool = True) -> list[Path]:
-        """results JSON, then its .md (and .png) beside it; each written atomically."""
+    def write(self, path: str | Path, chart: bool = True, *, purpose: str) -> list[Path]:
+        """results JSON, then its .md (and .png) beside it; each written atomically and
+        recorded as `purpose`'s output."""
         from .metrics.report import chart_png, markdown
 
         markdown_path, chart_path = side_files(path)
-        written = [atomic_write(path, json.dumps(self.as_json(), indent=2) + "\n"),
-                   atomic_write(markdown_path, markdown(self.as_json()))]
+        written = [atomic_write(path, json.dumps(self.as_json(), indent=2) + "\n",
+                                purpose=purpose),
+                   atomic_write(markdown_path, markdown(self.as_json()), purpose=purpose)]
         if chart:
-            written.append(atomic_write(chart_path, chart_png(self.as_json())))
+            written.append(atomic_write(chart_path, chart_png(self.as_json()), purpose=purpose))
         return written
 
     @classmethod

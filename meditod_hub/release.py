@@ -28,7 +28,9 @@ from .state import DialogueState
 SPLIT_FILES = {"train": "train_ids.json", "validation": "valid_ids.json", "test": "test_ids.json"}
 OOD_SPLIT_FILES = ("ood_ids.json", "test_ood_ids.json")
 DIALOGS_FILE = "dialogs.json"
-METADATA_FILE = "release.json"  # optional: {"synthetic": true, "name": ..., "description": ...}
+# Optional: {"name", "description", "license" (declares the dialogues your own), "generator"
+# (written by meditod_hub.synthetic)}; what it proves is `licence.licence_of`'s to decide.
+METADATA_FILE = "release.json"
 # Dialogue-level flag the annotation app (`meditod annotate`) sets on a dialogue saved while its
 # labels do not validate; the build reports it like any other problem.
 DRAFT_KEY = "draft"
@@ -76,10 +78,6 @@ class Release:
     @property
     def has_ood(self) -> bool:
         return bool(self.splits.get("test_ood"))
-
-    @property
-    def synthetic(self) -> bool:
-        return self.metadata.get("synthetic") is True
 
 
 class _Files:
@@ -416,9 +414,12 @@ def _read_metadata(source: Path, files: _Files) -> dict:
         return {}
     if "synthetic" in metadata and not isinstance(metadata["synthetic"], bool):
         files.problems.append(Problem(str(path), "`synthetic` must be true or false"))
-    for key in ("name", "description"):
+    for key in ("name", "description", "license"):
         if key in metadata and not isinstance(metadata[key], str):
             files.problems.append(Problem(str(path), f"`{key}` must be a string"))
+    if "generator" in metadata and not isinstance(metadata["generator"], dict):
+        files.problems.append(Problem(str(path), "`generator` must be an object (it is written "
+                                                 "by meditod_hub.synthetic)"))
     return metadata
 
 

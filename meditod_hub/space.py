@@ -8,9 +8,11 @@ whose front matter makes it a Gradio Space (`spaces/assistant/README.md`, render
 `meditod_app.json` naming the models. A model given as a Hub id (with `--<task>_revision`) is
 only named there; a local run folder (default `runs/tiny-llama/<task>`) is uploaded under
 `models/<task>/` (weights, tokenizer, run_info.json, recipe.yaml: no checkpoints, no
-predictions). Files this command put in the Space earlier and no longer uploads are deleted in
-the same commit; nothing else in the Space is touched. The token comes from HF_TOKEN or
-`hf auth login` and is never printed.
+predictions, never `training_args.bin`). The upload records what it put in the Space
+(`meditod_upload.json`): files an earlier upload put there and this one does not are deleted in the
+same commit; a file of the Space's owner that the upload would replace stops it; nothing else in
+the Space is touched. A file holding a Hub token stops the upload (and the dry run). The token
+comes from HF_TOKEN or `hf auth login` and is never printed.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from .tasks import TASK_NAMES as TASKS
 PROJECT = Path(__file__).resolve().parent.parent
 TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
 REQUIREMENTS = PROJECT / "spaces" / "assistant" / "requirements.txt"
-OWNED_FOLDERS = ("meditod_hub/", "models/")  # what a re-upload may delete when it is gone
 
 
 @dataclass
@@ -116,7 +117,7 @@ def card(repo: str, models: list[tuple[str, str]], tiny: bool) -> bytes:
 def upload(args: SpaceArguments, files: dict[str, Path | bytes]) -> str:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    from .hub import check_timeout, deadline, hub_session
+    from .hub import UPLOAD_RECORD, check_timeout, deadline, hub_session, upload_plan
 
     action = f"upload the app to the Space {args.repo}"
     timeout = check_timeout(args.timeout)
@@ -125,11 +126,12 @@ def upload(args: SpaceArguments, files: dict[str, Path | bytes]) -> str:
         with hub_session(action, timeout) as api:
             url = str(api.create_repo(args.repo, repo_type="space", space_sdk="gradio",
                                       private=not args.public, exist_ok=True))
-            present = api.list_repo_files(args.repo, repo_type="space")
-            stale = sorted(p for p in present if p.startswith(OWNED_FOLDERS) and p not in files)
+            stale, record = upload_plan(api, args.repo, set(files), repo_type="space",
+                                        timeout=timeout)
             operations = ([CommitOperationAdd(path, content if isinstance(content, bytes)
                                               else str(content))
                            for path, content in sorted(files.items())]
+                          + [CommitOperationAdd(UPLOAD_RECORD, record)]
                           + [CommitOperationDelete(p) for p in stale])
             api.create_commit(args.repo, operations, repo_type="space",
                               commit_message="MediTOD assistant: app, package and models")
@@ -142,12 +144,16 @@ def main(argv: list[str]) -> int:
     from .cli import parse_args
 
     (args,) = parse_args((SpaceArguments,), argv, "meditod space", __doc__.split("\n\n")[0])
+    from .hub import UPLOAD_RECORD, refuse_secrets
+
     files, settings = plan(args)
+    refuse_secrets(files, f"upload the app to the Space {args.repo}")
     if args.dry_run:
         print(f"would upload to the Space {args.repo} ({'public' if args.public else 'private'}):")
         for path, content in sorted(files.items()):
             size = len(content) if isinstance(content, bytes) else content.stat().st_size
             print(f"  {path}  ({size} bytes)")
+        print(f"  {UPLOAD_RECORD}  (what this kit uploaded: a later upload replaces only these)")
         return 0
     url = upload(args, files)
     print(f"uploaded the app ({len(files)} files; models: "

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import cmas
 from .errors import UsageError, run_main
+from .licence import GENERATOR
 from .release import DIALOGS_FILE, OOD_SPLIT_FILES, SPLIT_FILES
 from .state import DialogueState
 
@@ -364,16 +365,17 @@ def generate_dialogues(seed: int = 0, dialogues: int = PAPER_DIALOGUES) -> dict[
 def generate_release(out_dir: str | Path, seed: int = 0,
                      dialogues: int = PAPER_DIALOGUES) -> Path:
     """Write a release folder (dialogs.json, the id files, release.json); same seed, same bytes.
+    release.json records the seed and size, from which the build proves the corpus synthetic.
 
     Refuses a folder holding anything but an earlier synthetic release: it never writes over a
     real one."""
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         try:
-            synthetic = json.loads((out / "release.json").read_text(encoding="utf-8"))["synthetic"]
+            generator = json.loads((out / "release.json").read_text(encoding="utf-8"))["generator"]
         except (OSError, ValueError, KeyError, TypeError):
-            synthetic = False
-        if synthetic is not True:
+            generator = None
+        if not isinstance(generator, dict) or generator.get("name") != GENERATOR:
             raise UsageError(f"{out} holds files and no synthetic release.json: write the synthetic "
                              "release into a new or empty folder")
     out.mkdir(parents=True, exist_ok=True)
@@ -382,10 +384,11 @@ def generate_release(out_dir: str | Path, seed: int = 0,
     id_files = {**SPLIT_FILES, OOD_SPLIT: OOD_SPLIT_FILES[0]}
     for split, ids in split_ids(dialogues).items():
         (out / id_files[split]).write_text(json.dumps(ids) + "\n", encoding="utf-8")
-    metadata = {"synthetic": True, "name": "MediTOD-shaped synthetic corpus",
+    metadata = {"name": "MediTOD-shaped synthetic corpus",
                 "description": f"{dialogues} generated dialogues shaped like the paper's corpus "
                                f"(Table 3 sizes, intent and slot shares): meditod_hub.synthetic, "
-                               f"seed {seed}."}
+                               f"seed {seed}.",
+                "generator": {"name": GENERATOR, "seed": seed, "dialogues": dialogues}}
     (out / "release.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
     return out
 

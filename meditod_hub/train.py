@@ -66,7 +66,7 @@ from . import quiet
 from .dataset import fingerprint, load_split
 from .errors import MeditodError, UsageError, run_main
 from .families import FAMILY_NAMES, Budget, Family, get_family
-from .files import atomic_write
+from .files import atomic_write, output_folder
 from .formats.fit import BudgetError
 from .predict import predict_rows
 from .runs import CHECKPOINTS, write_run_files
@@ -480,8 +480,9 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     """Train, save the run directory, return its run_info."""
     script, training, family = recipe.script, recipe.training, recipe.family
     run_dir = Path(training.output_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise UsageError(f"output_dir {run_dir} is a file: give a folder")
+    if training.process_index == 0:  # new, empty, or an earlier (maybe interrupted) run's
+        output_folder(run_dir, purpose="train", what="output_dir",
+                      input_folders=[script.dataset_name, recipe.model.model_name_or_path])
     training.output_dir = str(run_dir / CHECKPOINTS)  # checkpoints are never published
     budget = recipe.budget  # before plan_batching, which may lift TRL's own max_length
     apply_effective_batch(recipe)

@@ -29,7 +29,7 @@ from pathlib import Path
 from . import quiet
 from .assistant import OPENING_LINE, Assistant, Conversation, ModelSpec
 from .errors import UsageError
-from .files import atomic_write
+from .files import atomic_write, output_path
 from .state_view import STATE_CSS, actions_line, state_html
 from .tasks import TASK_NAMES as TASKS
 
@@ -117,9 +117,11 @@ def reset():
 
 def save_transcript(conversation: Conversation, folder: Path) -> Path:
     """The conversation's turns as JSON, replaced whole after each turn (opt-in only)."""
-    return atomic_write(folder / f"{conversation.dialogue_id}.json", json.dumps(
-        {"id": conversation.dialogue_id, "opening": OPENING_LINE,
-         "turns": [t.to_dict() for t in conversation.turns]}, ensure_ascii=False, indent=1))
+    path = output_path(folder / f"{conversation.dialogue_id}.json", purpose="chat",
+                       what="transcript")
+    return atomic_write(path, json.dumps({"id": conversation.dialogue_id, "opening": OPENING_LINE,
+                                          "turns": [t.to_dict() for t in conversation.turns]},
+                                         ensure_ascii=False, indent=1), purpose="chat")
 
 
 # --- the Blocks app ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from helpers import scripted_assistant
 from meditod_hub import webapp
 from meditod_hub.assistant import OPENING_LINE
 from meditod_hub.errors import UsageError
+from meditod_hub.files import RECORD
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -91,7 +92,7 @@ def test_transcripts_are_written_only_when_the_user_opts_in(tmp_path):
     *_, conversation, _, _, _ = webapp.respond(assistant, kept, "I cough", None, None, save=False)
     assert not kept.exists()
     webapp.respond(assistant, kept, "no fever", None, conversation, save=True)
-    [saved] = kept.iterdir()
+    [saved] = [p for p in kept.iterdir() if p.name != RECORD]  # and the output guard's record
     transcript = json.loads(saved.read_text())
     assert saved.name == f"{conversation.dialogue_id}.json" and len(transcript["turns"]) == 2
     assert transcript["turns"][1]["patient_text"] == "no fever"

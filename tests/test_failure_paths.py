@@ -27,6 +27,7 @@ from meditod_hub import predict as P
 from meditod_hub import publish as U
 from meditod_hub import train as T
 from meditod_hub.errors import run_main
+from meditod_hub.synthetic import generate_release
 
 PROJECT = Path(__file__).resolve().parent.parent
 SWEEP: list[tuple[str, str]] = []  # (case, outcome), printed by conftest's terminal summary
@@ -198,8 +199,7 @@ KILL_POINTS = ["read_release", "write_parquet", "infos_json", "render_dataset_ca
 def test_a_build_killed_anywhere_leaves_the_previous_build_whole(point, tmp_path, monkeypatch):
     """A crash at each stage of a real-data build over a synthetic build: the synthetic build
     stays whole, and push would still see a synthetic, manifest-matching folder."""
-    synthetic = write_release(tmp_path / "synthetic")
-    (synthetic / "release.json").write_text('{"synthetic": true}')
+    synthetic = generate_release(tmp_path / "synthetic", dialogues=4)
     real = write_release(tmp_path / "real")
     out = tmp_path / "meditod"
     B.build(B.BuildArguments(source=synthetic, out=out))

@@ -45,6 +45,6 @@ def test_an_installed_wheel_renders_cards_from_its_own_templates(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     shipped = json.loads(done.stdout.splitlines()[-1])
-    assert "# MediTOD — synthetic sample" in shipped["card"] and "configs:" in shipped["card"]
+    assert "# MediTOD-shaped synthetic sample" in shipped["card"] and "configs:" in shipped["card"]
     assert shipped["model_template"] and shipped["questions"]
     assert {"index.html", "app.js", "app.css"} <= set(shipped["annotate"])

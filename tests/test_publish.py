@@ -122,7 +122,8 @@ def test_push_uploads_one_private_commit_with_card_adapter_results(tmp_path, tin
     assert set(commit.files) == {
         ".gitattributes", "README.md", "adapter_config.json", "adapter_model.safetensors",
         "tokenizer.json", "tokenizer_config.json", "recipe.yaml", "run_info.json",
-        "eval/test/results.json", "eval/test/results.png", "eval/test_ood/results.json"}
+        "eval/test/results.json", "eval/test/results.png", "eval/test_ood/results.json",
+        "meditod_upload.json"}
     assert repo.history(commit)[1].title == "initial commit"  # one commit for the whole run
     record = json.loads((tiny_run / "published.json").read_text())
     assert record["on_main"] and record["new_commit"] and record["revision"].startswith("run-")

@@ -90,6 +90,7 @@ def write_manifest(folder: Path, synthetic: bool) -> None:
     files = {name: file_sha256(folder / name) for name in folder_files(folder) if name != MANIFEST}
     (folder / MANIFEST).write_text(json.dumps({
         "format": MANIFEST_FORMAT, "synthetic": synthetic, "gated": not synthetic,
+        "licence": "synthetic" if synthetic else "meditod", "licence_reason": "a test build",
         "release_fingerprint": "test", "files": files}))
 
 

@@ -48,7 +48,7 @@ from ..endpoint import (
     endpoint_host,
 )
 from ..errors import UsageError, name_ids, run_main
-from ..files import atomic_write
+from ..files import atomic_write, output_folder
 from ..metrics.judges import JUDGE_TIMEOUT_S
 from ..records import Prediction, Results, write_predictions
 from ..tasks import TASK_NAMES as TASKS
@@ -279,9 +279,15 @@ def prompt_hashes(task: str, built: list[Prompt]) -> dict:
 
 # --- output files ------------------------------------------------------------------------------
 
+OUT_FILES = ("run_info.json", "requests.jsonl", "predictions.jsonl", "results.json",
+             "results.md", "results.png")
+
+
 def claim_out(args: FewshotArguments, out: Path) -> None:
-    """OUT may hold this run's earlier files, never another run's; a dry run never lands on a
-    real run's results. Nothing is created here: OUT is made when there is something to write."""
+    """OUT may hold this run's earlier files, never another run's (nor any file the kit's
+    few-shot did not write: `files.output_folder`); a dry run never lands on a real run's
+    results. Nothing is created here: OUT is made when there is something to write."""
+    output_folder(out, OUT_FILES, purpose="fewshot", input_folders=[args.data])
     info = out / "run_info.json"
     if info.is_file():
         try:
@@ -317,7 +323,7 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     """predictions.jsonl, then results.json/.md/.png through the task's `score`."""
     from ..metrics import make_judge
 
-    write_predictions(records, out / "predictions.jsonl")
+    write_predictions(records, out / "predictions.jsonl", purpose="fewshot")
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,
                        api_key_env=args.judge_api_key_env, timeout=args.judge_timeout)
     scores = get_task(args.task).score(rows, [r.label for r in records], judge=judge)
@@ -325,7 +331,7 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     scores["structure_violations"] = {"count": violations,
                                       "share": violations / len(records) if records else 0.0}
     results = Results(args.task, args.split, scores)
-    results.write(out / "results.json")
+    results.write(out / "results.json", purpose="fewshot")
     with (out / "results.md").open("a", encoding="utf-8") as md:
         md.write("\n" + beside_the_paper(args, results) + "\n")
     return results
@@ -402,14 +408,14 @@ def run(args: FewshotArguments) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "requests.jsonl", "".join(
             json.dumps({"id": p.id, "messages": p.messages, "prompt_tokens": p.tokens}) + "\n"
-            for p in built))
+            for p in built), purpose="fewshot")
         info.update(dry_run=True, endpoint=endpoint_host(args.endpoint),
                     estimated_prompt_tokens=prompt_tokens, estimated_cost_usd=estimate)
         counted = "" if counter else " (estimated)"
         print(f"{len(built)} requests, {prompt_tokens} prompt tokens{counted} (+ at most "
               f"{len(built) * args.max_tokens} answer tokens); estimated cost <= ${estimate:.2f} "
               f"at ${prices.input:g}/${prices.output:g} per 1M tokens -> {out / 'requests.jsonl'}")
-        atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")
+        atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n", purpose="fewshot")
         return info
 
     answers = endpoint.complete([Request(p.id, messages=p.messages) for p in built], decoding,
@@ -417,7 +423,8 @@ def run(args: FewshotArguments) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "requests.jsonl").unlink(missing_ok=True)  # a dry run's, now answered
     info.update(**endpoint.describe(), estimated_cost_usd=estimate)
-    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")  # claims OUT
+    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n",
+                 purpose="fewshot")  # claims OUT
     records = []
     for row in rows:
         raw = answers[row["id"]].text
@@ -427,7 +434,7 @@ def run(args: FewshotArguments) -> dict:
     info.update(parse_failures=sum(not r.parse_ok for r in records),
                 structure_violations=results.scores["structure_violations"],
                 run_wall_clock_s=time.perf_counter() - started)
-    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")
+    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n", purpose="fewshot")
     headline = get_task(args.task).headline_metric
     stats = endpoint.stats
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}"
