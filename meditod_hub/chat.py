@@ -30,7 +30,7 @@ class ChatArguments:
     show_state: bool = field(default=False, metadata={
         "help": "after every reply, print the tracked state, the chosen actions and any parse "
                 "problem (or type /state)"})
-    max_patient_chars: int = field(default=MAX_PATIENT_CHARS, metadata={
+    max_patient_chars: int = field(default=MAX_PATIENT_CHARS, metadata={"min": 1,
         "help": "a longer patient line is cut to this many characters (and the cut reported)"})
 
 

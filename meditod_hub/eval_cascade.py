@@ -50,7 +50,7 @@ class EvalCascadeArguments:
     split: str = field(default="test", metadata={"help": "test, test_ood, validation, ..."})
     out: str | None = field(default=None, metadata={
         "help": "output folder (default runs/cascade/<model>/<split>)"})
-    limit: int | None = field(default=None, metadata={
+    limit: int | None = field(default=None, metadata={"min": 1,
         "help": "only the first N dialogues of the split (smoke runs)"})
     judge: str = field(default="exact", metadata={
         "help": "non-medical value judge: exact, or embedding (with --judge_model, a local "
@@ -62,7 +62,7 @@ class EvalCascadeArguments:
         "choices": ["exact", "exact_medical", "medical_present"]})
     bertscore_model: str | None = field(default=None, metadata={
         "help": "NLG BERTScore model (local or cached; paper: roberta-large); null without it"})
-    bertscore_layer: int | None = field(default=None, metadata={"help": "BERTScore layer"})
+    bertscore_layer: int | None = field(default=None, metadata={"min": 0, "help": "BERTScore layer"})
 
 
 def default_out(args: PipelineArguments, split: str) -> Path:

@@ -46,17 +46,17 @@ class EvaluateArguments:
         "help": "llm: SQLite cache of judgements"})
     judge_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
         "help": "llm: environment variable holding the API key (optional)"})
-    judge_threshold: float = field(default=0.8, metadata={
+    judge_threshold: float = field(default=0.8, metadata={"min": 0, "max": 1,
         "help": "embedding: cosine similarity that counts as a match"})
-    judge_workers: int = field(default=4, metadata={"help": "llm: parallel requests"})
+    judge_workers: int = field(default=4, metadata={"min": 1, "help": "llm: parallel requests"})
     pak_mode: str = field(default="exact", metadata={
         "help": "POL Precision@K: authors' set equality (exact, exact_medical) or the paper's "
                 "looser prose reading (medical_present)", "choices": list(PAK_MODES)})
     bertscore_model: str | None = field(default=None, metadata={
         "help": "NLG: model name or local folder (paper: roberta-large); null without it"})
-    bertscore_layer: int | None = field(default=None, metadata={
+    bertscore_layer: int | None = field(default=None, metadata={"min": 0,
         "help": "NLG: layer (roberta-large: 17)"})
-    seed: int = field(default=0, metadata={"help": "ROUGE bootstrap seed"})
+    seed: int = field(default=0, metadata={"min": 0, "max": 2**32 - 1, "help": "ROUGE bootstrap seed"})
     chart: bool = field(default=True, metadata={"help": "write the PNG chart"})
 
 

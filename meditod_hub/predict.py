@@ -39,12 +39,12 @@ class PredictArguments:
     split: str = field(default="test", metadata={"help": "train, validation, test or test_ood"})
     family: str | None = field(default=None, metadata={
         "help": "default: the run's run_info.json", "choices": list(FAMILY_NAMES)})
-    batch_size: int = 16
-    max_length: int | None = field(default=None, metadata={"help": "default: the run's recipe"})
-    max_new_tokens: int | None = field(default=None, metadata={"help": "default: the run's recipe"})
+    batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
+    max_length: int | None = field(default=None, metadata={"min": 1, "help": "default: the run's recipe"})
+    max_new_tokens: int | None = field(default=None, metadata={"min": 1, "help": "default: the run's recipe"})
     load_in_4bit: bool | None = field(default=None, metadata={
         "help": "default: 4-bit iff the run was trained on a 4-bit base"})
-    limit: int | None = field(default=None, metadata={"help": "only the first N rows (smoke runs)"})
+    limit: int | None = field(default=None, metadata={"min": 1, "help": "only the first N rows (smoke runs)"})
     upstream: Path | None = field(default=None, metadata={
         "help": "cascade: predictions of the task before (NLU for pol: the state is folded from "
                 "them; POL for nlg: their actions replace the gold ones) instead of gold inputs"})

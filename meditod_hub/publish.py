@@ -65,7 +65,7 @@ class PublishArguments:
                                                            "network"})
     card_dir: Path | None = field(default=None, metadata={
         "help": "with --dry_run: write the card and charts here"})
-    timeout: float = field(default=600.0, metadata={
+    timeout: float = field(default=600.0, metadata={"above": 0,
         "help": "seconds for the whole push, retries included (also the limit of each request)"})
     table: Path | None = field(default=None, metadata={
         "help": "print the table of published runs under this folder (no network)"})

@@ -45,7 +45,7 @@ class SpaceArguments:
     nlg_revision: str | None = field(default=None, metadata={"help": "NLG Hub revision"})
     public: bool = field(default=False, metadata={"help": "create the Space public"})
     dry_run: bool = field(default=False, metadata={"help": "list the files, upload nothing"})
-    timeout: float = field(default=600.0, metadata={
+    timeout: float = field(default=600.0, metadata={"above": 0,
         "help": "seconds for the whole upload, retries included (also the limit of each request)"})
 
 

@@ -56,46 +56,19 @@ from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantiz
 
 from .dataset import fingerprint, load_split
 from .errors import MeditodError, UsageError, run_main
-from .families import FAMILY_NAMES, Budget, Family, get_family
+from .families import Budget, Family, get_family
 from .files import atomic_write
 from .formats.fit import BudgetError
 from .predict import predict_rows
 from .runs import CHECKPOINTS, write_run_files
-from .tasks import TASK_NAMES, get_task
+from .tasks import get_task
+from .train_settings import USAGE, MeditodArguments, train_help, wants_help
 
 logger = logging.getLogger("meditod_hub.train")
 
 # Tokens a tokenizer may already hold that can serve as padding when its pad is missing or is
 # EOS / end-of-turn (Llama-3 ships no pad; OpenBioLLM's pad is its EOS).
 PAD_CANDIDATES = ("<|finetune_right_pad_id|>", "<|reserved_special_token_0|>", "<pad>")
-
-
-@dataclass
-class MeditodArguments:
-    """The MediTOD part of a recipe; the trainer's and TRL's dataclasses hold the rest."""
-
-    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
-    family: str = field(metadata={"help": "input/output format and trainer (meditod_hub.families)",
-                                  "choices": list(FAMILY_NAMES)})
-    model: str = field(metadata={"help": "recipe model name, e.g. llama3-8b (run_info.json)"})
-    dataset_name: str = field(default="meditod",
-                              metadata={"help": "built dataset folder or Hub dataset id"})
-    dataset_train_split: str = "train"
-    dataset_eval_split: str | None = field(default="validation",
-                                           metadata={"help": "null: no evaluation"})
-    max_source_length: int | None = field(
-        default=None, metadata={"help": "encoder-decoders: encoder input budget in tokens "
-                                        "(decoders use SFTConfig's max_length)"})
-    max_new_tokens: int = field(default=500, metadata={
-        "help": "generation budget at validation and prediction; BioGPT also reserves it in "
-                "max_length"})
-    effective_batch_size: int | None = field(default=None, metadata={
-        "help": "if set, gradient_accumulation_steps = this / (per-device batch x processes)"})
-    eval_max_examples: int | None = field(default=None, metadata={
-        "help": "generate on only the first N validation rows (cheap CPU runs)"})
-    overwrite_output_dir: bool = field(default=False, metadata={
-        "help": "start over when output_dir holds checkpoints of another recipe or dataset "
-                "(they are deleted); without it such a resume is refused"})
 
 
 @dataclass
@@ -134,8 +107,11 @@ def _read_recipe(path: Path) -> dict:
 
 def parse_recipe(argv: list[str]) -> Recipe:
     """`<recipe.yaml> [--key=value ...]` -> the three dataclasses (TrlParser: YAML, then CLI)."""
+    if wants_help(argv):
+        print(train_help(argv))
+        raise SystemExit(0)
     if not argv or argv[0].startswith("-"):
-        raise UsageError("usage: meditod train <recipe.yaml> [--key=value ...]")
+        raise UsageError(USAGE)
     path, overrides = Path(argv[0]), list(argv[1:])
     config = _read_recipe(path)
     cli_keys = [a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")]

@@ -65,21 +65,21 @@ class FewshotArguments:
                                             "https://router.huggingface.co/v1, Azure)"})
     data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
     split: str = field(default="test")
-    shots: int = field(default=5, metadata={"help": "retrieved exemplars per prompt (paper: 5)"})
+    shots: int = field(default=5, metadata={"min": 1, "help": "retrieved exemplars per prompt (paper: 5)"})
     out: str | None = field(default=None, metadata={"help": "default runs/fewshot/MODEL/TASK"})
     retriever: str = field(default=DEFAULT_RETRIEVER,
                            metadata={"help": "sentence-transformers model id or folder"})
     dry_run: bool = field(default=False, metadata={
         "help": "write OUT/requests.jsonl and print tokens and cost; send nothing"})
     context_window: int = field(default=PAPER_CONTEXT_WINDOW,
-                                metadata={"help": "prompt + answer token budget (paper: 4096)"})
-    max_tokens: int = field(default=PAPER_MAX_TOKENS, metadata={"help": "new tokens per answer"})
+                                metadata={"min": 1, "help": "prompt + answer token budget (paper: 4096)"})
+    max_tokens: int = field(default=PAPER_MAX_TOKENS, metadata={"min": 1, "help": "new tokens per answer"})
     tokenizer: str | None = field(default=None, metadata={
         "help": "Hugging Face tokenizer that counts prompt tokens (default: MODEL's)"})
-    concurrency: int = field(default=8, metadata={"help": "requests in flight"})
-    request_timeout: float = field(default=120.0, metadata={"help": "seconds per HTTP request"})
-    max_retries: int = field(default=4, metadata={"help": "retries per request (429/5xx/timeout)"})
-    deadline: float | None = field(default=None, metadata={
+    concurrency: int = field(default=8, metadata={"min": 1, "help": "requests in flight"})
+    request_timeout: float = field(default=120.0, metadata={"above": 0, "help": "seconds per HTTP request"})
+    max_retries: int = field(default=4, metadata={"min": 0, "help": "retries per request (429/5xx/timeout)"})
+    deadline: float | None = field(default=None, metadata={"above": 0,
         "help": "seconds for all requests, retries included (answers so far stay cached)"})
     cache: str = field(default=DEFAULT_CACHE, metadata={"help": "answer cache (SQLite)"})
     retrieval_cache: str = field(default=DEFAULT_CACHE_DIR,
@@ -87,9 +87,9 @@ class FewshotArguments:
     api_key_env: str | None = field(default=None, metadata={
         "help": "environment variable with the key (default by host: OPENAI_API_KEY, "
                 "AZURE_OPENAI_API_KEY, HF_TOKEN)"})
-    input_price: float | None = field(default=None, metadata={
+    input_price: float | None = field(default=None, metadata={"min": 0,
         "help": "USD per 1M prompt tokens (default: the paper's OpenAI prices, else 0)"})
-    output_price: float | None = field(default=None, metadata={"help": "USD per 1M answer tokens"})
+    output_price: float | None = field(default=None, metadata={"min": 0, "help": "USD per 1M answer tokens"})
     paper_model: str | None = field(default=None, metadata={
         "help": "the paper's in-context row to compare with (chatgpt, gpt-4, gpt-4-turbo, "
                 "llama3-8b, llama3-70b, openbiollm-8b, openbiollm-70b); default from MODEL"})
@@ -97,7 +97,7 @@ class FewshotArguments:
                                                           "embedding or llm"})
     judge_url: str | None = field(default=None, metadata={"help": "llm judge endpoint"})
     judge_model: str | None = field(default=None, metadata={"help": "llm judge model"})
-    limit: int | None = field(default=None, metadata={"help": "only the first N rows"})
+    limit: int | None = field(default=None, metadata={"min": 1, "help": "only the first N rows"})
 
     def out_dir(self) -> Path:
         return Path(self.out or Path("runs") / "fewshot" / self.model / self.task)
