@@ -128,13 +128,14 @@ def hub_server():
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The failure sweep's table (tests/test_failure_paths.py), when it ran."""
-    sweep = getattr(sys.modules.get("test_failure_paths"), "SWEEP", None)
+    """The failure sweep's table (tests/helpers.py: SWEEP), when sweep cases ran."""
+    helpers = sys.modules.get("helpers")
+    sweep = getattr(helpers, "SWEEP", None)
     if not sweep:
         return
-    kinds = [kind for _, kind in sweep]
     terminalreporter.write_sep("-", "failure sweep")
-    terminalreporter.write_line("| cases | clear errors | tracebacks | silent | data lost |")
-    terminalreporter.write_line("|---|---|---|---|---|")
-    terminalreporter.write_line(f"| {len(kinds)} | {kinds.count('clear')} | {kinds.count('traceback')} "
-                                f"| {kinds.count('silent')} | {kinds.count('data lost')} |")
+    for line in helpers.sweep_table(sweep):
+        terminalreporter.write_line(line)
+    bad = [f"{kind}: {name}" for name, kind in sweep if kind != "clear"]
+    for line in bad[:20]:
+        terminalreporter.write_line(line)
