@@ -53,7 +53,7 @@ OS_HINTS = {errno.ENOSPC: "the disk is full: free some space and rerun",
             errno.EISDIR: "a folder where a file belongs: give a file path",
             errno.ENOTDIR: "a file where a folder belongs: give a folder path",
             errno.EEXIST: "already exists: remove it or choose another path"}
-FILE_LOCALS = ("path", "file", "filename", "out", "folder", "source", "target")
+FILE_LOCALS = ("path", "model_path", "file", "filename", "folder", "source", "out", "target")
 
 
 def _file_in_flight(exc: BaseException) -> str | None:
@@ -70,6 +70,16 @@ def _file_in_flight(exc: BaseException) -> str | None:
                     break
         tb = tb.tb_next
     return found
+
+
+def load_failure(exc: BaseException) -> str:
+    """Why a model, tokenizer or checkpoint file did not load, in a few words: the exception's
+    first line, never torch's advice to load with `weights_only=False` (that runs any code a
+    pickle holds)."""
+    line = _first_line(exc)
+    if "weights_only" in line.lower() or "weights only" in line.lower() or len(line) > 160:
+        line = "not a file that loads safely (damaged, truncated or not a checkpoint)"
+    return f"{type(exc).__name__}: {line}"
 
 
 def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) -> int:

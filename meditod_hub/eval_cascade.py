@@ -279,7 +279,8 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
     try:
         results = json.loads(results_file.read_text(encoding="utf-8"))
         used = results["models"][task]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, KeyError,
+            TypeError) as exc:
         raise RunError(f"{results_file}: not a cascaded evaluation ({type(exc).__name__}); run "
                        "`make eval-cascade` first") from None
     info = Path(run_path) / "run_info.json"

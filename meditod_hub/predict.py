@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cli import parse_args
-from .errors import UsageError, run_main
+from .errors import MeditodError, UsageError, load_failure, run_main
 from .families import FAMILY_NAMES, Budget, Family, get_family
 from .files import output_path
 from .formats.fit import BudgetError
@@ -151,8 +151,16 @@ def load_model(model_path: str, family: Family, load_in_4bit: bool = False):
             bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
     elif cuda:
         kwargs["dtype"] = torch.bfloat16
-    model = family.auto_model(is_adapter(model_path)).from_pretrained(model_path, **kwargs)
-    return model, AutoTokenizer.from_pretrained(model_path)
+    try:
+        model = family.auto_model(is_adapter(model_path)).from_pretrained(model_path, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    except MeditodError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - safetensors, pickle, JSON, config: one message
+        raise MeditodError(f"{model_path}: cannot load the model or tokenizer "
+                           f"({load_failure(exc)}): its files are damaged or incomplete; retrain "
+                           "or download it again") from None
+    return model, tokenizer
 
 
 def check_model_path(model_path: str) -> None:

@@ -38,7 +38,7 @@ from huggingface_hub.errors import EntryNotFoundError
 
 from .cli import parse_args
 from .errors import UsageError, run_main
-from .files import atomic_write
+from .files import atomic_write, read_json
 from .hub import KEEP_ON_HUB, HubError, check_timeout, deadline, hub_session
 from .model_card import base_label, card_identity, paper_row, render_model_card
 from .runs import EVAL_SPLITS, PUBLISHED, Run, RunError, eval_dir, read_run
@@ -282,7 +282,11 @@ def published_table(runs: Path) -> str:
     rows = ["| model | task | repo (revision) | headline metric | test | test_ood | paper, test |",
             "|---|---|---|---|---|---|---|"]
     for record_file in sorted(Path(runs).rglob(PUBLISHED)):
-        record = json.loads(record_file.read_text(encoding="utf-8"))
+        record = read_json(record_file, fix=f"publish the run again (`meditod publish --run "
+                           f"{record_file.parent}`) to rewrite it")
+        if not {"repo", "url", "revision", "on_main"} <= set(record):
+            raise RunError(f"{record_file}: not a publish record of this kit; publish the run "
+                           "again to rewrite it")
         run = read_run(record_file.parent)
         metric = get_task(run.task).headline_metric
         cells = [run.results[s].value(metric.key) if s in run.results else None

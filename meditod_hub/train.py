@@ -57,7 +57,7 @@ from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantiz
 from .dataset import fingerprint, load_split
 from .errors import MeditodError, UsageError, run_main
 from .families import Budget, Family, get_family
-from .files import atomic_write
+from .files import atomic_write, read_json
 from .formats.fit import BudgetError
 from .predict import predict_rows
 from .runs import CHECKPOINTS, write_run_files
@@ -375,7 +375,11 @@ def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
     if found[-1] != last:
         logger.warning("%s is incomplete (cut off while saving): resuming from %s instead",
                        found[-1].name, last.name)
-    record = json.loads((last / RESUME_RECORD).read_text(encoding="utf-8"))
+    record = read_json(last / RESUME_RECORD, fix=f"a damaged checkpoint: delete {last} to resume "
+                       "from the one before, or pass --overwrite_output_dir=true to start over")
+    if not isinstance(record.get("settings", {}), dict):
+        raise MeditodError(f"{last / RESUME_RECORD}: not a resume record of this kit: delete {last} "
+                           "to resume from the one before")
     changed = sorted({k for k in set(record.get("settings", {})) | set(fingerprint["settings"])
                       if record.get("settings", {}).get(k) != fingerprint["settings"].get(k)}
                      | ({"the dataset"} if record.get("data") != fingerprint["data"] else set()))

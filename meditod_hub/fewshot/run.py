@@ -34,7 +34,7 @@ from ..cli import parse_args
 from ..dataset import fingerprint, load_split
 from ..endpoint import DEFAULT_CACHE, PAPER_PRICES, Decoding, Endpoint, Prices, Request
 from ..errors import UsageError, name_ids, run_main
-from ..files import atomic_write
+from ..files import atomic_write, read_json
 from ..records import Prediction, Results, write_predictions
 from ..tasks import TASK_NAMES as TASKS
 from ..tasks import get_task
@@ -199,7 +199,7 @@ def claim_out(args: FewshotArguments, out: Path) -> None:
     """OUT may hold this run's earlier files, never another run's."""
     info = out / "run_info.json"
     if info.is_file():
-        old = json.loads(info.read_text())
+        old = read_json(info, fix="it is not a few-shot run of this kit: choose another --out")
         mine = {"model": args.model, "task": args.task, "split": args.split}
         theirs = {k: old.get(k) for k in mine}
         if theirs != mine:
