@@ -116,6 +116,6 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
         where = _file_in_flight(exc)
         print(f"error: unexpected {type(exc).__name__}"
               + (f" on {where}" if where else "")
-              + f": {_first_line(exc)} (rerun with {DEBUG_FLAG} or {DEBUG_ENV}=1 for the "
+              + f": {load_failure(exc).split(': ', 1)[1]} (rerun with {DEBUG_FLAG} or {DEBUG_ENV}=1 for the "
               "traceback, and report it)", file=sys.stderr)
         return EXIT_FAILED

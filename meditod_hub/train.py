@@ -55,7 +55,7 @@ from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_availa
 from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantization_config
 
 from .dataset import fingerprint, load_split
-from .errors import MeditodError, UsageError, run_main
+from .errors import MeditodError, UsageError, load_failure, run_main
 from .families import Budget, Family, get_family
 from .files import atomic_write, read_json
 from .formats.fit import BudgetError
@@ -336,6 +336,10 @@ class ResumeRecorder(TrainerCallback):
     def __init__(self, fingerprint: dict, runtime_before: float):
         self.fingerprint, self.runtime_before = fingerprint, runtime_before
         self.started = time.perf_counter()
+        self.stepping = False  # the trainer has loaded any checkpoint and started its steps
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.stepping = True
 
     def runtime(self) -> float:
         return self.runtime_before + time.perf_counter() - self.started
@@ -475,7 +479,14 @@ def run(recipe: Recipe, callbacks=()) -> dict:
                            " of the fitted training examples")
     if resume:
         logger.info("resuming from %s", resume)
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    try:
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    except Exception as exc:
+        if resume is None or recorder.stepping or isinstance(exc, MeditodError):
+            raise
+        raise MeditodError(f"{resume}: cannot resume from this checkpoint ({load_failure(exc)}): "
+                           "delete it to resume from the one before, or pass "
+                           "--overwrite_output_dir=true to start over") from None
 
     trainer.save_model(str(run_dir))  # the best checkpoint's weights with load_best_model_at_end
     trainer.save_state()              # checkpoints/trainer_state.json: loss and eval history
