@@ -31,6 +31,7 @@ from pathlib import Path
 from .assistant import Assistant, PipelineArguments
 from .errors import UsageError, run_main
 from .files import atomic_write
+from .metrics.nlg import bertscore_setting
 from .model_card import base_label, hub_id
 from .records import Prediction, value_at, write_predictions
 from .runs import RunError
@@ -347,6 +348,8 @@ def main(argv: list[str]) -> int:
 
     pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
                                 "meditod eval-cascade", __doc__.split("\n\n")[0])
+    if args.bertscore_model:
+        bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = evaluate_cascade(pipeline, args)
     pol, nlg = results["pol"], results["nlg"]
     print(f"POL F1 {pol['gold_input']['f1']:.4f} -> {pol['cascaded']['f1']:.4f} cascaded; "

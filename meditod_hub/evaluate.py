@@ -24,6 +24,7 @@ from .cli import parse_args
 from .errors import run_main
 from .files import output_path
 from .metrics.judges import JUDGES, make_judge
+from .metrics.nlg import bertscore_setting
 from .metrics.precision_at_k import MODES as PAK_MODES
 from .records import Results, align, read_predictions, side_files
 from .tasks import TASK_NAMES, get_task
@@ -80,6 +81,8 @@ def main(argv: list[str]) -> int:
     (args,) = parse_args((EvaluateArguments,), argv, "meditod evaluate", __doc__.split("\n\n")[0])
     for path in (args.out, *side_files(args.out)):
         output_path(path, inputs=[args.predictions], what="--out")
+    if args.task == "nlg" and args.bertscore_model:
+        bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = evaluate(args)
     results.write(args.out, chart=args.chart)
     task = get_task(args.task)
