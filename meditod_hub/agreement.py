@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .cli import parse_args
 from .errors import MeditodError, run_main
+from .files import output_path
 from .release import ReleaseError, read_release
 from .tasks import TASKS as TASK_SPECS
 from .tasks import get_task
@@ -150,6 +151,8 @@ def summary(results: dict) -> str:
 def main(argv: list[str]) -> int:
     (args,) = parse_args([AgreementArguments], argv, "meditod agreement",
                          __doc__.split("\n\n")[0])
+    if args.out:
+        output_path(args.out, what="--out")
     results = agreement(load(args.a, "A"), load(args.b, "B"))
     print(summary(results))
     if args.out:

@@ -163,11 +163,21 @@ class AnswerCache:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise EndpointError(f"{self.path} is a folder: give --cache a file path")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path)
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT, "
-                         "prompt_tokens INTEGER, completion_tokens INTEGER, finish_reason TEXT)")
-        self._db.commit()
+        try:
+            self._db = sqlite3.connect(self.path)
+            self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text "
+                             "TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
+                             "finish_reason TEXT)")
+            self._db.execute("SELECT key, text, prompt_tokens, completion_tokens, finish_reason "
+                             "FROM answers LIMIT 1").fetchall()  # the schema this kit writes
+            self._db.commit()
+        except sqlite3.Error as exc:
+            raise EndpointError(f"{self.path}: not an answer cache of this kit ({exc}): delete "
+                                "it (its answers are requested again) or give another --cache"
+                                ) from None
 
     def get(self, key: str) -> Answer | None:
         row = self._db.execute("SELECT text, prompt_tokens, completion_tokens, finish_reason "

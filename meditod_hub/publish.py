@@ -303,7 +303,14 @@ def published_table(runs: Path) -> str:
 def main(argv: list[str]) -> int:
     (args,) = parse_args((PublishArguments,), argv, "meditod publish", __doc__.split("\n")[0])
     if args.table:
-        print(published_table(args.table))
+        if not args.table.is_dir():
+            raise UsageError(f"--table {args.table}: no such folder: give the folder of your runs "
+                             "(e.g. runs)")
+        table = published_table(args.table)
+        print(table)
+        if table.count("\n") < 2:
+            print(f"(no published run under {args.table}: `meditod publish` records each one in "
+                  f"its run's {PUBLISHED})", file=sys.stderr)
     elif not (args.run and args.repo):
         raise UsageError("--run and --repo are required (or --table RUNS)")
     elif args.dry_run:

@@ -198,7 +198,9 @@ def prompt_hashes(task: str, built: list[Prompt]) -> dict:
 def claim_out(args: FewshotArguments, out: Path) -> None:
     """OUT may hold this run's earlier files, never another run's."""
     info = out / "run_info.json"
-    if info.is_file():
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file: give a folder for the run's files")
+    if info.exists():
         old = read_json(info, fix="it is not a few-shot run of this kit: choose another --out")
         mine = {"model": args.model, "task": args.task, "split": args.split}
         theirs = {k: old.get(k) for k in mine}
