@@ -58,16 +58,17 @@ FILE_LOCALS = ("path", "model_path", "file", "filename", "folder", "source", "ou
 
 def _file_in_flight(exc: BaseException) -> str | None:
     """The file a failing command was reading or writing: the innermost kit frame's local that
-    names one (`path`, `out`, ...), so even an unforeseen failure points at its input."""
+    names one (`path`, `out`, ..., else the last `*_dir` / `*_path` / `*_file`), so even an
+    unforeseen failure points at its input or output."""
     tb, found = exc.__traceback__, None
     while tb is not None:
         frame = tb.tb_frame
         if "meditod_hub" in frame.f_code.co_filename:
-            for name in FILE_LOCALS:
-                value = frame.f_locals.get(name)
-                if isinstance(value, (str, os.PathLike)) and str(value):
-                    found = os.fspath(value)
-                    break
+            paths = {name: os.fspath(value) for name, value in frame.f_locals.items()
+                     if isinstance(value, (str, os.PathLike)) and os.fspath(value)}
+            named = [paths[name] for name in FILE_LOCALS if name in paths]
+            suffixed = [v for name, v in paths.items() if name.endswith(("_dir", "_path", "_file"))]
+            found = (named or suffixed[-1:] or [found])[0]
         tb = tb.tb_next
     return found
 
@@ -108,12 +109,12 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
     except Exception as exc:  # noqa: BLE001 - the one place unknown failures are reported
         if debug:
             raise
-        if isinstance(exc, OSError) and exc.filename:  # disk full, no permission, ...
+        where = _file_in_flight(exc)
+        if isinstance(exc, OSError) and (exc.filename or where and exc.errno in OS_HINTS):
             hint = OS_HINTS.get(exc.errno, "check the path and rerun")
-            print(f"error: {exc.filename}: {exc.strerror or type(exc).__name__} ({hint})",
+            print(f"error: {exc.filename or where}: {exc.strerror or type(exc).__name__} ({hint})",
                   file=sys.stderr)
             return EXIT_FAILED
-        where = _file_in_flight(exc)
         print(f"error: unexpected {type(exc).__name__}"
               + (f" on {where}" if where else "")
               + f": {load_failure(exc).split(': ', 1)[1]} (rerun with {DEBUG_FLAG} or {DEBUG_ENV}=1 for the "

@@ -95,6 +95,10 @@ def _read_recipe(path: Path) -> dict:
         raise UsageError(f"no recipe {path}" + (f"; models: {', '.join(models)}" if models else ""))
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 (byte {exc.start}): save the recipe as UTF-8") from None
+    except RecursionError:
+        raise UsageError(f"{path}: nested too deeply to read: not a recipe") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -366,7 +370,7 @@ def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
     fingerprint = run_fingerprint(recipe)
     explicit = recipe.training.resume_from_checkpoint
     found = [Path(explicit)] if explicit else _checkpoints(checkpoints)
-    complete = [c for c in found if (c / RESUME_RECORD).is_file()]
+    complete = [c for c in found if (c / RESUME_RECORD).exists()]
     if not complete:
         if found and not explicit:
             logger.warning("%s holds only incomplete checkpoints (cut off while saving): starting "
@@ -466,8 +470,13 @@ def run(recipe: Recipe, callbacks=()) -> dict:
                 training.per_device_train_batch_size, training.gradient_accumulation_steps)
     resume, runtime_before = plan_resume(recipe, Path(training.output_dir))
 
-    tokenizer = AutoTokenizer.from_pretrained(recipe.model.model_name_or_path,
-                                              revision=recipe.model.model_revision)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(recipe.model.model_name_or_path,
+                                                  revision=recipe.model.model_revision)
+    except (OSError, ValueError) as exc:  # no such folder, not cached offline, damaged files
+        raise MeditodError(f"model_name_or_path {recipe.model.model_name_or_path}: cannot load "
+                           f"its tokenizer ({load_failure(exc)}): give a model folder, or a Hub "
+                           "id that is cached or reachable") from None
     ensure_pad_token(tokenizer, family)
     train, evaluation, scorer = prepare_data(recipe, tokenizer, budget)
     model = load_model(family, recipe.model, training)

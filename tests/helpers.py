@@ -10,12 +10,14 @@ Every case lands in `SWEEP`, which conftest prints as the sweep table.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from meditod_hub.errors import run_main
 
+PROGRESS = re.compile(r"\d+%\|")  # a progress bar's line (tqdm), not a message
 SWEEP: list[tuple[str, str]] = []  # (case, outcome), printed by conftest's terminal summary
 KINDS = ("clear", "traceback", "silent", "data lost or exposed")
 
@@ -54,7 +56,8 @@ class Outcome:
 
 
 def classify(code: int, out: str, err: str, changed: bool, exposed: bool) -> str:
-    lines = [line for line in err.strip().splitlines() if not line.startswith(("warning:", "  "))]
+    lines = [line for line in err.strip().splitlines()
+             if not line.startswith(("warning:", "  ")) and not PROGRESS.search(line)]
     if changed or exposed:
         return "data lost or exposed"
     if code == 0:
