@@ -57,7 +57,8 @@ class Outcome:
 
 def classify(code: int, out: str, err: str, changed: bool, exposed: bool) -> str:
     lines = [line for line in err.strip().splitlines()
-             if not line.startswith(("warning:", "  ")) and not PROGRESS.search(line)]
+             if line.strip() and not line.startswith(("warning:", "  "))
+             and not PROGRESS.search(line)]
     if changed or exposed:
         return "data lost or exposed"
     if code == 0:
