@@ -1026,3 +1026,49 @@ def test_a_damaged_checkpoint_is_named_never_with_weights_only_advice(case, dama
     expect(outcome, f"{checkpoint}: cannot resume from this checkpoint", "delete it",
            "--overwrite_output_dir=true", code=1)
     assert "weights_only" not in outcome.err.lower() and "weights only" not in outcome.err.lower()
+
+
+# --- secrets: a key in the environment never reaches a message or a written file ----------------
+
+SENTINEL_KEY = "sk-sweep-SECRET-0123456789abcdef"
+SENTINEL_TOKEN = "hf_sweepSECRETtoken0123456789abcdef"
+
+
+@pytest.mark.parametrize("case", ["fewshot to a dead endpoint", "predict --endpoint dead",
+                                  "evaluate with a dead llm judge", "push a tampered build"])
+def test_a_failing_command_never_shows_or_writes_a_key(case, embedded_build, fake_model_run,
+                                                       tiny_models, tiny_retriever, predictions,
+                                                       tmp_path, capsys, monkeypatch):
+    from meditod_hub.fewshot import run as fewshot
+
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_KEY)
+    monkeypatch.setenv("HF_TOKEN", SENTINEL_TOKEN)
+    dead = "http://127.0.0.1:9/v1"
+    if case == "fewshot to a dead endpoint":
+        main, argv = fewshot.main, [
+            "--model", "stub", "--task", "nlu", "--endpoint", dead, "--api_key_env",
+            "OPENAI_API_KEY", "--data", embedded_build, "--shots", "1", "--limit", "1",
+            "--out", tmp_path / "out", "--retriever", tiny_retriever, "--tokenizer",
+            tiny_models / "tiny-llama", "--max_tokens", "8", "--context_window", "16384",
+            "--cache", tmp_path / "answers.sqlite", "--retrieval_cache", tmp_path / "retrieval",
+            "--max_retries", "0", "--request_timeout", "2"]
+    elif case == "predict --endpoint dead":
+        main, argv = P.main, ["--model_path", fake_model_run, "--task", "nlu", "--data",
+                              embedded_build, "--limit", "1", "--endpoint", dead,
+                              "--out", tmp_path / "p.jsonl"]
+    elif case == "evaluate with a dead llm judge":
+        main, argv = E.main, _eval(embedded_build, predictions, tmp_path / "r.json", "--judge",
+                                   "llm", "--judge_url", dead, "--judge_model", "judge",
+                                   "--judge_cache", tmp_path / "judge.sqlite")
+        lines = predictions.read_text().splitlines()
+        first = json.loads(lines[0])
+        first["prediction"] = [{"intent": "inform", "slots": {"medication": [{"value": "x"}]}}]
+        predictions.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    else:
+        folder = tmp_path / "built"
+        shutil.copytree(embedded_build, folder)
+        next(folder.rglob("*.parquet")).write_bytes(b"tampered")
+        main, argv = H.main, ["--folder", folder, "--repo", "org/x"]
+    outcome = run_case(f"{case} (key in the environment)", main, argv, capsys,
+                       secrets=[SENTINEL_KEY, SENTINEL_TOKEN], written=[tmp_path])
+    assert outcome.kind == "clear", outcome
