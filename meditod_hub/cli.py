@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return EXIT_USAGE
-    if name == "train" and train_help_requested(rest):
+    if name == "train" and (not rest or train_help_requested(rest)):
         return print_train_help(rest)
     module = importlib.import_module(COMMANDS[name][0])
     return run_main(module.main, rest)
@@ -197,11 +197,12 @@ def train_help_requested(rest: list[str]) -> bool:
 
 
 def print_train_help(rest: list[str]) -> int:
-    """`meditod train [<recipe.yaml>] -h`: answered without importing torch (train_settings)."""
+    """`meditod train [<recipe.yaml>] -h`: answered without importing torch (train_settings);
+    `meditod train` alone prints the same on stderr as a usage error."""
     from .train_settings import train_help
 
-    print(train_help(rest))
-    return EXIT_OK
+    print(train_help(rest), file=sys.stdout if rest else sys.stderr)
+    return EXIT_OK if rest else EXIT_USAGE
 
 
 def entry() -> None:

@@ -140,6 +140,12 @@ def test_train_help_fits_a_screen_and_shows_the_recipe(recipe, capsys):
         assert "learning_rate=" in text and f"output_dir=runs/{recipe.split('/')[1]}" in text
 
 
+def test_train_without_a_recipe_prints_the_help_as_a_usage_error(capsys):
+    assert cli.main(["train"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("usage: meditod train <recipe.yaml>") and not captured.out
+
+
 def test_train_help_is_answered_without_torch():
     done = subprocess.run([sys.executable, "-c",
                            "import sys\nfrom meditod_hub.cli import main\n"

@@ -1,8 +1,11 @@
-"""The failure sweep: bad inputs and faults across build, push, train, predict, evaluate and
-publish. Each case must end in a clear error (non-zero exit, a one-line `error:` that is not an
-"unexpected" failure; a release's problems may follow, one line each), never a traceback, a
-silent success or a lost file. `pytest tests/test_failure_paths.py` prints the sweep table
-(cases / clear errors / tracebacks / silent / data lost) at the end. Offline, CPU.
+"""The failure sweep: bad inputs and faults across all twelve commands. Each case must end in a
+clear error (non-zero exit, a one-line `error:` that is not an "unexpected" failure; a release's
+problems may follow, one line each), never a traceback, a silent success, a lost file or a
+secret in the output. The cases are tables: bad releases, outputs that cannot be written, every
+command's damaged input files (DAMAGED_FILES x DAMAGE), issue 15's tracebacks and their siblings,
+keys in the environment; test_failure_flags.py adds every impossible flag value. `pytest
+tests/test_failure_paths.py tests/test_failure_flags.py` prints the sweep table (cases / clear /
+tracebacks / silent / data lost or exposed, tests/helpers.py) at the end. Offline, CPU.
 """
 
 from __future__ import annotations
