@@ -88,8 +88,8 @@ class PipelineArguments:
     nlu_family: str | None = _optional("NLU: model family (default: run_info.json)")
     pol_family: str | None = _optional("POL: model family (default: run_info.json)")
     nlg_family: str | None = _optional("NLG: model family (default: run_info.json)")
-    batch_size: int = field(default=16, metadata={"help": "rows per generate call"})
-    max_new_tokens: int | None = field(default=None, metadata={
+    batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
+    max_new_tokens: int | None = field(default=None, metadata={"min": 1,
         "help": "generation budget of every module (default: each run's recipe)"})
 
     def specs(self) -> tuple[ModelSpec, ModelSpec, ModelSpec]:

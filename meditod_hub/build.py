@@ -38,7 +38,7 @@ from pathlib import Path
 from .card import render_dataset_card, splits_table
 from .cli import parse_args
 from .dataset import MANIFEST
-from .errors import MeditodError, UsageError, name_ids, run_main
+from .errors import OS_HINTS, MeditodError, UsageError, name_ids, run_main
 from .licence import KINDS as LICENCE_KINDS
 from .licence import Licence, licence_of
 from .release import DIALOGS_FILE, Release, read_release
@@ -346,7 +346,7 @@ def read_manifest(folder: Path) -> dict:
                             f"(rebuild it with `meditod build --out {folder}`)")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ManifestError(f"{path} is unreadable: rebuild the folder") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT \
             or not isinstance(manifest.get("files"), dict) \
@@ -453,8 +453,24 @@ def _recover(out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _absolute_out(out: Path) -> Path:
+    """`out` as an absolute folder path whose lock and temporary folders go beside it (so `.`
+    becomes its own name), refusing what cannot be replaced by one rename."""
+    if out.is_symlink():
+        raise UsageError(f"--out {out} is a symbolic link (to {os.readlink(out)}): give the "
+                         "folder itself, so the link is not replaced by the build")
+    absolute = Path(os.path.abspath(out))
+    if absolute == Path.cwd() or absolute in Path.cwd().parents:
+        raise UsageError(f"--out {out} is the current folder or holds it: build into a folder "
+                         "of its own, e.g. --out meditod")
+    if os.path.ismount(absolute):
+        raise UsageError(f"--out {out} is a mount point, which a build cannot replace: build "
+                         f"into a folder inside it, e.g. --out {absolute / 'meditod'}")
+    return absolute
+
+
 def build(args: BuildArguments) -> Built:
-    out = Path(args.out)
+    out = _absolute_out(Path(args.out))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -496,8 +512,13 @@ def build(args: BuildArguments) -> Built:
                     if out.exists():
                         out.rmdir()  # empty: checked above
                     os.rename(tmp, out)
-            except BaseException:
+            except BaseException as exc:
                 shutil.rmtree(tmp, ignore_errors=True)
+                if isinstance(exc, OSError):  # disk full, quota, I/O error
+                    hint = OS_HINTS.get(exc.errno, "free disk space or choose another --out")
+                    reason = exc.strerror or str(exc).splitlines()[0]
+                    raise MeditodError(f"cannot write the build of {out} beside it ({reason}): "
+                                       f"{hint}; the previous build, if any, is untouched") from exc
                 raise
         finally:
             gc.enable()

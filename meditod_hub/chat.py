@@ -32,8 +32,17 @@ class ChatArguments:
     show_state: bool = field(default=False, metadata={
         "help": "after every reply, print the tracked state, the chosen actions and any parse "
                 "problem (or type /state)"})
-    max_patient_chars: int = field(default=MAX_PATIENT_CHARS, metadata={
+    max_patient_chars: int = field(default=MAX_PATIENT_CHARS, metadata={"min": 1,
         "help": "a longer patient line is cut to this many characters (and the cut reported)"})
+
+
+def is_utf8(text: str) -> bool:
+    """False for a line read with undecodable bytes (kept as surrogates by `main`'s stdin)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def one_line(text: str) -> str:
@@ -67,6 +76,10 @@ def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
         if not line:
             break
         text = line.rstrip("\r\n")
+        if not is_utf8(text):
+            print("(that line is not UTF-8 text, so no model saw it: type it again)",
+                  file=sys.stderr, flush=True)
+            continue
         command = text.strip().lower()
         if command == "/quit":
             break
@@ -97,6 +110,8 @@ def main(argv: list[str]) -> int:
     quiet.progress_bars_off()
     print("loading the NLU, POL and NLG models ...", file=sys.stderr)
     assistant = Assistant.load(*pipeline.specs(), max_patient_chars=args.max_patient_chars)
+    if hasattr(sys.stdin, "reconfigure"):
+        sys.stdin.reconfigure(errors="surrogateescape")  # a bad line is skipped, not fatal
     try:
         converse(assistant, sys.stdin, sys.stdout, args.show_state, sys.stdin.isatty())
     except KeyboardInterrupt:

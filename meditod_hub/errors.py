@@ -11,6 +11,7 @@ Exit codes (every command, `meditod ...`, `python -m meditod_hub.X` and `python 
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -42,6 +43,46 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
+# What to do about the OS errors a user can fix, by errno.
+OS_HINTS = {errno.ENOSPC: "the disk is full: free some space and rerun",
+            errno.EDQUOT: "the disk quota is used up: free some space and rerun",
+            errno.EACCES: "no permission: choose a path you can write, or fix its permissions",
+            errno.EPERM: "no permission: choose a path you can write, or fix its permissions",
+            errno.EROFS: "a read-only file system: choose another path",
+            errno.ENOENT: "no such file or folder: check the path",
+            errno.EISDIR: "a folder where a file belongs: give a file path",
+            errno.ENOTDIR: "a file where a folder belongs: give a folder path",
+            errno.EEXIST: "already exists: remove it or choose another path"}
+FILE_LOCALS = ("path", "model_path", "file", "filename", "folder", "source", "out", "target")
+
+
+def _file_in_flight(exc: BaseException) -> str | None:
+    """The file a failing command was reading or writing: the innermost kit frame's local that
+    names one (`path`, `out`, ..., else the last `*_dir` / `*_path` / `*_file`), so even an
+    unforeseen failure points at its input or output."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        frame = tb.tb_frame
+        if "meditod_hub" in frame.f_code.co_filename:
+            paths = {name: os.fspath(value) for name, value in frame.f_locals.items()
+                     if isinstance(value, (str, os.PathLike)) and os.fspath(value)}
+            named = [paths[name] for name in FILE_LOCALS if name in paths]
+            suffixed = [v for name, v in paths.items() if name.endswith(("_dir", "_path", "_file"))]
+            found = (named or suffixed[-1:] or [found])[0]
+        tb = tb.tb_next
+    return found
+
+
+def load_failure(exc: BaseException) -> str:
+    """Why a model, tokenizer or checkpoint file did not load, in a few words: the exception's
+    first line, never torch's advice to load with `weights_only=False` (that runs any code a
+    pickle holds)."""
+    line = _first_line(exc)
+    if "weights_only" in line.lower() or "weights only" in line.lower() or len(line) > 160:
+        line = "not a file that loads safely (damaged, truncated or not a checkpoint)"
+    return f"{type(exc).__name__}: {line}"
+
+
 def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) -> int:
     """Run a command's `main(argv)`; known failures become one line on stderr and an exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -68,6 +109,14 @@ def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) ->
     except Exception as exc:  # noqa: BLE001 - the one place unknown failures are reported
         if debug:
             raise
-        print(f"error: unexpected {type(exc).__name__}: {_first_line(exc)} (rerun with {DEBUG_FLAG} "
-              f"or {DEBUG_ENV}=1 for the traceback, and report it)", file=sys.stderr)
+        where = _file_in_flight(exc)
+        if isinstance(exc, OSError) and (exc.filename or where and exc.errno in OS_HINTS):
+            hint = OS_HINTS.get(exc.errno, "check the path and rerun")
+            print(f"error: {exc.filename or where}: {exc.strerror or type(exc).__name__} ({hint})",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        print(f"error: unexpected {type(exc).__name__}"
+              + (f" on {where}" if where else "")
+              + f": {load_failure(exc).split(': ', 1)[1]} (rerun with {DEBUG_FLAG} or {DEBUG_ENV}=1 for the "
+              "traceback, and report it)", file=sys.stderr)
         return EXIT_FAILED

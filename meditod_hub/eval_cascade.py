@@ -30,6 +30,7 @@ from . import quiet
 from .assistant import Assistant, PipelineArguments
 from .errors import UsageError, run_main
 from .files import atomic_write, output_folder
+from .metrics.nlg import bertscore_setting
 from .model_card import base_label, hub_id
 from .records import Prediction, value_at, write_predictions
 from .runs import RunError, run_info_digest
@@ -51,7 +52,7 @@ class EvalCascadeArguments:
     split: str = field(default="test", metadata={"help": "test, test_ood, validation, ..."})
     out: str | None = field(default=None, metadata={
         "help": "output folder (default runs/cascade/<model>/<split>)"})
-    limit: int | None = field(default=None, metadata={
+    limit: int | None = field(default=None, metadata={"min": 1,
         "help": "only the first N dialogues of the split (smoke runs)"})
     judge: str = field(default="exact", metadata={
         "help": "non-medical value judge: exact, or embedding (with --judge_model, a local "
@@ -63,7 +64,7 @@ class EvalCascadeArguments:
         "choices": ["exact", "exact_medical", "medical_present"]})
     bertscore_model: str | None = field(default=None, metadata={
         "help": "NLG BERTScore model (local or cached; paper: roberta-large); null without it"})
-    bertscore_layer: int | None = field(default=None, metadata={"help": "BERTScore layer"})
+    bertscore_layer: int | None = field(default=None, metadata={"min": 0, "help": "BERTScore layer"})
 
 
 def default_out(args: PipelineArguments, split: str) -> Path:
@@ -248,7 +249,8 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
     try:
         results = json.loads(results_file.read_text(encoding="utf-8"))
         used = results["models"][task]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, KeyError,
+            TypeError) as exc:
         raise RunError(f"{results_file}: not a cascaded evaluation ({type(exc).__name__}); run "
                        "`make eval-cascade` first") from None
     mine = run_info_digest(run_path)
@@ -321,6 +323,8 @@ def main(argv: list[str]) -> int:
     pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
                                 "meditod eval-cascade", __doc__.split("\n\n")[0])
     quiet.progress_bars_off()
+    if args.bertscore_model:
+        bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = evaluate_cascade(pipeline, args)
     pol, nlg = results["pol"], results["nlg"]
     print(f"POL F1 {pol['gold_input']['f1']:.4f} -> {pol['cascaded']['f1']:.4f} cascaded; "

@@ -24,6 +24,7 @@ from .cli import parse_args
 from .errors import run_main
 from .files import output_path
 from .metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
+from .metrics.nlg import bertscore_setting
 from .metrics.precision_at_k import MODES as PAK_MODES
 from .records import Results, align, read_predictions, side_files
 from .tasks import TASK_NAMES, get_task
@@ -48,19 +49,19 @@ class EvaluateArguments:
         "help": "llm: environment variable holding the judge endpoint's key (default: only "
                 "api.openai.com, Azure and the Hub's router get their own; others none)"})
     judge_timeout: float = field(default=JUDGE_TIMEOUT_S, metadata={
-        "help": "llm: seconds for the whole judging, retries included (judgements so far stay "
-                "cached)"})
-    judge_threshold: float = field(default=0.8, metadata={
+        "above": 0, "help": "llm: seconds for the whole judging, retries included (judgements "
+                            "so far stay cached)"})
+    judge_threshold: float = field(default=0.8, metadata={"min": 0, "max": 1,
         "help": "embedding: cosine similarity that counts as a match"})
-    judge_workers: int = field(default=4, metadata={"help": "llm: parallel requests"})
+    judge_workers: int = field(default=4, metadata={"min": 1, "help": "llm: parallel requests"})
     pak_mode: str = field(default="exact", metadata={
         "help": "POL Precision@K: authors' set equality (exact, exact_medical) or the paper's "
                 "looser prose reading (medical_present)", "choices": list(PAK_MODES)})
     bertscore_model: str | None = field(default=None, metadata={
         "help": "NLG: model name or local folder (paper: roberta-large); null without it"})
-    bertscore_layer: int | None = field(default=None, metadata={
+    bertscore_layer: int | None = field(default=None, metadata={"min": 0,
         "help": "NLG: layer (roberta-large: 17)"})
-    seed: int = field(default=0, metadata={"help": "ROUGE bootstrap seed"})
+    seed: int = field(default=0, metadata={"min": 0, "max": 2**32 - 1, "help": "ROUGE bootstrap seed"})
     chart: bool = field(default=True, metadata={"help": "write the PNG chart"})
 
 
@@ -86,6 +87,8 @@ def main(argv: list[str]) -> int:
     for path in (args.out, *side_files(args.out)):
         output_path(path, purpose="evaluate", inputs=[args.predictions, args.judge_cache],
                     input_folders=[args.data])
+    if args.task == "nlg" and args.bertscore_model:
+        bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = evaluate(args)
     results.write(args.out, chart=args.chart, purpose="evaluate")
     task = get_task(args.task)

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import MeditodError, UsageError
 
 RECORD = ".meditod-outputs.json"  # in each folder holding outputs: file name -> the command
 WHOLE = "."                        # the record's key for a folder one command owns whole
@@ -139,8 +139,10 @@ def _replace(path: Path, data: str | bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # disk full: name the file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 
@@ -158,3 +160,30 @@ def atomic_write(path: str | Path, data: str | bytes, *, purpose: str | None = N
 def stale_partials(folder: str | Path) -> list[Path]:
     """Temporary files of `atomic_write` in `folder` (left by a write that was killed)."""
     return sorted(Path(folder).glob(f".*{TEMP_MARK}*.tmp"))
+def read_json(path: str | Path, *, fix: str, expect: type = dict):
+    """A JSON file this kit wrote (a record, a manifest), or one line naming it and `fix`:
+    missing, a folder, not UTF-8, invalid or too deeply nested JSON, or not an `expect`."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MeditodError(f"{path}: file not found; {fix}") from None
+    except IsADirectoryError:
+        raise MeditodError(f"{path} is a folder, not a JSON file; {fix}") from None
+    except OSError as exc:
+        raise MeditodError(f"{path}: cannot read ({exc.strerror or type(exc).__name__}); "
+                           f"{fix}") from None
+    except UnicodeDecodeError as exc:
+        raise MeditodError(f"{path}: not UTF-8 (byte {exc.start}); {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise MeditodError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg}); {fix}") from None
+    except RecursionError:
+        raise MeditodError(f"{path}: JSON nested too deeply to read; {fix}") from None
+    if not isinstance(value, expect):
+        raise MeditodError(f"{path}: expected a JSON {_JSON_NAMES.get(expect, expect.__name__)}, "
+                           f"got {_JSON_NAMES.get(type(value), type(value).__name__)}; {fix}")
+    return value
+
+
+_JSON_NAMES = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+               bool: "boolean", type(None): "null"}

@@ -71,7 +71,7 @@ class PushArguments:
     folder: Path = field(default=Path("meditod"), metadata={"help": "a folder built by "
                                                                     "`meditod build`"})
     public: bool = field(default=False, metadata={"help": "make the repo public (default: private)"})
-    timeout: float = field(default=120.0, metadata={
+    timeout: float = field(default=120.0, metadata={"above": 0,
         "help": "seconds for the whole push, retries included (also the limit of each request)"})
 
 

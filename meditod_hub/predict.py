@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .cli import parse_args
 from .endpoint import DEFAULT_CACHE, DEFAULT_TIMEOUT_S
-from .errors import UsageError, run_main
+from .errors import MeditodError, UsageError, load_failure, run_main
 from .families import FAMILY_NAMES, Budget, Family, get_family
 from .files import output_path
 from .formats.fit import BudgetError
@@ -40,12 +40,12 @@ class PredictArguments:
     split: str = field(default="test", metadata={"help": "train, validation, test or test_ood"})
     family: str | None = field(default=None, metadata={
         "help": "default: the run's run_info.json", "choices": list(FAMILY_NAMES)})
-    batch_size: int = 16
-    max_length: int | None = field(default=None, metadata={"help": "default: the run's recipe"})
-    max_new_tokens: int | None = field(default=None, metadata={"help": "default: the run's recipe"})
+    batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
+    max_length: int | None = field(default=None, metadata={"min": 1, "help": "default: the run's recipe"})
+    max_new_tokens: int | None = field(default=None, metadata={"min": 1, "help": "default: the run's recipe"})
     load_in_4bit: bool | None = field(default=None, metadata={
         "help": "default: 4-bit iff the run was trained on a 4-bit base"})
-    limit: int | None = field(default=None, metadata={"help": "only the first N rows (smoke runs)"})
+    limit: int | None = field(default=None, metadata={"min": 1, "help": "only the first N rows (smoke runs)"})
     upstream: Path | None = field(default=None, metadata={
         "help": "cascade: predictions of the task before (NLU for pol: the state is folded from "
                 "them; POL for nlg: their actions replace the gold ones) instead of gold inputs"})
@@ -160,8 +160,16 @@ def load_model(model_path: str, family: Family, load_in_4bit: bool = False):
             bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
     elif cuda:
         kwargs["dtype"] = torch.bfloat16
-    model = family.auto_model(is_adapter(model_path)).from_pretrained(model_path, **kwargs)
-    return model, AutoTokenizer.from_pretrained(model_path)
+    try:
+        model = family.auto_model(is_adapter(model_path)).from_pretrained(model_path, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    except MeditodError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - safetensors, pickle, JSON, config: one message
+        raise MeditodError(f"{model_path}: cannot load the model or tokenizer "
+                           f"({load_failure(exc)}): its files are damaged or incomplete; retrain "
+                           "or download it again") from None
+    return model, tokenizer
 
 
 def check_model_path(model_path: str) -> None:

@@ -41,7 +41,7 @@ from huggingface_hub.errors import EntryNotFoundError
 
 from .cli import parse_args
 from .errors import UsageError, run_main
-from .files import atomic_write, output_folder
+from .files import atomic_write, output_folder, read_json
 from .hub import (
     KEEP_ON_HUB,
     UPLOAD_RECORD,
@@ -77,7 +77,7 @@ class PublishArguments:
                                                            "network"})
     card_dir: Path | None = field(default=None, metadata={
         "help": "with --dry_run: write the card and charts here"})
-    timeout: float = field(default=600.0, metadata={
+    timeout: float = field(default=600.0, metadata={"above": 0,
         "help": "seconds for the whole push, retries included (also the limit of each request)"})
     table: Path | None = field(default=None, metadata={
         "help": "print the table of published runs under this folder (no network)"})
@@ -292,7 +292,11 @@ def published_table(runs: Path) -> str:
     rows = ["| model | task | repo (revision) | headline metric | test | test_ood | paper, test |",
             "|---|---|---|---|---|---|---|"]
     for record_file in sorted(Path(runs).rglob(PUBLISHED)):
-        record = json.loads(record_file.read_text(encoding="utf-8"))
+        record = read_json(record_file, fix=f"publish the run again (`meditod publish --run "
+                           f"{record_file.parent}`) to rewrite it")
+        if not {"repo", "url", "revision", "on_main"} <= set(record):
+            raise RunError(f"{record_file}: not a publish record of this kit; publish the run "
+                           "again to rewrite it")
         run = read_run(record_file.parent)
         metric = get_task(run.task).headline_metric
         cells = [run.results[s].value(metric.key) if s in run.results else None
@@ -309,7 +313,14 @@ def published_table(runs: Path) -> str:
 def main(argv: list[str]) -> int:
     (args,) = parse_args((PublishArguments,), argv, "meditod publish", __doc__.split("\n")[0])
     if args.table:
-        print(published_table(args.table))
+        if not args.table.is_dir():
+            raise UsageError(f"--table {args.table}: no such folder: give the folder of your runs "
+                             "(e.g. runs)")
+        table = published_table(args.table)
+        print(table)
+        if table.count("\n") < 2:
+            print(f"(no published run under {args.table}: `meditod publish` records each one in "
+                  f"its run's {PUBLISHED})", file=sys.stderr)
     elif not (args.run and args.repo):
         raise UsageError("--run and --repo are required (or --table RUNS)")
     elif args.dry_run:

@@ -83,6 +83,8 @@ def read_predictions(path: str | Path) -> dict[str, Prediction]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise PredictionsError(f"{where}: invalid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise PredictionsError(f"{where}: JSON nested too deeply to read") from None
         if not isinstance(record, dict) or not isinstance(record.get("id"), str) \
                 or "prediction" not in record:
             raise PredictionsError(f"{where}: expected an object with a string `id` and a "
@@ -167,7 +169,7 @@ class Results:
         path = Path(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise ResultsError(f"{path}: cannot read results ({type(exc).__name__}); rerun "
                                "`meditod evaluate`") from None
         if not isinstance(data, dict) or data.get("task") not in TASKS:

@@ -116,6 +116,10 @@ class _Files:
             self.problems.append(Problem(str(path), f"invalid JSON at line {exc.lineno}, column "
                                                     f"{exc.colno}: {exc.msg}"))
             return None
+        except RecursionError:
+            self.problems.append(Problem(str(path), "JSON nested too deeply to read: not a "
+                                                    "release file"))
+            return None
 
 
 class _DuplicateKeys:

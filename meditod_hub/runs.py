@@ -71,7 +71,7 @@ def eval_dir(run: Path, split: str) -> Path:
 def _read_json(path: Path) -> dict:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise RunError(f"{path}: cannot read ({type(exc).__name__}); is it a run of this kit?"
                        ) from None
     if not isinstance(value, dict):
@@ -112,10 +112,20 @@ def read_run(path: str | Path, require_results: bool = True) -> Run:
 def run_settings(model_path: str | Path) -> tuple[dict, dict]:
     """run_info.json and recipe.yaml beside a model ({} for each when absent, e.g. a Hub id)."""
     path = Path(model_path)
-    info = _read_json(path / RUN_INFO) if (path / RUN_INFO).is_file() else {}
-    recipe = yaml.safe_load((path / RECIPE).read_text(encoding="utf-8")) \
-        if (path / RECIPE).is_file() else {}
-    return info, recipe or {}
+    info = _read_json(path / RUN_INFO) if (path / RUN_INFO).exists() else {}
+    recipe = _read_recipe(path / RECIPE) if (path / RECIPE).exists() else {}
+    return info, recipe
+
+
+def _read_recipe(path: Path) -> dict:
+    try:
+        value = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+        raise RunError(f"{path}: cannot read ({type(exc).__name__}); is it a run of this kit?"
+                       ) from None
+    if not isinstance(value, dict | None):
+        raise RunError(f"{path}: expected a YAML mapping of recipe settings")
+    return value or {}
 
 
 def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:

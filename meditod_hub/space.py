@@ -26,6 +26,7 @@ from pathlib import Path
 
 from . import about
 from .errors import UsageError, run_main
+from .files import read_json
 from .model_card import base_label, hub_id
 from .tasks import TASK_NAMES as TASKS
 
@@ -46,7 +47,7 @@ class SpaceArguments:
     nlg_revision: str | None = field(default=None, metadata={"help": "NLG Hub revision"})
     public: bool = field(default=False, metadata={"help": "create the Space public"})
     dry_run: bool = field(default=False, metadata={"help": "list the files, upload nothing"})
-    timeout: float = field(default=600.0, metadata={
+    timeout: float = field(default=600.0, metadata={"above": 0,
         "help": "seconds for the whole upload, retries included (also the limit of each request)"})
 
 
@@ -55,7 +56,7 @@ def _model_files(folder: Path) -> dict[str, Path]:
     from .publish import FULL_FILES, RUN_FILES, TOKENIZER_FILES
 
     info_file = folder / "run_info.json"
-    info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
+    info = read_json(info_file, fix="is it a run of this kit?") if info_file.exists() else {}
     if info.get("adapter"):
         raise UsageError(f"{folder} is a LoRA adapter on a local base: push it with `make publish` "
                          "and give its Hub id instead")

@@ -64,47 +64,20 @@ from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantiz
 
 from . import quiet
 from .dataset import fingerprint, load_split
-from .errors import MeditodError, UsageError, run_main
+from .errors import MeditodError, UsageError, load_failure, run_main
 from .families import FAMILY_NAMES, Budget, Family, get_family
-from .files import atomic_write, output_folder
+from .files import atomic_write, output_folder, read_json
 from .formats.fit import BudgetError
 from .predict import predict_rows
 from .runs import CHECKPOINTS, write_run_files
-from .tasks import TASK_NAMES, get_task
+from .tasks import get_task
+from .train_settings import USAGE, MeditodArguments, train_help, wants_help
 
 logger = logging.getLogger("meditod_hub.train")
 
 # Tokens a tokenizer may already hold that can serve as padding when its pad is missing or is
 # EOS / end-of-turn (Llama-3 ships no pad; OpenBioLLM's pad is its EOS).
 PAD_CANDIDATES = ("<|finetune_right_pad_id|>", "<|reserved_special_token_0|>", "<pad>")
-
-
-@dataclass
-class MeditodArguments:
-    """The MediTOD part of a recipe; the trainer's and TRL's dataclasses hold the rest."""
-
-    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
-    family: str = field(metadata={"help": "input/output format and trainer (meditod_hub.families)",
-                                  "choices": list(FAMILY_NAMES)})
-    model: str = field(metadata={"help": "recipe model name, e.g. llama3-8b (run_info.json)"})
-    dataset_name: str = field(default="meditod",
-                              metadata={"help": "built dataset folder or Hub dataset id"})
-    dataset_train_split: str = "train"
-    dataset_eval_split: str | None = field(default="validation",
-                                           metadata={"help": "null: no evaluation"})
-    max_source_length: int | None = field(
-        default=None, metadata={"help": "encoder-decoders: encoder input budget in tokens "
-                                        "(decoders use SFTConfig's max_length)"})
-    max_new_tokens: int = field(default=500, metadata={
-        "help": "generation budget at validation and prediction; BioGPT also reserves it in "
-                "max_length"})
-    effective_batch_size: int | None = field(default=None, metadata={
-        "help": "if set, gradient_accumulation_steps = this / (per-device batch x processes)"})
-    eval_max_examples: int | None = field(default=None, metadata={
-        "help": "generate on only the first N validation rows (cheap CPU runs)"})
-    overwrite_output_dir: bool = field(default=False, metadata={
-        "help": "start over when output_dir holds checkpoints of another recipe or dataset "
-                "(they are deleted); without it such a resume is refused"})
 
 
 @dataclass
@@ -131,6 +104,10 @@ def _read_recipe(path: Path) -> dict:
         raise UsageError(f"no recipe {path}" + (f"; models: {', '.join(models)}" if models else ""))
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 (byte {exc.start}): save the recipe as UTF-8") from None
+    except RecursionError:
+        raise UsageError(f"{path}: nested too deeply to read: not a recipe") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -143,8 +120,11 @@ def _read_recipe(path: Path) -> dict:
 
 def parse_recipe(argv: list[str]) -> Recipe:
     """`<recipe.yaml> [--key=value ...]` -> the three dataclasses (TrlParser: YAML, then CLI)."""
+    if wants_help(argv):
+        print(train_help(argv))
+        raise SystemExit(0)
     if not argv or argv[0].startswith("-"):
-        raise UsageError("usage: meditod train <recipe.yaml> [--key=value ...]")
+        raise UsageError(USAGE)
     path, overrides = Path(argv[0]), list(argv[1:])
     config = _read_recipe(path)
     cli_keys = [a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")]
@@ -369,6 +349,10 @@ class ResumeRecorder(TrainerCallback):
     def __init__(self, fingerprint: dict, runtime_before: float):
         self.fingerprint, self.runtime_before = fingerprint, runtime_before
         self.started = time.perf_counter()
+        self.stepping = False  # the trainer has loaded any checkpoint and started its steps
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.stepping = True
 
     def runtime(self) -> float:
         return self.runtime_before + time.perf_counter() - self.started
@@ -395,7 +379,7 @@ def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
     fingerprint = resume_fingerprint(recipe)
     explicit = recipe.training.resume_from_checkpoint
     found = [Path(explicit)] if explicit else _checkpoints(checkpoints)
-    complete = [c for c in found if (c / RESUME_RECORD).is_file()]
+    complete = [c for c in found if (c / RESUME_RECORD).exists()]
     if not complete:
         if found and not explicit:
             logger.warning("%s holds only incomplete checkpoints (cut off while saving): starting "
@@ -408,7 +392,11 @@ def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
     if found[-1] != last:
         logger.warning("%s is incomplete (cut off while saving): resuming from %s instead",
                        found[-1].name, last.name)
-    record = json.loads((last / RESUME_RECORD).read_text(encoding="utf-8"))
+    record = read_json(last / RESUME_RECORD, fix=f"a damaged checkpoint: delete {last} to resume "
+                       "from the one before, or pass --overwrite_output_dir=true to start over")
+    if not isinstance(record.get("settings", {}), dict):
+        raise MeditodError(f"{last / RESUME_RECORD}: not a resume record of this kit: delete {last} "
+                           "to resume from the one before")
     changed = sorted({k for k in set(record.get("settings", {})) | set(fingerprint["settings"])
                       if record.get("settings", {}).get(k) != fingerprint["settings"].get(k)}
                      | ({"the dataset"} if record.get("data") != fingerprint["data"] else set()))
@@ -492,8 +480,13 @@ def run(recipe: Recipe, callbacks=()) -> dict:
                 training.per_device_train_batch_size, training.gradient_accumulation_steps)
     resume, runtime_before = plan_resume(recipe, Path(training.output_dir))
 
-    tokenizer = AutoTokenizer.from_pretrained(recipe.model.model_name_or_path,
-                                              revision=recipe.model.model_revision)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(recipe.model.model_name_or_path,
+                                                  revision=recipe.model.model_revision)
+    except (OSError, ValueError) as exc:  # no such folder, not cached offline, damaged files
+        raise MeditodError(f"model_name_or_path {recipe.model.model_name_or_path}: cannot load "
+                           f"its tokenizer ({load_failure(exc)}): give a model folder, or a Hub "
+                           "id that is cached or reachable") from None
     ensure_pad_token(tokenizer, family)
     train, evaluation, scorer = prepare_data(recipe, tokenizer, budget)
     model = load_model(family, recipe.model, training)
@@ -505,7 +498,14 @@ def run(recipe: Recipe, callbacks=()) -> dict:
                            " of the fitted training examples")
     if resume:
         logger.info("resuming from %s", resume)
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    try:
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    except Exception as exc:
+        if resume is None or recorder.stepping or isinstance(exc, MeditodError):
+            raise
+        raise MeditodError(f"{resume}: cannot resume from this checkpoint ({load_failure(exc)}): "
+                           "delete it to resume from the one before, or pass "
+                           "--overwrite_output_dir=true to start over") from None
 
     trainer.save_model(str(run_dir))  # the best checkpoint's weights with load_best_model_at_end
     trainer.save_state()              # checkpoints/trainer_state.json: loss and eval history

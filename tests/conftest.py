@@ -159,7 +159,7 @@ def hub_server():
 
 def pytest_terminal_summary(terminalreporter):
     """The documented commands' table (tests/test_docs.py) and the failure sweep's
-    (tests/test_failure_paths.py), when they ran."""
+    (tests/helpers.py: SWEEP), when they ran."""
     docs = getattr(sys.modules.get("test_docs"), "DOCS", None)
     if docs:
         outcomes = [outcome for _, outcome in docs]
@@ -168,12 +168,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("| blocks | run | servers | dry-run | skipped (marked) | failed |")
         terminalreporter.write_line("|---|---|---|---|---|---|")
         terminalreporter.write_line("| " + " | ".join(map(str, [len(outcomes), *counts])) + " |")
-    sweep = getattr(sys.modules.get("test_failure_paths"), "SWEEP", None)
+    helpers = sys.modules.get("helpers")
+    sweep = getattr(helpers, "SWEEP", None)
     if not sweep:
         return
-    kinds = [kind for _, kind in sweep]
     terminalreporter.write_sep("-", "failure sweep")
-    terminalreporter.write_line("| cases | clear errors | tracebacks | silent | data lost |")
-    terminalreporter.write_line("|---|---|---|---|---|")
-    terminalreporter.write_line(f"| {len(kinds)} | {kinds.count('clear')} | {kinds.count('traceback')} "
-                                f"| {kinds.count('silent')} | {kinds.count('data lost')} |")
+    for line in helpers.sweep_table(sweep):
+        terminalreporter.write_line(line)
+    bad = [f"{kind}: {name}" for name, kind in sweep if kind != "clear"]
+    for line in bad[:20]:
+        terminalreporter.write_line(line)

@@ -1,24 +1,26 @@
-"""The failure sweep: bad inputs and faults across build, push, train, predict, evaluate and
-publish. Each case must end in a clear error (non-zero exit, a one-line `error:` that is not an
-"unexpected" failure; a release's problems may follow, one line each), never a traceback, a
-silent success or a lost file. `pytest tests/test_failure_paths.py` prints the sweep table
-(cases / clear errors / tracebacks / silent / data lost) at the end. Offline, CPU.
+"""The failure sweep: bad inputs and faults across all twelve commands. Each case must end in a
+clear error (non-zero exit, a one-line `error:` that is not an "unexpected" failure; a release's
+problems may follow, one line each), never a traceback, a silent success, a lost file or a
+secret in the output. The cases are tables: bad releases, outputs that cannot be written, every
+command's damaged input files (DAMAGED_FILES x DAMAGE), issue 15's tracebacks and their siblings,
+keys in the environment; test_failure_flags.py adds every impossible flag value. `pytest
+tests/test_failure_paths.py tests/test_failure_flags.py` prints the sweep table (cases / clear /
+tracebacks / silent / data lost or exposed, tests/helpers.py) at the end. Offline, CPU.
 """
 
 from __future__ import annotations
 
-import hashlib
+import errno
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import write_release
+from helpers import digests, expect, record, run_case, write_release
 
 from meditod_hub import build as B
 from meditod_hub import evaluate as E
@@ -30,51 +32,6 @@ from meditod_hub.errors import run_main
 from meditod_hub.synthetic import generate_release
 
 PROJECT = Path(__file__).resolve().parent.parent
-SWEEP: list[tuple[str, str]] = []  # (case, outcome), printed by conftest's terminal summary
-
-
-def _digests(paths) -> dict[str, str]:
-    out = {}
-    for root in paths:
-        root = Path(root)
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) \
-            if root.exists() else []
-        out.update({str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
-    return out
-
-
-@dataclass
-class Outcome:
-    code: int
-    err: str
-    kind: str  # clear, traceback, silent, data lost
-
-
-def run_case(name: str, main: Callable, argv: list[str], capsys, protect=()) -> Outcome:
-    """Run one command in process and classify what a user would see."""
-    before = _digests(protect)
-    code = run_main(main, [str(a) for a in argv])
-    err = capsys.readouterr().err
-    lines = [line for line in err.strip().splitlines() if not line.startswith(("warning:", "  "))]
-    if _digests(protect) != before:
-        kind = "data lost"
-    elif code == 0:
-        kind = "silent"
-    elif not lines or "Traceback" in err or lines[-1].startswith("error: unexpected") \
-            or not lines[-1].startswith("error: ") or len(lines) > 2:
-        kind = "traceback"
-    else:
-        kind = "clear"
-    SWEEP.append((name, kind))
-    return Outcome(code, err, kind)
-
-
-def expect(outcome: Outcome, *phrases: str, code: int | None = None) -> None:
-    assert outcome.kind == "clear", outcome.err[-2000:]
-    for phrase in phrases:
-        assert phrase in outcome.err, outcome.err[-2000:]
-    if code is not None:
-        assert outcome.code == code, outcome.err
 
 
 # --- build: bad releases -----------------------------------------------------------------------
@@ -137,8 +94,9 @@ def test_a_bad_release_is_refused_and_the_previous_build_stays(case, tmp_path, c
 OUT_CASES = {
     "--out is the release folder": (lambda t, r: r, "is the release folder or inside it"),
     "--out inside the release folder": (lambda t, r: r / "built", "is the release folder or inside it"),
-    "--out holds other files (the project root)": (lambda t, r: PROJECT,
-                                                   "holds files and no build_manifest.json"),
+    "--out holds other files (the project root)": (
+        lambda t, r: PROJECT, "is the current folder or holds it"
+        if PROJECT in (Path.cwd(), *Path.cwd().parents) else "holds files and no build_manifest.json"),
     "--out is a file": (lambda t, r: (t / "afile").write_text("x") and t / "afile", "is a file"),
     "--out under /proc": (lambda t, r: Path("/proc/meditod-test/meditod"), "cannot create"),
 }
@@ -203,7 +161,7 @@ def test_a_build_killed_anywhere_leaves_the_previous_build_whole(point, tmp_path
     real = write_release(tmp_path / "real")
     out = tmp_path / "meditod"
     B.build(B.BuildArguments(source=synthetic, out=out))
-    before = _digests([out])
+    before = digests([out])
 
     class Killed(BaseException):
         pass
@@ -226,7 +184,7 @@ def test_a_build_killed_anywhere_leaves_the_previous_build_whole(point, tmp_path
     with pytest.raises(Killed):
         B.build(B.BuildArguments(source=real, out=out))
     monkeypatch.undo()
-    assert _digests([out]) == before
+    assert digests([out]) == before
     assert B.verify_manifest(out)["synthetic"] is True
     leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".meditod"))
     assert all(".build-" in name or ".previous-" in name for name in leftovers), leftovers
@@ -240,10 +198,10 @@ def test_a_build_killed_between_the_two_renames_is_restored(tmp_path):
     release = write_release(tmp_path / "release")
     out = tmp_path / "meditod"
     B.build(B.BuildArguments(source=release, out=out))
-    before = _digests([out])
+    before = digests([out])
     os.rename(out, tmp_path / f".meditod.previous-{os.getpid()}")  # as a kill would leave it
     B._recover(out)
-    assert _digests([out]) == before
+    assert digests([out]) == before
 
 
 def test_an_absurdly_long_utterance_is_reported_and_built(tmp_path, capsys):
@@ -274,7 +232,7 @@ def test_push_timeout_must_be_a_positive_number(timeout, embedded_build, capsys,
     monkeypatch.setenv("HF_TOKEN", "hf_unused")
     outcome = run_case(f"push: --timeout {timeout}", H.main,
                        ["--folder", embedded_build, "--repo", "org/x", "--timeout", timeout], capsys)
-    expect(outcome, "--timeout must be a positive number of seconds", code=2)
+    expect(outcome, "argument --timeout: must be a", code=2)
 
 
 def test_push_of_a_missing_folder_is_refused(tmp_path, capsys):
@@ -409,12 +367,6 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
         argv[9] = tmp_path
     elif case == "hub model without family":
         argv[1] = "org/some-model"
-    if case == "wrong family":  # argparse's own usage error (exit 2), not run_main's
-        with pytest.raises(SystemExit) as exit_:
-            P.main([str(a) for a in argv])
-        assert exit_.value.code == 2 and phrase in capsys.readouterr().err
-        SWEEP.append((f"predict: {case}", "clear"))
-        return
     outcome = run_case(f"predict: {case}", P.main, argv, capsys, protect=[run_folder])
     expect(outcome, phrase, code=code)
 
@@ -525,7 +477,7 @@ def test_publish_timeout_must_be_a_positive_number(timeout, tmp_path, capsys):
     (run / "adapter_model.safetensors").write_bytes(b"x")
     outcome = run_case(f"publish: --timeout {timeout}", U.main,
                        ["--run", run, "--repo", "org/x", "--timeout", timeout], capsys)
-    expect(outcome, "--timeout must be a positive number", code=2)
+    expect(outcome, "argument --timeout: must be a", code=2)
 
 
 # --- make --------------------------------------------------------------------------------------
@@ -535,7 +487,7 @@ def test_make_train_without_a_model_says_what_to_give():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "make train needs MODEL=<recipes folder>" in done.stderr
-    SWEEP.append(("make: train without MODEL", "clear"))
+    record("make: train without MODEL", "clear")
 
 
 def test_make_targets_take_paths_with_spaces(tmp_path):
@@ -544,3 +496,573 @@ def test_make_targets_take_paths_with_spaces(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert B.verify_manifest(out)
+
+
+# --- every command: damaged files it reads ------------------------------------------------------
+
+def _replace_with_folder(path: Path) -> None:
+    if path.exists():
+        path.unlink()
+    path.mkdir()
+
+
+# How a file the kit reads can be damaged: cut off, garbage, a folder in its place, the wrong
+# shape, nested past Python's recursion limit, empty.
+DAMAGE = {
+    "truncated": lambda p: p.write_text('{"a": [1, '),
+    "garbage": lambda p: p.write_bytes(b"\x00\xff\xfegarbage"),
+    "a folder": _replace_with_folder,
+    "wrong schema": lambda p: p.write_text("[1, 2, 3]"),
+    "nested 200k deep": lambda p: p.write_text("[" * 200_000 + "]" * 200_000),
+    "empty": lambda p: p.write_text(""),
+}
+YAML_DAMAGE = {**DAMAGE, "truncated": lambda p: p.write_text("a: [1, "),
+               "wrong schema": lambda p: p.write_text("- a\n- b\n")}
+
+
+def _evaluated_run(path: Path) -> Path:
+    from test_model_card import write_run
+
+    run = write_run(path)
+    (run / "adapter_config.json").write_text("{}")
+    (run / "adapter_model.safetensors").write_bytes(b"x")
+    return run
+
+
+@pytest.fixture
+def fake_model_run(tmp_path) -> Path:
+    """A run folder with run_info.json and recipe.yaml but no weights: enough for every check
+    that comes before a model loads."""
+    run = tmp_path / "model-run"
+    run.mkdir()
+    (run / "config.json").write_text('{"model_type": "llama"}')
+    (run / "run_info.json").write_text(json.dumps({"family": "llama", "task": "nlu"}))
+    (run / "recipe.yaml").write_text("max_new_tokens: 4\n")
+    return run
+
+
+def _no_model_loads(monkeypatch):
+    from meditod_hub import predict
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded: the damaged file went unnoticed")
+    monkeypatch.setattr(predict, "load_model", refuse)
+
+
+# (command, file damaged, damages, argv builder(ctx) -> (main, argv, damaged path, protect))
+def _agreement(ctx):
+    from meditod_hub import agreement
+
+    a = write_release(ctx.tmp / "a")
+    b = write_release(ctx.tmp / "b")
+    return agreement.main, ["--a", a, "--b", b, "--out", ctx.tmp / "agreement.json"], \
+        a / "dialogs.json", [b]
+
+
+def _build_release_json(ctx):
+    release = write_release(ctx.tmp / "release")
+    (release / "release.json").write_text('{"synthetic": false}')
+    return B.main, ["--source", release, "--out", ctx.tmp / "m"], release / "release.json", []
+
+
+def _build_split(ctx):
+    release = write_release(ctx.tmp / "release")
+    return B.main, ["--source", release, "--out", ctx.tmp / "m"], release / "train_ids.json", []
+
+
+def _build_dialogs(ctx):
+    release = write_release(ctx.tmp / "release")
+    return B.main, ["--source", release, "--out", ctx.tmp / "m"], release / "dialogs.json", []
+
+
+def _push_manifest(ctx):
+    folder = ctx.tmp / "built"
+    shutil.copytree(ctx.build, folder)
+    return H.main, ["--folder", folder, "--repo", "org/x"], folder / "build_manifest.json", []
+
+
+def _predict_run_info(ctx):
+    return P.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data", ctx.build,
+                    "--out", ctx.tmp / "p.jsonl"], ctx.model_run / "run_info.json", []
+
+
+def _predict_recipe(ctx):
+    return P.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data", ctx.build,
+                    "--out", ctx.tmp / "p.jsonl"], ctx.model_run / "recipe.yaml", []
+
+
+def _evaluate_predictions(ctx):
+    preds = ctx.tmp / "p.jsonl"
+    preds.write_text("")
+    return E.main, _eval(ctx.build, preds, ctx.tmp / "r.json"), preds, []
+
+
+def _publish_run_info(ctx):
+    run = _evaluated_run(ctx.tmp / "run")
+    return U.main, ["--run", run, "--repo", "org/x", "--dry_run"], run / "run_info.json", []
+
+
+def _publish_results(ctx):
+    run = _evaluated_run(ctx.tmp / "run")
+    return U.main, ["--run", run, "--repo", "org/x", "--dry_run"], \
+        run / "eval" / "test" / "results.json", []
+
+
+def _publish_record(ctx):
+    run = _evaluated_run(ctx.tmp / "runs" / "run")
+    (run / "published.json").write_text("{}")
+    return U.main, ["--table", ctx.tmp / "runs"], run / "published.json", [run / "run_info.json"]
+
+
+def _fewshot_run_info(ctx):
+    from meditod_hub.fewshot import run as fewshot
+
+    out = ctx.tmp / "fewshot"
+    out.mkdir()
+    (out / "run_info.json").write_text("{}")
+    return fewshot.main, ["--model", "m", "--task", "nlu", "--data", ctx.build, "--out", out,
+                          "--dry_run"], out / "run_info.json", []
+
+
+def _chat_run_info(ctx):
+    from meditod_hub import chat
+
+    return chat.main, ["--nlu", ctx.model_run, "--pol", ctx.model_run, "--nlg", ctx.model_run], \
+        ctx.model_run / "run_info.json", []
+
+
+def _cascade_run_info(ctx):
+    from meditod_hub import eval_cascade
+
+    return eval_cascade.main, ["--nlu", ctx.model_run, "--pol", ctx.model_run, "--nlg",
+                               ctx.model_run, "--data", ctx.build, "--out", ctx.tmp / "c"], \
+        ctx.model_run / "run_info.json", []
+
+
+def _space_run_info(ctx):
+    from meditod_hub import space
+
+    run = ctx.model_run
+    (run / "model.safetensors").write_bytes(b"x")
+    return space.main, ["--repo", "org/x", "--nlu", run, "--pol", run, "--nlg", run, "--dry_run"], \
+        run / "run_info.json", []
+
+
+def _annotate_dialogs(ctx):
+    from meditod_hub.annotate import serve
+
+    release = write_release(ctx.tmp / "release")
+    return serve.main, ["--source", release, "--port", "0"], release / "dialogs.json", []
+
+
+def _train_recipe(ctx):
+    recipe = ctx.tmp / "recipe.yaml"
+    recipe.write_text(TINY)
+    return T.main, [recipe, f"--dataset_name={ctx.build}"], recipe, []
+
+
+def _train_resume_record(ctx):
+    recipe = PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"
+    checkpoint = ctx.tmp / "run" / "checkpoints" / "checkpoint-1"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "meditod_resume.json").write_text("{}")
+    return T.main, [recipe, f"--dataset_name={ctx.build}", f"--output_dir={ctx.tmp / 'run'}",
+                    "--model_name_or_path=no/such-model-is-loaded"], \
+        checkpoint / "meditod_resume.json", []
+
+
+DAMAGED_FILES = {
+    "agreement: A's dialogs.json": _agreement,
+    "build: dialogs.json": _build_dialogs,
+    "build: release.json": _build_release_json,
+    "build: train_ids.json": _build_split,
+    "push: build_manifest.json": _push_manifest,
+    "predict: run_info.json": _predict_run_info,
+    "predict: recipe.yaml": _predict_recipe,
+    "evaluate: predictions": _evaluate_predictions,
+    "publish: run_info.json": _publish_run_info,
+    "publish: eval/test/results.json": _publish_results,
+    "publish --table: published.json": _publish_record,
+    "fewshot: the --out run's run_info.json": _fewshot_run_info,
+    "chat: a model's run_info.json": _chat_run_info,
+    "eval-cascade: a model's run_info.json": _cascade_run_info,
+    "space: a run's run_info.json": _space_run_info,
+    "annotate: dialogs.json": _annotate_dialogs,
+    "train: the recipe": _train_recipe,
+    "train: meditod_resume.json": _train_resume_record,
+}
+YAML_FILES = {"predict: recipe.yaml", "train: the recipe"}
+# damage that leaves a file some readers accept on purpose: an empty predictions file is zero
+# predictions (refused by the row check), an empty recipe.yaml beside a model is no settings
+ACCEPTED = {("predict: recipe.yaml", "empty")}
+
+
+@dataclass
+class Context:
+    tmp: Path
+    build: Path
+    model_run: Path
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+@pytest.mark.parametrize("case", list(DAMAGED_FILES))
+def test_a_damaged_input_file_is_named_in_one_line(case, damage, embedded_build, fake_model_run,
+                                                   tmp_path, capsys, monkeypatch):
+    if (case, damage) in ACCEPTED:
+        pytest.skip("an empty recipe.yaml beside a model means no recorded settings")
+    _no_model_loads(monkeypatch)
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda *a, **k: pytest.fail("the server started"))
+    main, argv, damaged, protect = DAMAGED_FILES[case](Context(tmp_path, embedded_build,
+                                                               fake_model_run))
+    (YAML_DAMAGE if case in YAML_FILES else DAMAGE)[damage](damaged)
+    outcome = run_case(f"{case} {damage}", main, argv, capsys, protect=[*protect, damaged])
+    assert outcome.kind == "clear", (outcome.kind, outcome.err[-1500:], outcome.out[-300:])
+    named = {str(damaged), damaged.name, str(damaged.parent)}
+    assert any(name in outcome.err for name in named), outcome.err[-1500:]
+    assert "weights_only" not in outcome.err
+
+
+# --- build: outputs that cannot be swapped in one rename; a full disk ---------------------------
+
+def test_build_out_a_symlink_to_a_previous_build_is_refused_and_both_stay(tmp_path, capsys):
+    release = write_release(tmp_path / "release")
+    target = tmp_path / "meditod"
+    assert run_main(B.main, ["--source", str(release), "--out", str(target)]) == 0
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    outcome = run_case("build: --out a symlink to a previous build", B.main,
+                       ["--source", release, "--out", link], capsys, protect=[target])
+    expect(outcome, f"--out {link} is a symbolic link (to {target})", code=2)
+    assert link.is_symlink() and B.verify_manifest(target)
+
+
+@pytest.mark.parametrize("out", [".", ".."])
+def test_build_out_the_current_folder_is_refused(out, tmp_path, capsys, monkeypatch):
+    release = write_release(tmp_path / "release")
+    work = tmp_path / "work" / "here"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    outcome = run_case(f"build: --out {out}", B.main, ["--source", release, "--out", out], capsys)
+    expect(outcome, "is the current folder or holds it", code=2)
+    assert not any(work.iterdir()) and not list(work.parent.glob(".*lock"))
+
+
+def test_build_out_a_mount_point_is_refused(tmp_path, capsys, monkeypatch):
+    release = write_release(tmp_path / "release")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    real = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == mount or real(p))
+    outcome = run_case("build: --out an empty mount point", B.main,
+                       ["--source", release, "--out", mount], capsys)
+    expect(outcome, "is a mount point", f"--out {mount / 'meditod'}", code=2)
+    assert not any(mount.iterdir())
+
+
+def _disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_build_on_a_full_disk_names_the_build_and_keeps_the_previous_one(tmp_path, capsys,
+                                                                         monkeypatch):
+    release = write_release(tmp_path / "release")
+    out = tmp_path / "meditod"
+    assert run_main(B.main, ["--source", str(release), "--out", str(out)]) == 0
+    monkeypatch.setattr(B, "write_parquet", _disk_full)
+    outcome = run_case("build: disk full", B.main, ["--source", release, "--out", out], capsys,
+                       protect=[out])
+    expect(outcome, f"cannot write the build of {out}", "the disk is full", code=1)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".meditod")]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "train run files", "publish card"])
+def test_a_full_disk_while_writing_names_the_file_and_keeps_the_old_one(
+        command, embedded_build, predictions, tmp_path, capsys, monkeypatch):
+    """atomic_write's siblings: every file the kit writes whole names itself when the disk fills."""
+    if command == "evaluate":
+        out = tmp_path / "results.json"
+        assert run_main(E.main, _eval(embedded_build, predictions, out)) == 0
+        main, argv = E.main, _eval(embedded_build, predictions, out)
+    elif command == "train run files":
+        from meditod_hub.runs import write_run_files
+
+        out = tmp_path / "run" / "run_info.json"
+        write_run_files(out.parent, {"task": "nlu"}, {"seed": 1})
+        main, argv = (lambda argv: write_run_files(out.parent, {"task": "pol"}, {}) or 0), []
+    else:
+        run = _evaluated_run(tmp_path / "run")
+        out = tmp_path / "card" / "README.md"
+        assert run_main(U.main, ["--run", str(run), "--repo", "org/x", "--dry_run",
+                                 "--card_dir", str(out.parent)]) == 0
+        main, argv = U.main, ["--run", run, "--repo", "org/x", "--dry_run", "--card_dir", out.parent]
+    capsys.readouterr()
+    monkeypatch.setattr(os, "fsync", _disk_full)
+    if command == "publish card":  # huggingface_hub's ModelCard.save writes without fsync
+        from huggingface_hub import ModelCard
+
+        monkeypatch.setattr(ModelCard, "save", lambda self, path: _disk_full())
+    outcome = run_case(f"{command}: disk full", main, argv, capsys, protect=[out])
+    assert outcome.kind == "clear", outcome.err
+    assert "the disk is full" in outcome.err and str(out.parent) in outcome.err
+
+
+# --- one case per item of issue 15's list of tracebacks, and their siblings --------------------
+
+def test_chat_skips_a_line_that_is_not_utf8_and_goes_on(capsys):
+    import io
+
+    from test_chat import echo_assistant
+
+    from meditod_hub.chat import converse
+
+    stdin = io.TextIOWrapper(io.BytesIO(b"I have a cough.\n\xff\xfe\xc3 fever\nNo fever.\n"),
+                             encoding="utf-8", errors="surrogateescape")
+    out = io.StringIO()
+    replies = converse(echo_assistant(), stdin, out, show_state=False, interactive=False)
+    err = capsys.readouterr().err
+    assert replies == 2 and out.getvalue().count("doctor: ") == 2
+    assert "not UTF-8 text, so no model saw it" in err
+    record("chat: a non-UTF-8 line", "clear")
+
+
+def test_chat_reads_stdin_so_that_a_bad_byte_cannot_end_it(monkeypatch, capsys):
+    import io
+
+    from test_chat import echo_assistant
+
+    from meditod_hub import chat
+
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xff\xfe\n\xe9t\xe9\nI cough.\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(chat.Assistant, "load", lambda *a, **k: echo_assistant())
+    code = run_main(chat.main, ["--nlu", "a/b", "--pol", "a/b", "--nlg", "a/b"])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.out.count("doctor: ") == 1, captured
+    assert captured.err.count("not UTF-8 text") == 2 and "unexpected" not in captured.err
+    record("chat: command with non-UTF-8 lines on stdin", "clear")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "a folder", "wrong schema",
+                                    "nested 200k deep"])
+def test_annotate_damaged_provenance_refuses_the_save_before_writing(damage, embedded_release,
+                                                                     release_copy):
+    from fastapi.testclient import TestClient
+    from test_annotate_app import labels_of
+
+    from meditod_hub.annotate.app import LOOPBACK_HOSTS, AppSettings, create_app
+
+    release = release_copy(embedded_release)
+    client = TestClient(create_app(AppSettings(source=release, allowed_hosts=LOOPBACK_HOSTS)),
+                        base_url="http://127.0.0.1")
+    opened = client.get("/api/dialogues/9001").json()
+    labels = labels_of(opened)
+    labels[1] = []
+    provenance = release / "provenance.json"
+    if damage == "wrong schema":
+        provenance.write_text('{"9001": [1, 2]}')
+    else:
+        provenance.write_text("{}")
+        DAMAGE[damage](provenance)
+    before = digests([release / "dialogs.json"])
+    saved = client.put("/api/dialogues/9001", json={"version": opened["version"], "labels": labels,
+                                                    "origins": [["manual"] * len(x) for x in labels]})
+    detail = saved.json().get("detail", "")
+    kind = "clear" if saved.status_code == 400 and "provenance.json" in detail else "traceback"
+    if digests([release / "dialogs.json"]) != before:
+        kind = "data lost or exposed"
+    record(f"annotate: save with provenance.json {damage}", kind)
+    assert kind == "clear", (saved.status_code, saved.text[:500])
+    assert "fix or delete it" in detail
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "a folder", "wrong schema"])
+def test_fewshot_damaged_answer_cache_is_named_before_any_request(damage, embedded_build,
+                                                                  tiny_models, tiny_retriever,
+                                                                  tmp_path, capsys):
+    import sqlite3
+
+    from meditod_hub.fewshot import run as fewshot
+
+    cache = tmp_path / "answers.sqlite"
+    if damage == "wrong schema":
+        with sqlite3.connect(cache) as db:
+            db.execute("CREATE TABLE answers (key TEXT, answer BLOB)")
+    else:
+        cache.write_text("{}")
+        DAMAGE[damage](cache)
+        if damage == "truncated":
+            cache.write_bytes(b"SQLite format 3\x00" + b"\x00" * 40)
+    argv = ["--model", "stub", "--task", "nlu", "--endpoint", "http://127.0.0.1:9/v1",
+            "--data", embedded_build, "--shots", "1", "--limit", "2", "--out", tmp_path / "out",
+            "--retriever", tiny_retriever, "--tokenizer", tiny_models / "tiny-llama",
+            "--max_tokens", "8", "--context_window", "16384", "--cache", cache,
+            "--retrieval_cache", tmp_path / "retrieval",
+            "--max_retries", "0", "--request_timeout", "2"]
+    outcome = run_case(f"fewshot: answer cache {damage}", fewshot.main, argv, capsys,
+                       protect=[cache])
+    expect(outcome, str(cache), code=1)
+
+
+@pytest.mark.parametrize("case", ["truncated weights", "garbage config.json",
+                                  "garbage tokenizer.json"])
+def test_predict_damaged_model_files_are_named(case, run_folder, embedded_build, tmp_path, capsys):
+    target = {"truncated weights": "model.safetensors", "garbage config.json": "config.json",
+              "garbage tokenizer.json": "tokenizer.json"}[case]
+    path = run_folder / target
+    data = path.read_bytes()
+    path.write_bytes(data[:500] if case == "truncated weights" else b"{garbage")
+    outcome = run_case(f"predict: {case}", P.main,
+                       ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
+                        "--limit", "1", "--out", tmp_path / "p.jsonl"], capsys)
+    expect(outcome, f"{run_folder}: cannot load the model or tokenizer", "retrain or download",
+           code=1)
+    assert "weights_only" not in outcome.err
+
+
+@pytest.mark.parametrize("command", ["evaluate", "eval-cascade"])
+@pytest.mark.parametrize("case", ["missing folder", "a file", "a folder without config.json",
+                                  "no layer for a non-paper model"])
+def test_a_bad_bertscore_model_is_refused_before_scoring(command, case, embedded_build,
+                                                         fake_model_run, tmp_path, capsys):
+    from meditod_hub import eval_cascade
+
+    model, layer = {"missing folder": (tmp_path / "nope", "1"),
+                    "a file": (tmp_path / "afile", "1"),
+                    "a folder without config.json": (tmp_path, "1"),
+                    "no layer for a non-paper model": (fake_model_run, None)}[case]
+    (tmp_path / "afile").write_text("x")
+    flags = ["--bertscore_model", model] + (["--bertscore_layer", layer] if layer else [])
+    if command == "evaluate":
+        preds = tmp_path / "p.jsonl"
+        preds.write_text("")
+        main, argv = E.main, ["--task", "nlg", "--data", embedded_build, "--predictions", preds,
+                              "--out", tmp_path / "r.json", *flags]
+    else:
+        main, argv = eval_cascade.main, ["--nlu", "x", "--pol", "x", "--nlg", "x", "--data",
+                                         embedded_build, *flags]
+    outcome = run_case(f"{command}: --bertscore_model {case}", main, argv, capsys)
+    expect(outcome, f"--bertscore_model {model}", code=2)
+
+
+@pytest.mark.parametrize("case", ["fewshot --out", "eval-cascade --out", "publish --card_dir",
+                                  "agreement --out folder", "evaluate --out folder",
+                                  "predict --out folder", "build --out", "push --folder",
+                                  "publish --run", "annotate --source"])
+def test_a_file_where_a_folder_belongs_and_back(case, embedded_build, fake_model_run, tmp_path,
+                                                capsys):
+    from meditod_hub import agreement, eval_cascade
+    from meditod_hub.annotate import serve
+    from meditod_hub.fewshot import run as fewshot
+
+    afile, folder = tmp_path / "afile", tmp_path / "folder"
+    afile.write_text("mine")
+    folder.mkdir()
+    release = write_release(tmp_path / "release")
+    main, argv = {
+        "fewshot --out": (fewshot.main, ["--model", "m", "--task", "nlu", "--data", embedded_build,
+                                         "--out", afile, "--dry_run"]),
+        "eval-cascade --out": (eval_cascade.main, ["--nlu", fake_model_run, "--pol",
+                                                   fake_model_run, "--nlg", fake_model_run,
+                                                   "--data", embedded_build, "--out", afile]),
+        "publish --card_dir": (U.main, ["--run", _evaluated_run(tmp_path / "run"), "--repo",
+                                        "org/x", "--dry_run", "--card_dir", afile]),
+        "agreement --out folder": (agreement.main, ["--a", release, "--b", release,
+                                                    "--out", folder]),
+        "evaluate --out folder": (E.main, ["--task", "nlu", "--data", embedded_build,
+                                           "--predictions", afile, "--out", folder]),
+        "predict --out folder": (P.main, ["--model_path", fake_model_run, "--task", "nlu",
+                                          "--data", embedded_build, "--out", folder]),
+        "build --out": (B.main, ["--source", release, "--out", afile]),
+        "push --folder": (H.main, ["--folder", afile, "--repo", "org/x"]),
+        "publish --run": (U.main, ["--run", afile, "--repo", "org/x", "--dry_run"]),
+        "annotate --source": (serve.main, ["--source", afile, "--port", "0"]),
+    }[case]
+    outcome = run_case(f"{case}: a file where a folder belongs or back", main, argv, capsys,
+                       protect=[afile, folder, release])
+    assert outcome.kind == "clear", outcome.err[-1500:]
+    assert str(afile) in outcome.err or str(folder) in outcome.err
+
+
+def test_train_with_a_base_model_that_is_not_there_says_so(embedded_build, tmp_path, capsys):
+    outcome = run_case("train: model_name_or_path not there", T.main,
+                       [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml",
+                        f"--dataset_name={embedded_build}", f"--output_dir={tmp_path / 'run'}",
+                        f"--model_name_or_path={tmp_path / 'no-base'}"], capsys)
+    expect(outcome, f"model_name_or_path {tmp_path / 'no-base'}: cannot load", code=1)
+
+
+@pytest.fixture
+def damaged_checkpoint(embedded_build, tiny_models, tmp_path):
+    """A run folder whose checkpoint matches the recipe (so it is resumed) but whose files are
+    the caller's to damage: no training needed to get there."""
+    argv = [str(PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"),
+            f"--dataset_name={embedded_build}", f"--model_name_or_path={tiny_models / 'tiny-llama'}",
+            f"--output_dir={tmp_path / 'run'}", "--max_steps=1", "--save_steps=1"]
+    checkpoint = tmp_path / "run" / "checkpoints" / "checkpoint-1"
+    shutil.copytree(tiny_models / "tiny-llama", checkpoint)
+    record_ = T.run_fingerprint(T.parse_recipe(argv))
+    (checkpoint / "meditod_resume.json").write_text(json.dumps({**record_, "runtime_s": 1.0}))
+    (checkpoint / "trainer_state.json").write_text(json.dumps(
+        {"global_step": 0, "max_steps": 1, "num_train_epochs": 1, "log_history": []}))
+    return argv, checkpoint
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("case", ["garbage optimizer.pt", "truncated weights"])
+def test_a_damaged_checkpoint_is_named_never_with_weights_only_advice(case, damaged_checkpoint,
+                                                                      capsys):
+    argv, checkpoint = damaged_checkpoint
+    if case == "garbage optimizer.pt":
+        import torch
+
+        (checkpoint / "optimizer.pt").write_bytes(b"garbage, not a pickle")
+        torch.save({}, checkpoint / "scheduler.pt")  # the trainer loads the optimizer only beside one
+    else:
+        weights = checkpoint / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:700])
+    outcome = run_case(f"train: resume from a checkpoint with {case}", T.main, argv, capsys,
+                       protect=[checkpoint])
+    expect(outcome, f"{checkpoint}: cannot resume from this checkpoint", "delete it",
+           "--overwrite_output_dir=true", code=1)
+    assert "weights_only" not in outcome.err.lower() and "weights only" not in outcome.err.lower()
+
+
+# --- secrets: a key in the environment never reaches a message or a written file ----------------
+
+SENTINEL_KEY = "sk-sweep-SECRET-0123456789abcdef"
+SENTINEL_TOKEN = "hf_sweepSECRETtoken0123456789abcdef"
+
+
+@pytest.mark.parametrize("case", ["fewshot to a dead endpoint", "predict --endpoint dead",
+                                  "push a tampered build"])
+def test_a_failing_command_never_shows_or_writes_a_key(case, embedded_build, fake_model_run,
+                                                       tiny_models, tiny_retriever, tmp_path,
+                                                       capsys, monkeypatch):
+    from meditod_hub.fewshot import run as fewshot
+
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_KEY)
+    monkeypatch.setenv("HF_TOKEN", SENTINEL_TOKEN)
+    dead = "http://127.0.0.1:9/v1"
+    if case == "fewshot to a dead endpoint":
+        main, argv = fewshot.main, [
+            "--model", "stub", "--task", "nlu", "--endpoint", dead, "--api_key_env",
+            "OPENAI_API_KEY", "--data", embedded_build, "--shots", "1", "--limit", "1",
+            "--out", tmp_path / "out", "--retriever", tiny_retriever, "--tokenizer",
+            tiny_models / "tiny-llama", "--max_tokens", "8", "--context_window", "16384",
+            "--cache", tmp_path / "answers.sqlite", "--retrieval_cache", tmp_path / "retrieval",
+            "--max_retries", "0", "--request_timeout", "2"]
+    elif case == "predict --endpoint dead":
+        main, argv = P.main, ["--model_path", fake_model_run, "--task", "nlu", "--data",
+                              embedded_build, "--limit", "1", "--endpoint", dead,
+                              "--out", tmp_path / "p.jsonl"]
+    else:
+        folder = tmp_path / "built"
+        shutil.copytree(embedded_build, folder)
+        next(folder.rglob("*.parquet")).write_bytes(b"tampered")
+        main, argv = H.main, ["--folder", folder, "--repo", "org/x"]
+    outcome = run_case(f"{case} (key in the environment)", main, argv, capsys,
+                       secrets=[SENTINEL_KEY, SENTINEL_TOKEN], written=[tmp_path])
+    assert outcome.kind == "clear", outcome

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from meditod_hub.errors import UsageError
 from meditod_hub.metrics import bleu, nlg_scores, normalise, rouge, sacrebleu_score
 from meditod_hub.release import read_release
 from meditod_hub.views import view_rows
@@ -73,8 +74,10 @@ def test_sacrebleu_reports_its_signature():
 
 def test_bertscore_is_null_unless_configured_and_needs_a_layer():
     assert nlg_scores([HYP], [REF])["bertscore"] is None
-    with pytest.raises(ValueError, match="layer"):
-        nlg_scores([HYP], [REF], bertscore_model="/some/local/model")
+    with pytest.raises(UsageError, match="not a model folder"):
+        nlg_scores([HYP], [REF], bertscore_model="/some/local/model", bertscore_layer=1)
+    with pytest.raises(UsageError, match="give its --bertscore_layer"):
+        nlg_scores([HYP], [REF], bertscore_model="org/model")
 
 
 def test_bertscore_with_a_tiny_local_model(tiny_bert):

@@ -42,7 +42,8 @@ class AnnotateArguments:
     allowed_hosts: str | None = field(default=None, metadata={
         "help": "comma-separated Host names the server answers to on a non-local --host "
                 "(default: this machine's names and addresses)"})
-    port: int = field(default=7861, metadata={"help": "port to listen on (0: any free port)"})
+    port: int = field(default=7861, metadata={"min": 0, "max": 65535,
+                                              "help": "port to listen on (0: any free port)"})
     nlu_model: str | None = field(default=None, metadata={
         "help": "NLU run folder or Hub id: pre-fills patient utterances with its prediction"})
     nlu_family: str | None = field(default=None, metadata={
@@ -60,9 +61,9 @@ class AnnotateArguments:
         "help": "--space: where the annotators' folders live"})
     backup_repo: str | None = field(default=None, metadata={
         "help": "--space: PRIVATE dataset repo the annotators' folders are committed to"})
-    backup_every: float = field(default=5.0, metadata={
+    backup_every: float = field(default=5.0, metadata={"above": 0,
         "help": "--space: minutes between backup commits"})
-    timeout: float = field(default=30.0, metadata={"help": "HTTP timeout of Hub calls (seconds)"})
+    timeout: float = field(default=30.0, metadata={"above": 0, "help": "HTTP timeout of Hub calls (seconds)"})
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

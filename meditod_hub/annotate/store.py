@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .. import cmas
 from ..errors import MeditodError
-from ..files import atomic_write, stale_partials
+from ..files import atomic_write, read_json, stale_partials
 from ..release import DIALOGS_FILE, DRAFT_KEY, OOD_SPLIT_FILES, SPLIT_FILES, Problem, dialogue_problems
 from ..state import fold_states
 from .jsondoc import JsonDocument, replace_value, same
@@ -308,6 +308,7 @@ class ReleaseStore:
             self._sync()
             current = self._dialogue(dialogue_id)
             current_labels = [label_of(u) for u in current["utterances"]]
+            self._provenance()  # a damaged record refuses the save before dialogs.json is written
             merged: list[int] = []
             if base_version != version_of(current) and not overwrite:
                 labels, merged = self._merge(dialogue_id, current_labels, labels, base_version)
@@ -357,7 +358,14 @@ class ReleaseStore:
     # --- provenance: accepted as suggested, edited or added by hand ------------------------------
     def _provenance(self) -> dict:
         path = self.folder / PROVENANCE_FILE
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        if not path.exists():
+            return {}
+        fix = "fix or delete it (it only records where each label came from)"
+        value = read_json(path, fix=fix)
+        if not all(isinstance(entry, dict) and all(isinstance(u, dict) for u in entry.values())
+                   for entry in value.values()):
+            raise MeditodError(f"{path}: not a provenance record of this kit; {fix}")
+        return value
 
     def _origins(self, dialogue_id: str, dialogue: dict) -> list[list[str]]:
         recorded = self._provenance().get(dialogue_id, {})

@@ -48,7 +48,7 @@ from ..endpoint import (
     endpoint_host,
 )
 from ..errors import UsageError, name_ids, run_main
-from ..files import atomic_write, output_folder
+from ..files import atomic_write, output_folder, read_json
 from ..metrics.judges import JUDGE_TIMEOUT_S
 from ..records import Prediction, Results, write_predictions
 from ..tasks import TASK_NAMES as TASKS
@@ -79,7 +79,7 @@ class FewshotArguments:
                                             "https://router.huggingface.co/v1, Azure)"})
     data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
     split: str = field(default="test")
-    shots: int = field(default=5, metadata={"help": "retrieved exemplars per prompt (paper: 5)"})
+    shots: int = field(default=5, metadata={"min": 1, "help": "retrieved exemplars per prompt (paper: 5)"})
     out: str | None = field(default=None, metadata={
         "help": "default runs/fewshot/MODEL/TASK (a MODEL that is a folder: its last two names "
                 "joined by '-')"})
@@ -88,14 +88,15 @@ class FewshotArguments:
     dry_run: bool = field(default=False, metadata={
         "help": "write OUT/requests.jsonl and print tokens and cost; send nothing"})
     context_window: int | None = field(default=None, metadata={
-        "help": "prompt + answer tokens to trim exemplars against (default: the window the "
-                "server reports, else the tokenizer's; none known: prompts go unchanged)"})
-    max_tokens: int = field(default=PAPER_MAX_TOKENS, metadata={"help": "new tokens per answer"})
+        "min": 1, "help": "prompt + answer tokens to trim exemplars against (default: the window "
+                          "the server reports, else the tokenizer's; none known: prompts go "
+                          "unchanged)"})
+    max_tokens: int = field(default=PAPER_MAX_TOKENS, metadata={"min": 1, "help": "new tokens per answer"})
     tokenizer: str | None = field(default=None, metadata={
         "help": "Hugging Face tokenizer that counts prompt tokens (default: MODEL's when on "
                 "this machine; Llama 3 and OpenBioLLM: the packaged Llama-3 tokenizer)"})
-    concurrency: int = field(default=8, metadata={"help": "requests in flight"})
-    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={
+    concurrency: int = field(default=8, metadata={"min": 1, "help": "requests in flight"})
+    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
         "help": "seconds for all requests, retries included (answers so far stay cached)"})
     request_timeout: float = field(default=REQUEST_TIMEOUT_S, metadata={
         "help": "seconds per HTTP attempt (at most --timeout)"})
@@ -108,9 +109,9 @@ class FewshotArguments:
         "help": "environment variable with the endpoint's key (default: api.openai.com gets "
                 "OPENAI_API_KEY, Azure AZURE_OPENAI_API_KEY, the Hub's router HF_TOKEN; any "
                 "other endpoint no key)"})
-    input_price: float | None = field(default=None, metadata={
+    input_price: float | None = field(default=None, metadata={"min": 0,
         "help": "USD per 1M prompt tokens (default: the paper's OpenAI prices, else 0)"})
-    output_price: float | None = field(default=None, metadata={"help": "USD per 1M answer tokens"})
+    output_price: float | None = field(default=None, metadata={"min": 0, "help": "USD per 1M answer tokens"})
     paper_model: str | None = field(default=None, metadata={
         "help": "the paper's in-context row to compare with (chatgpt, gpt-4, gpt-4-turbo, "
                 "llama3-8b, llama3-70b, openbiollm-8b, openbiollm-70b); default from MODEL"})
@@ -122,8 +123,8 @@ class FewshotArguments:
         "help": "llm judge: environment variable with its endpoint's key (default as "
                 "--api_key_env)"})
     judge_timeout: float = field(default=JUDGE_TIMEOUT_S, metadata={
-        "help": "llm judge: seconds for the whole judging, retries included"})
-    limit: int | None = field(default=None, metadata={"help": "only the first N rows"})
+        "above": 0, "help": "llm judge: seconds for the whole judging, retries included"})
+    limit: int | None = field(default=None, metadata={"min": 1, "help": "only the first N rows"})
 
     def out_dir(self) -> Path:
         return Path(self.out) if self.out else Path("runs") / "fewshot" / model_folder(self.model) \
@@ -289,13 +290,9 @@ def claim_out(args: FewshotArguments, out: Path) -> None:
     results. Nothing is created here: OUT is made when there is something to write."""
     output_folder(out, OUT_FILES, purpose="fewshot", input_folders=[args.data])
     info = out / "run_info.json"
-    if info.is_file():
-        try:
-            old = json.loads(info.read_text(encoding="utf-8"))
-            theirs = {k: old.get(k) for k in ("model", "task", "split")}
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-            raise UsageError(f"{info} is unreadable: choose another --out, or remove the "
-                             "folder if it is a few-shot run of yours") from None
+    if info.exists():
+        old = read_json(info, fix="it is not a few-shot run of this kit: choose another --out")
+        theirs = {k: old.get(k) for k in ("model", "task", "split")}
         mine = {"model": args.model, "task": args.task, "split": args.split}
         if theirs != mine:
             raise UsageError(f"{out} holds another few-shot run ({theirs}); choose another --out")

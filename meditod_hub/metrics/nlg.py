@@ -90,9 +90,16 @@ def bertscore(hypotheses: Sequence[str], references: Sequence[str], model: str,
     from bert_score import score
 
     _check(hypotheses, references)
-    _, _, f1 = score([normalise(h) for h in hypotheses], [normalise(r) for r in references],
-                     model_type=model, num_layers=layer, idf=False, rescale_with_baseline=False,
-                     batch_size=batch_size, device=device)
+    try:
+        _, _, f1 = score([normalise(h) for h in hypotheses], [normalise(r) for r in references],
+                         model_type=model, num_layers=layer, idf=False,
+                         rescale_with_baseline=False, batch_size=batch_size, device=device)
+    except OSError as exc:  # not cached offline, no such Hub model, damaged files
+        from ..errors import MeditodError
+
+        raise MeditodError(f"BERTScore model {model}: cannot load it ({str(exc).splitlines()[0]}"
+                           "): give a local model folder or one in the Hugging Face cache"
+                           ) from None
     return {"f1": float(f1.mean()), "model": model, "layer": layer, "rescaled": False}
 
 
@@ -104,10 +111,27 @@ def nlg_scores(hypotheses: Sequence[str], references: Sequence[str],
     scores["sacrebleu"] = sacrebleu_score(hypotheses, references)
     scores["bertscore"] = None
     if bertscore_model:
-        layer = bertscore_layer
-        if layer is None and bertscore_model == PAPER_BERTSCORE_MODEL:
-            layer = PAPER_BERTSCORE_LAYER
-        if layer is None:
-            raise ValueError("give the BERTScore layer for a model other than roberta-large")
+        layer = bertscore_setting(bertscore_model, bertscore_layer)
         scores["bertscore"] = bertscore(hypotheses, references, bertscore_model, layer)
     return scores
+
+
+def bertscore_setting(model: str, layer: int | None) -> int:
+    """The layer to read from `model`, checked before any scoring: a path-like name must be a
+    model folder, and a model other than the paper's needs its layer named."""
+    from pathlib import Path
+
+    from ..errors import UsageError
+
+    path = Path(model)
+    if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
+        if not (path / "config.json").is_file():
+            raise UsageError(f"--bertscore_model {model}: not a model folder (no config.json); "
+                             f"give a local model folder or a Hub name such as "
+                             f"{PAPER_BERTSCORE_MODEL}")
+    if layer is None and model == PAPER_BERTSCORE_MODEL:
+        return PAPER_BERTSCORE_LAYER
+    if layer is None:
+        raise UsageError(f"--bertscore_model {model}: give its --bertscore_layer (only "
+                         f"{PAPER_BERTSCORE_MODEL}'s, {PAPER_BERTSCORE_LAYER}, is known)")
+    return layer
