@@ -19,7 +19,7 @@ SPLIT ?= test
 PYTEST_ARGS ?=
 
 .PHONY: setup demo test lint data infos bench train predict fewshot eval push push-data published \
-	annotate agreement tiny-runs eval-cascade chat app space screenshot clean
+	annotate agreement tiny-runs eval-cascade chat app space screenshot clean results leaderboard-space
 
 setup: $(STAMP)
 
@@ -101,10 +101,24 @@ agreement: setup
 
 ## push: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless PUBLIC=1;
 ## MERGED=1 merges the adapter into a 16-bit base; CASCADE=runs/cascade/<name>/<split> adds the
-## cascaded table of an eval-cascade that ran this run). Needs a write token (HF_TOKEN or `hf auth login`).
+## cascaded table of an eval-cascade that ran this run; LEADERBOARD=ORG/SPACE links the card to the
+## leaderboard Space). Needs a write token (HF_TOKEN or `hf auth login`).
 push: setup
 	"$(MEDITOD)" publish --run "$(RUN)" --repo "$(REPO)" $(if $(PUBLIC),--public) $(if $(MERGED),--merged) \
-		$(if $(CASCADE),--cascade "$(CASCADE)")
+		$(if $(CASCADE),--cascade "$(CASCADE)") $(if $(LEADERBOARD),--leaderboard "$(LEADERBOARD)")
+
+## results: the paper's tables beside every evaluated run under RUNS (folders, default runs) and, with
+## HUB_DATASET=ORG/NAME, every Hub model whose card declares that dataset; writes OUT (default
+## out/results): results.md (printed), results.csv, results.json, nlu/pol/nlg.png
+results: setup
+	"$(MEDITOD)" results --runs $(foreach r,$(or $(RUNS),runs),"$(r)") \
+		$(if $(HUB_DATASET),--hub_dataset "$(HUB_DATASET)") --out "$(or $(OUT),out/results)"
+
+## leaderboard-space: upload the leaderboard (the same tables, from the Hub, refreshed every
+## REFRESH minutes, default 30) as the Space REPO for the dataset HUB_DATASET; private unless PUBLIC=1
+leaderboard-space: setup
+	"$(MEDITOD)" leaderboard --repo "$(REPO)" --dataset "$(HUB_DATASET)" \
+		$(if $(REFRESH),--refresh_minutes "$(REFRESH)") $(if $(PUBLIC),--public)
 
 ## tiny-runs: the tiny offline models of chat, app and space: runs/tiny-llama/{nlu,pol,nlg}, trained on
 ## the embedded synthetic sample (built into out/tiny/meditod; tiny models; three recipes; a few CPU minutes)

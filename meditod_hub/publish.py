@@ -72,6 +72,8 @@ class PublishArguments:
     cascade: Path | None = field(default=None, metadata={
         "help": "an eval-cascade output folder that ran this run: adds the cascaded table to the "
                 "card"})
+    leaderboard: str | None = field(default=None, metadata={
+        "help": "ORG/NAME of the leaderboard Space (`meditod leaderboard`) the card links to"})
 
 
 @dataclass
@@ -189,14 +191,15 @@ def cascade_section(run: Run, cascade: Path | None) -> tuple[dict | None, dict[s
 
 
 def publish(run_dir: Path, repo: str, *, public: bool = False, merged: bool = False,
-            timeout: float = 600.0, cascade: Path | None = None) -> Published:
+            timeout: float = 600.0, cascade: Path | None = None,
+            leaderboard: str | None = None) -> Published:
     timeout = check_timeout(timeout)
     run = read_run(run_dir)
     section, cascade_files = cascade_section(run, cascade)
     files = {**run_files(run, merged), **cascade_files}
     rid = run_id(files, merged)
     card_text = str(render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}",
-                                      merged=merged, cascade=section))
+                                      merged=merged, cascade=section, leaderboard=leaderboard))
     action = f"publish {run.path} to {repo}"
 
     def work() -> Published:
@@ -250,7 +253,7 @@ def _nothing() -> Iterator[None]:
 
 
 def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | None = None,
-            cascade: Path | None = None) -> str:
+            cascade: Path | None = None, leaderboard: str | None = None) -> str:
     """The file list and the rendered card, without network; with `card_dir` the card (and its
     charts, so the folder previews like the repo) is written there instead of printed."""
     run = read_run(run_dir)
@@ -258,7 +261,7 @@ def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | 
     files = {**run_files(run, merged), **cascade_files}
     rid = run_id(files, merged)
     card = render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}", merged=merged,
-                             cascade=section)
+                             cascade=section, leaderboard=leaderboard)
     shown = {p: f for p, f in files.items() if not merged or p not in ADAPTER_FILES}
     lines = [f"would push run {rid} of {run.model} {run.task} to {repo} (branch run-{rid}):",
              "  README.md (the model card)"]
@@ -304,10 +307,10 @@ def main(argv: list[str]) -> int:
         raise UsageError("--run and --repo are required (or --table RUNS)")
     elif args.dry_run:
         print(dry_run(args.run, args.repo, merged=args.merged, card_dir=args.card_dir,
-                      cascade=args.cascade))
+                      cascade=args.cascade, leaderboard=args.leaderboard))
     else:
         done = publish(args.run, args.repo, public=args.public, merged=args.merged,
-                       timeout=args.timeout, cascade=args.cascade)
+                       timeout=args.timeout, cascade=args.cascade, leaderboard=args.leaderboard)
         state = "published" if done.new_commit else "already published, no new commit:"
         print(f"{state} run {done.run_id} at {done.url} revision {done.revision}"
               f"{' (also main)' if done.on_main else ''}, commit {done.commit}")
