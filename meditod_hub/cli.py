@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                                  "beside gold inputs"),
     "chat": ("meditod_hub.chat", "talk to the three models as the patient (terminal)"),
     "space": ("meditod_hub.space", "upload the chat app (app.py) as a Hub Space, private"),
+    "leaderboard": ("meditod_hub.leaderboard", "upload the results leaderboard as a Hub Space, "
+                                               "private"),
 }
 
 
