@@ -1,4 +1,5 @@
-"""Render the dataset card from what was built: schema from CMAS, sizes from the release."""
+"""Render the dataset card from what was built: schema from CMAS, sizes from the release, the
+paper's headline table from `paper_results` (through `results.headline_markdown`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from . import about, cmas
+from .results import headline_markdown
 from .views import CONFIGS
 
 TEMPLATE = Path(__file__).resolve().parent / "cards" / "dataset_card.md"
@@ -68,5 +70,5 @@ def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int
         has_ood=has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),
         action_types=", ".join(f"`{a}`" for a in cmas.ACTION_TYPES),
         action_slots=", ".join(f"`{s}`" for s in cmas.ACTION_SLOTS),
-        slots=_slot_tree(), licence_note=about.LICENCE_NOTE,
+        slots=_slot_tree(), licence_note=about.LICENCE_NOTE, headline_table=headline_markdown(),
         citation=about.CITATION, source_citation=about.SOURCE_CITATION)

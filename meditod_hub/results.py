@@ -336,6 +336,21 @@ def markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def headline_markdown() -> str:
+    """The paper's headline table: each task's headline metric per model and split (the dataset
+    card and the README show it; tests/test_results.py keeps the README's copy equal to it)."""
+    tasks = [get_task(t) for t in TASK_NAMES]
+    heads = [f"{t.name.upper()} {t.headline_metric.name.split(' (')[0]}"
+             + ("" if split == "test" else " (OOD)") for split in SPLITS for t in tasks]
+    lines = ["| model | setting | " + " | ".join(heads) + " |", "|---" * (2 + len(heads)) + "|"]
+    for key in dict.fromkeys(model for model, _, _ in paper_results.RESULTS):
+        cells = [cell(paper_results.paper_row(key, t.name, split).get(t.headline),
+                      t.headline_metric) for split in SPLITS for t in tasks]
+        lines.append(f"| {paper_results.paper_model(key).name} | {paper_results.setting(key)} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 CSV_FIELDS = ("task", "split", "system", "setting", "source", "constrained", "family", "link",
               "note")
 

@@ -105,6 +105,10 @@ def _start(deployed: Path, env: dict, log_path: Path) -> tuple[subprocess.Popen,
             time.sleep(0.5)
 
 
+def _choose(page, group: str, label: str) -> None:
+    page.locator(f"#{group} [data-testid='{label}-radio-label']").click()
+
+
 def _column(page, name: str) -> list[str]:
     headers = page.locator("#board th").all_inner_texts()
     at = headers.index(name)
@@ -156,26 +160,26 @@ def test_the_space_in_a_browser_filters_sorts_links_and_refreshes(tmp_path, tiny
                 assert "other/bad-index (malformed model-index" in status
                 assert f"{STRANGER}/hidden (not visible to this token" in status
 
-                page.locator("#task label", has_text="POL").click()
+                _choose(page, "task", "POL")
                 page.wait_for_selector(f"#board a:text('{repos['pol']}')", timeout=30_000)
                 assert repos["nlu"] not in page.inner_text("#board")
-                page.locator("#setting label", has_text="in-context").click()
+                _choose(page, "setting", "in-context")
                 page.wait_for_function("() => !document.querySelector('#board').innerText"
                                        f".includes('{repos['pol']}')", timeout=30_000)
                 assert set(_column(page, "setting")) == {"in-context"}
                 assert len(_column(page, "setting")) == 7
-                page.locator("#setting label", has_text="any").click()
-                page.locator("#sort label", has_text="P@4").click()
+                _choose(page, "setting", "any")
+                _choose(page, "sort", "P@4")
                 page.wait_for_function(
                     "() => document.querySelector('#board tbody tr td:nth-child(2)')"
                     ".innerText === 'Llama3 8B'", timeout=30_000)
                 pak = [float(v) for v in _column(page, "P@4")]
                 assert pak == sorted(pak, reverse=True) and 0.3 in pak  # the tiny run's P@4
-                page.locator("#family label", has_text="gpt").click()
+                _choose(page, "family", "gpt")
                 page.wait_for_function("() => document.querySelectorAll('#board tbody tr')"
                                        ".length === 3", timeout=30_000)
                 assert set(_column(page, "family")) == {"gpt"}
-                page.locator("#family label", has_text="any").click()
+                _choose(page, "family", "any")
                 page.wait_for_selector(f"#board a:text('{repos['pol']}')", timeout=30_000)
 
                 with browser.expect_page() as opened:
@@ -188,7 +192,7 @@ def test_the_space_in_a_browser_filters_sorts_links_and_refreshes(tmp_path, tiny
                 with hub.lock:  # published after the page opened: there at the next refresh
                     late = hub.create_repo("model", "local-tester/late-nlu", private=False)
                     hub.commit(late, "main", "card", "", card(LATE_CARD), {})
-                page.locator("#task label", has_text="NLU").click()
+                _choose(page, "task", "NLU")
                 page.wait_for_selector("#board a:text('local-tester/late-nlu')", timeout=60_000)
                 assert _column(page, "system")[0] == "local-tester/late-nlu"  # F1 0.9876 first
                 browser.close()

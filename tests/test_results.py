@@ -181,3 +181,13 @@ def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs,
     assert f" {f1:.4f} |" in lines[-1]
     assert {p.name for p in out.iterdir()} == {"results.md", "results.csv", "results.json",
                                                "nlu.png", "pol.png", "nlg.png"}
+
+
+def test_readme_and_dataset_card_show_the_generated_headline_table(embedded_build):
+    table = R.headline_markdown()
+    readme = (PROJECT / "README.md").read_text()
+    generated = readme.split("tests/test_results.py checks this copy -->\n")[1]
+    assert generated.split("\n<!-- end of generated table -->")[0] == table
+    assert table in (embedded_build / "README.md").read_text()
+    assert "| Llama3 8B | supervised | 0.7139 | 0.2389 | 17.50 | 0.5240 | 0.2236 | 13.90 |" in table
+    assert table.count("| in-context |") == 7
