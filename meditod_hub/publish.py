@@ -8,6 +8,8 @@
     meditod publish --run runs/tiny-llama/nlu --repo ORG/NAME --dry_run --card_dir out/card
     # the README's table of published (model, task) repos with their headline metric
     meditod publish --table runs/
+    # the card links to the leaderboard Space (`meditod leaderboard`)
+    meditod publish --run runs/llama3-8b/nlu --repo ORG/NAME --leaderboard ORG/meditod-leaderboard
 
 Revisions: one repo per (model, task). Each run is identified by a hash of the files it publishes
 (`run_id`) and gets its own branch `run-<run_id>`. The first run pushed to a repo also lands on

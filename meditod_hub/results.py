@@ -171,11 +171,14 @@ def _results_row(path: Path, results: Results) -> Row:
 def local_rows(folders: Iterable[str | Path]) -> tuple[list[Row], list[str]]:
     """Every evaluated run under `folders` (or the results.json files named), and the results
     files found there that could not be read (with why)."""
-    rows, skipped = [], []
+    rows, skipped, seen = [], [], set()
     for folder in map(Path, folders):
         if not folder.exists():
             raise UsageError(f"--runs {folder}: no such folder")
         for path in [folder] if folder.is_file() else sorted(folder.rglob("results.json")):
+            if path.resolve() in seen:  # folders given twice, or one inside another
+                continue
+            seen.add(path.resolve())
             data = _json(path)
             if isinstance(data.get("models"), dict) and isinstance(data.get("pol"), dict) \
                     and "cascaded" in data["pol"]:

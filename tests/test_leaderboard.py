@@ -200,3 +200,20 @@ def test_the_space_in_a_browser_filters_sorts_links_and_refreshes(tmp_path, tiny
             process.terminate()
             process.wait(timeout=30)
     assert blocked == []
+
+
+def test_a_card_links_to_the_leaderboard_and_declares_constrained_splits(tmp_path):
+    from huggingface_hub import ModelCard, constants
+    from test_model_card import RESULTS, write_run
+
+    from meditod_hub.model_card import card_identity, render_model_card
+    from meditod_hub.runs import read_run
+
+    run = read_run(write_run(tmp_path / "run", splits={
+        "test": {**RESULTS["nlu"], "constrained": True}, "test_ood": RESULTS["nlu"]}))
+    text = str(render_model_card(run, run_id="0123456789ab", repo_id="org/model",
+                                 leaderboard="org/meditod-leaderboard"))
+    assert f"[the leaderboard]({constants.ENDPOINT}/spaces/org/meditod-leaderboard)" in text
+    assert card_identity(ModelCard(text))["constrained"] == ["test"]
+    plain = str(render_model_card(run, run_id="0123456789ab", repo_id="org/model"))
+    assert "leaderboard" not in plain
