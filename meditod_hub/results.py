@@ -28,6 +28,7 @@ import csv
 import io
 import json
 import math
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -259,7 +260,9 @@ def _read_failure(exc: Exception) -> str:
         return f"its card did not download ({type(exc).__name__})"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if "model_index" in text or "model-index" in text or "eval_results" in text:
-        return f"malformed model-index ({text[:160]})"
+        # huggingface_hub's message, less its advice to ignore the error
+        text = re.sub(r"<class '(?:\w+\.)*(\w+)'>", r"\1", text.split(". Pass `")[0])
+        return f"malformed model-index ({text.split('cannot be parsed: ')[-1][:160]})"
     return f"unreadable card metadata ({text[:160]})"
 
 
@@ -391,25 +394,26 @@ def chart_png(task: str, rows: list[Row]) -> bytes:
     measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     label_width = max([measure.textlength(t, font=font) for t in labels] + [40]) + 14
     bar, plot, margin, head = 16, 420, 14, 44
-    width, height = int(label_width + plot + 90), head + bar * len(shown) + 3 * margin + 26
+    width, height = int(label_width + plot + 90), head + bar * len(shown) + 2 * margin + 28
     image = Image.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(image)
     draw.text((width / 2, margin), f"MediTOD {task.upper()}: {metric.name} by system",
               fill="black", font=font, anchor="mt")
     x0, bottom = label_width, head + bar * len(shown)
+    for n, row in enumerate(shown):  # bands, then the grid, then bars and labels on top
+        if row.source == "paper":
+            draw.rectangle([0, head + n * bar, width, head + (n + 1) * bar - 1], fill=_SHADE)
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = x0 + tick * plot
+        draw.line([(x, head), (x, bottom)], fill=(210, 210, 210))
+        draw.text((x, bottom + 4), f"{tick * axis_max:g}", fill="black", font=font, anchor="mt")
     for n, (row, label) in enumerate(zip(shown, labels)):
         y = head + n * bar
-        if row.source == "paper":
-            draw.rectangle([0, y, width, y + bar - 1], fill=_SHADE)
         draw.text((x0 - 6, y + bar / 2), label, fill="black", font=font, anchor="rm")
         length = min(max(row.value(metric.key) / axis_max, 0.0), 1.0) * plot
         draw.rectangle([x0, y + 3, x0 + length, y + bar - 3], fill=_SOURCE_COLOURS[row.source])
         draw.text((x0 + length + 4, y + bar / 2), format(row.value(metric.key), metric.fmt),
                   fill="black", font=font, anchor="lm")
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        x = x0 + tick * plot
-        draw.line([(x, head), (x, bottom)], fill=(210, 210, 210))
-        draw.text((x, bottom + 4), f"{tick * axis_max:g}", fill="black", font=font, anchor="mt")
     legend = "grey band: the paper's rows · blue: local runs · orange: Hub models"
     draw.text((width / 2, bottom + 22), legend, fill="black", font=font, anchor="mt")
     buffer = io.BytesIO()
