@@ -2,12 +2,14 @@
 uploaded Space run from its own files in a headless browser against the local Hub server.
 
 Browser: Debian's chromium driven by Playwright, as tests/test_app.py (skips without them outside
-CI); every request that would leave 127.0.0.1 is blocked.
+CI); every request that would leave 127.0.0.1 is blocked. MEDITOD_LEADERBOARD_SCREENSHOT=<png>
+keeps a picture of the sorted POL table.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -175,6 +177,9 @@ def test_the_space_in_a_browser_filters_sorts_links_and_refreshes(tmp_path, tiny
                     ".innerText === 'Llama3 8B'", timeout=30_000)
                 pak = [float(v) for v in _column(page, "P@4")]
                 assert pak == sorted(pak, reverse=True) and 0.3 in pak  # the tiny run's P@4
+                if os.environ.get("MEDITOD_LEADERBOARD_SCREENSHOT"):  # a picture for the docs
+                    page.screenshot(path=os.environ["MEDITOD_LEADERBOARD_SCREENSHOT"],
+                                    full_page=True)
                 _choose(page, "family", "gpt")
                 page.wait_for_function("() => document.querySelectorAll('#board tbody tr')"
                                        ".length === 3", timeout=30_000)
