@@ -158,8 +158,9 @@ def _results_row(path: Path, results: Results) -> Row:
                    str(info.get("family", "")), _scores(results.task, results.scores), str(path),
                    f"run {path.parent.parent.parent}")
     if beside.is_file() and "shots" in (info := _json(beside)):  # a `meditod fewshot` output
-        paper_key = info.get("paper_row")
-        family = paper_results.paper_model(paper_key).family if paper_key else ""
+        paper_model = paper_results.MODELS.get(str(info.get("paper_row")).removeprefix(
+            paper_results.IN_CONTEXT))
+        family = paper_model.family if paper_model else ""
         return Row(results.task, results.split, str(info.get("model", path.parent.name)), "local",
                    "in-context", _constrained(results.scores, info), family,
                    _scores(results.task, results.scores), str(path),
