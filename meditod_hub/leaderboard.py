@@ -136,7 +136,8 @@ def table_html(task: str, rows: list[Row]) -> str:
         body.append(f"<tr class='{row.source}'>"
                     + "".join(f"<td>{c if i == 1 else html.escape(c)}</td>"
                               for i, c in enumerate(cells)) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f"<div style='overflow-x: auto'><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
 def status_markdown(board: Board, report: Report) -> str:
