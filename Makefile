@@ -29,7 +29,7 @@ $(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a tar
 
 .PHONY: setup lock demo test lint build infos bench bench-quick tiny train predict fewshot \
 	evaluate publish push published annotate agreement tiny-runs eval-cascade chat app space \
-	screenshot clean data eval push-data
+	screenshot clean data eval push-data results leaderboard-space
 
 setup: $(STAMP)
 
@@ -131,9 +131,11 @@ agreement: setup
 
 ## publish: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless
 ## PUBLIC=1; MERGED=1 merges the adapter into a 16-bit base; CASCADE=runs/cascade/<name>/<split> adds
-## the cascaded table of an eval-cascade that ran this run). Needs a write token (HF_TOKEN or `hf auth login`).
+## the cascaded table of an eval-cascade that ran this run; LEADERBOARD=ORG/SPACE links the card to
+## the leaderboard Space). Needs a write token (HF_TOKEN or `hf auth login`).
 PUBLISH = "$(MEDITOD)" publish --run "$(RUN)" --repo "$(REPO)" $(if $(PUBLIC),--public) \
-	$(if $(MERGED),--merged) $(if $(CASCADE),--cascade "$(CASCADE)")
+	$(if $(MERGED),--merged) $(if $(CASCADE),--cascade "$(CASCADE)") \
+	$(if $(LEADERBOARD),--leaderboard "$(LEADERBOARD)")
 publish: setup
 	$(PUBLISH)
 
@@ -142,6 +144,19 @@ publish: setup
 push: setup
 	$(if $(RUN),$(warning make push RUN=... is `make publish` now; the old name goes in the next release))
 	$(if $(RUN),$(PUBLISH),"$(MEDITOD)" push --folder "$(DATA)" --repo "$(REPO)" $(if $(PUBLIC),--public))
+
+## results: the paper's tables beside every evaluated run under RUNS (folders, default runs) and, with
+## HUB_DATASET=ORG/NAME, every Hub model whose card declares that dataset; writes OUT (default
+## out/results): results.md (printed), results.csv, results.json, nlu/pol/nlg.png
+results: setup
+	"$(MEDITOD)" results --runs $(foreach r,$(or $(RUNS),runs),"$(r)") \
+		$(if $(HUB_DATASET),--hub_dataset "$(HUB_DATASET)") --out "$(or $(OUT),out/results)"
+
+## leaderboard-space: upload the leaderboard (the same tables, from the Hub, refreshed every
+## REFRESH minutes, default 30) as the Space REPO for the dataset HUB_DATASET; private unless PUBLIC=1
+leaderboard-space: setup
+	"$(MEDITOD)" leaderboard --repo "$(REPO)" --dataset "$(HUB_DATASET)" \
+		$(if $(REFRESH),--refresh_minutes "$(REFRESH)") $(if $(PUBLIC),--public)
 
 ## tiny-runs: the tiny offline models of chat, app and space: runs/tiny-llama/{nlu,pol,nlg}, trained on
 ## the embedded synthetic sample (built into out/tiny/meditod; tiny models; three recipes; a few CPU minutes)

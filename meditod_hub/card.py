@@ -1,7 +1,8 @@
 """Render the dataset card from what was built: schema from CMAS, sizes from the release, and
 the identity its licence allows: MediTOD's name, statistics and citations for MediTOD data and
 the synthetic builds shaped like it; the release's own name, description and licence for a
-user's own dialogues. Every card cites CMAS (the MediTOD paper) for the schema."""
+user's own dialogues. Every card cites CMAS (the MediTOD paper) for the schema; MediTOD's card
+shows the paper's headline table from `paper_results` (through `results.headline_markdown`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from . import about, cmas
 from .licence import OWN, Licence
+from .results import headline_markdown
 from .views import CONFIGS
 
 TEMPLATE = Path(__file__).resolve().parent / "cards" / "dataset_card.md"
@@ -75,5 +77,5 @@ def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int
         has_ood=has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),
         action_types=", ".join(f"`{a}`" for a in cmas.ACTION_TYPES),
         action_slots=", ".join(f"`{s}`" for s in cmas.ACTION_SLOTS),
-        slots=_slot_tree(), licence_note=about.LICENCE_NOTE,
+        slots=_slot_tree(), licence_note=about.LICENCE_NOTE, headline_table=headline_markdown(),
         citation=about.CITATION, source_citation=about.SOURCE_CITATION)

@@ -44,11 +44,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fewshot": ("meditod_hub.fewshot.run", "the paper's in-context baseline of a served model"),
     "evaluate": ("meditod_hub.evaluate", "score a predictions file: results .json/.md/.png"),
     "publish": ("meditod_hub.publish", "push an evaluated run with its model card to the Hub"),
+    "results": ("meditod_hub.results", "the paper's tables beside your runs and the Hub's models "
+                                       "(.md/.csv/.json/.png)"),
     "eval-cascade": ("meditod_hub.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
                                                  "beside gold inputs"),
     "chat": ("meditod_hub.chat", "talk to the three models as the patient (terminal)"),
     "app": ("meditod_hub.webapp", "the chat app in the browser (Gradio, http://127.0.0.1:7860)"),
     "space": ("meditod_hub.space", "upload the chat app (app.py) as a Hub Space, private"),
+    "leaderboard": ("meditod_hub.leaderboard", "upload the results leaderboard as a Hub Space, "
+                                               "private"),
 }
 
 

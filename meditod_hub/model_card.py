@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub import EvalResult, ModelCard, ModelCardData, constants
 
 from . import about, paper_results
 from .runs import EVAL_SPLITS, Run
 from .tasks import Metric, get_task
 
 TEMPLATE = Path(__file__).resolve().parent / "cards" / "model_card.md"
-CARD_KEY = "meditod"  # YAML block {model, task, run_id, merged}: what makes a repo ours
+CARD_KEY = "meditod"  # YAML block {model, task, run_id, merged[, constrained]}: what makes a repo ours
 
 
 HYPERPARAMETERS = (
@@ -231,12 +231,16 @@ def _predict_command(repo_id: str, revision: str | None, task: str) -> str:
 
 
 def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | None = None,
-                      merged: bool = False, cascade: dict | None = None) -> ModelCard:
-    """`cascade`: the cascaded-evaluation table (`eval_cascade.card_section`), or None."""
+                      merged: bool = False, cascade: dict | None = None,
+                      leaderboard: str | None = None) -> ModelCard:
+    """`cascade`: the cascaded-evaluation table (`eval_cascade.card_section`), or None;
+    `leaderboard`: the leaderboard Space's id (ORG/NAME) the card links to, or None."""
     info, task = run.info, run.task
     base = base_model(run)
     adapter = info["adapter"] and not merged
     splits = [s for s in EVAL_SPLITS if s in run.results or paper_row(run, s)]
+    # the splits whose decoding was constrained (results' `constrained`): the leaderboard reads it
+    constrained = [s for s, results in run.results.items() if results.scores.get("constrained")]
     card_data = ModelCardData(
         model_name=f"meditod-{run.model}-{task}", base_model=hub_id(info["base_model"]),
         library_name="peft" if adapter else "transformers", pipeline_tag=run.family.pipeline_tag,
@@ -245,7 +249,8 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         tags=["meditod", f"meditod-{task}", "medical", "dialogue", "task-oriented-dialogue",
               info["family"]] + (["lora"] if info["adapter"] else []),
         metrics=sorted({m.type for m in get_task(task).metrics}), eval_results=eval_results(run),
-        **{CARD_KEY: {"model": run.model, "task": task, "run_id": run_id, "merged": merged}})
+        **{CARD_KEY: {"model": run.model, "task": task, "run_id": run_id, "merged": merged,
+                      **({"constrained": constrained} if constrained else {})}})
     load_text, load_code = _loading(run, repo_id, revision, merged)
     base_name = f"[{base.name}]({base.link})" if base else f"`{base_label(info['base_model'])}`"
     weights = ("A LoRA adapter on " if adapter else
@@ -269,7 +274,8 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         quantization=info.get("quantization") or "none",
         framework_versions=", ".join(f"{k} {v}" for k, v in info.get("framework_versions", {}).items()),
         hyperparameters=_hyperparameters(run.recipe_text), recipe=run.recipe_text.strip(),
-        citation=about.CITATION, base_citations=[base.citation] if base else [], cascade=cascade)
+        citation=about.CITATION, base_citations=[base.citation] if base else [], cascade=cascade,
+        leaderboard=f"{constants.ENDPOINT}/spaces/{leaderboard}" if leaderboard else None)
 
 
 def card_identity(card: ModelCard) -> dict | None:

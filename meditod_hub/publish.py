@@ -8,6 +8,8 @@
     meditod publish --run runs/tiny-llama/nlu --repo ORG/NAME --dry_run --card_dir out/card
     # the README's table of published (model, task) repos with their headline metric
     meditod publish --table runs/
+    # the card links to the leaderboard Space (`meditod leaderboard`)
+    meditod publish --run runs/llama3-8b/nlu --repo ORG/NAME --leaderboard ORG/meditod-leaderboard
 
 Revisions: one repo per (model, task). Each run is identified by a hash of the files it publishes
 (`run_id`) and gets its own branch `run-<run_id>`. The first run pushed to a repo also lands on
@@ -84,6 +86,8 @@ class PublishArguments:
     cascade: Path | None = field(default=None, metadata={
         "help": "an eval-cascade output folder that ran this run: adds the cascaded table to the "
                 "card"})
+    leaderboard: str | None = field(default=None, metadata={
+        "help": "ORG/NAME of the leaderboard Space (`meditod leaderboard`) the card links to"})
 
 
 @dataclass
@@ -193,14 +197,15 @@ def cascade_section(run: Run, cascade: Path | None) -> tuple[dict | None, dict[s
 
 
 def publish(run_dir: Path, repo: str, *, public: bool = False, merged: bool = False,
-            timeout: float = 600.0, cascade: Path | None = None) -> Published:
+            timeout: float = 600.0, cascade: Path | None = None,
+            leaderboard: str | None = None) -> Published:
     timeout = check_timeout(timeout)
     run = read_run(run_dir)
     section, cascade_files = cascade_section(run, cascade)
     files = {**run_files(run, merged), **cascade_files}
     rid = run_id(files, merged)
     card_text = str(render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}",
-                                      merged=merged, cascade=section))
+                                      merged=merged, cascade=section, leaderboard=leaderboard))
     action = f"publish {run.path} to {repo}"
     refuse_secrets({"README.md": card_text, **files}, action)
 
@@ -256,7 +261,7 @@ def _nothing() -> Iterator[None]:
 
 
 def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | None = None,
-            cascade: Path | None = None) -> str:
+            cascade: Path | None = None, leaderboard: str | None = None) -> str:
     """The file list and the rendered card, without network; with `card_dir` the card (and its
     charts, so the folder previews like the repo) is written there instead of printed."""
     run = read_run(run_dir)
@@ -264,7 +269,7 @@ def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | 
     files = {**run_files(run, merged), **cascade_files}
     rid = run_id(files, merged)
     card = render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}", merged=merged,
-                             cascade=section)
+                             cascade=section, leaderboard=leaderboard)
     shown = {p: f for p, f in files.items() if not merged or p not in ADAPTER_FILES}
     refuse_secrets({"README.md": str(card), **shown}, f"publish --dry_run {run.path}")
     charts = {f"eval/{split}/{chart.name}": chart for split in run.results
@@ -325,10 +330,10 @@ def main(argv: list[str]) -> int:
         raise UsageError("--run and --repo are required (or --table RUNS)")
     elif args.dry_run:
         print(dry_run(args.run, args.repo, merged=args.merged, card_dir=args.card_dir,
-                      cascade=args.cascade))
+                      cascade=args.cascade, leaderboard=args.leaderboard))
     else:
         done = publish(args.run, args.repo, public=args.public, merged=args.merged,
-                       timeout=args.timeout, cascade=args.cascade)
+                       timeout=args.timeout, cascade=args.cascade, leaderboard=args.leaderboard)
         state = "published" if done.new_commit else "already published, no new commit:"
         print(f"{state} run {done.run_id} at {done.url} revision {done.revision}"
               f"{' (also main)' if done.on_main else ''}, commit {done.commit}")

@@ -1,4 +1,5 @@
-"""Upload the chat app as a Hub Space (private unless --public), in one commit.
+"""Upload the chat app as a Hub Space (private unless --public), in one commit; `upload` is
+also the leaderboard Space's way up (`meditod leaderboard`).
 
     meditod space --repo my-org/meditod-assistant                  # the tiny runs, uploaded too
     meditod space --repo ORG/NAME --nlu ORG/meditod-llama3-8b-nlu --pol ... --nlg ...
@@ -72,8 +73,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
     """Space path -> local file or content, and the app settings written to meditod_app.json."""
     files: dict[str, Path | bytes] = {"app.py": PROJECT / "app.py",
                                       "requirements.txt": REQUIREMENTS}
-    files.update({str(p.relative_to(PROJECT)): p
-                  for p in sorted((PROJECT / "meditod_hub").rglob("*.py"))})
+    files.update(package_files())
     settings, shown = {}, []
     for task in TASKS:
         source = getattr(args, task) or str(PROJECT / "runs" / "tiny-llama" / task)
@@ -95,15 +95,19 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
     return files, settings
 
 
-def card(repo: str, models: list[tuple[str, str]], tiny: bool) -> bytes:
-    from huggingface_hub import SpaceCard, SpaceCardData
-
+def gradio_version() -> str:
+    """The installed gradio's version: a Space's sdk_version."""
     try:
-        gradio_version = version("gradio")
+        return version("gradio")
     except PackageNotFoundError:
         raise UsageError("gradio is not installed: `pip install -e '.[app]'` (its version is the "
                          "Space's sdk_version)") from None
-    data = SpaceCardData(title="MediTOD assistant", sdk="gradio", sdk_version=gradio_version,
+
+
+def card(repo: str, models: list[tuple[str, str]], tiny: bool) -> bytes:
+    from huggingface_hub import SpaceCard, SpaceCardData
+
+    data = SpaceCardData(title="MediTOD assistant", sdk="gradio", sdk_version=gradio_version(),
                          app_file="app.py", license="apache-2.0",
                          models=[m for _, m in models if hub_id(m)] or None,
                          tags=["meditod", "medical", "dialogue", "research-demo"],
@@ -115,48 +119,62 @@ def card(repo: str, models: list[tuple[str, str]], tiny: bool) -> bytes:
     return str(text).encode()
 
 
-def upload(args: SpaceArguments, files: dict[str, Path | bytes]) -> str:
+def package_files() -> dict[str, Path]:
+    """The `meditod_hub` package's .py files, as every Space of the kit carries them."""
+    return {str(p.relative_to(PROJECT)): p for p in sorted((PROJECT / "meditod_hub").rglob("*.py"))}
+
+
+def upload(repo: str, files: dict[str, Path | bytes], *, public: bool = False,
+           timeout: float = 600.0, what: str = "the app",
+           message: str = "MediTOD assistant: app, package and models") -> str:
+    """Create the Space (private unless `public`) and commit `files` to it in one commit, with
+    the record of what this kit uploaded, deleting only what an earlier upload of this kit put
+    there and this one no longer uploads (`hub.upload_plan`); the Space's URL."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    from .hub import UPLOAD_RECORD, check_timeout, deadline, hub_session, upload_plan
+    from .hub import UPLOAD_RECORD, check_timeout, deadline, hub_session, refuse_secrets, upload_plan
 
-    action = f"upload the app to the Space {args.repo}"
-    timeout = check_timeout(args.timeout)
+    action = f"upload {what} to the Space {repo}"
+    refuse_secrets(files, action)  # no token in anything a Space serves
+    timeout = check_timeout(timeout)
 
     def work() -> str:
         with hub_session(action, timeout) as api:
-            url = str(api.create_repo(args.repo, repo_type="space", space_sdk="gradio",
-                                      private=not args.public, exist_ok=True))
-            stale, record = upload_plan(api, args.repo, set(files), repo_type="space",
-                                        timeout=timeout)
+            url = str(api.create_repo(repo, repo_type="space", space_sdk="gradio",
+                                      private=not public, exist_ok=True))
+            stale, record = upload_plan(api, repo, set(files), repo_type="space", timeout=timeout)
             operations = ([CommitOperationAdd(path, content if isinstance(content, bytes)
                                               else str(content))
                            for path, content in sorted(files.items())]
                           + [CommitOperationAdd(UPLOAD_RECORD, record)]
                           + [CommitOperationDelete(p) for p in stale])
-            api.create_commit(args.repo, operations, repo_type="space",
-                              commit_message="MediTOD assistant: app, package and models")
+            api.create_commit(repo, operations, repo_type="space", commit_message=message)
             return url
 
     return deadline(timeout, action, work)
+
+
+def print_plan(repo: str, files: dict[str, Path | bytes], public: bool) -> None:
+    """What `upload` would send, after the same scan for tokens (nothing secret is printed)."""
+    from .hub import UPLOAD_RECORD, refuse_secrets
+
+    refuse_secrets(files, f"upload to the Space {repo}")
+    print(f"would upload to the Space {repo} ({'public' if public else 'private'}):")
+    for path, content in sorted(files.items()):
+        size = len(content) if isinstance(content, bytes) else content.stat().st_size
+        print(f"  {path}  ({size} bytes)")
+    print(f"  {UPLOAD_RECORD}  (what this kit uploaded: a later upload replaces only these)")
 
 
 def main(argv: list[str]) -> int:
     from .cli import parse_args
 
     (args,) = parse_args((SpaceArguments,), argv, "meditod space", __doc__.split("\n\n")[0])
-    from .hub import UPLOAD_RECORD, refuse_secrets
-
     files, settings = plan(args)
-    refuse_secrets(files, f"upload the app to the Space {args.repo}")
     if args.dry_run:
-        print(f"would upload to the Space {args.repo} ({'public' if args.public else 'private'}):")
-        for path, content in sorted(files.items()):
-            size = len(content) if isinstance(content, bytes) else content.stat().st_size
-            print(f"  {path}  ({size} bytes)")
-        print(f"  {UPLOAD_RECORD}  (what this kit uploaded: a later upload replaces only these)")
+        print_plan(args.repo, files, args.public)
         return 0
-    url = upload(args, files)
+    url = upload(args.repo, files, public=args.public, timeout=args.timeout)
     print(f"uploaded the app ({len(files)} files; models: "
           f"{', '.join(s['source'] for s in settings.values())}) to {url}")
     return 0

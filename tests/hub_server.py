@@ -9,7 +9,11 @@ kept in memory as content-addressed commits, so every branch, tag and commit sta
 Tokens map to roles (`HubServer(tokens=...)`; default `WRITE_TOKEN` "write", `READ_TOKEN` "read"):
 only "write" may change anything (others get 403), an unknown bearer token gets 401. Every token
 belongs to the one test user, who may read every repo: private repos and gated files answer 401
-only to anonymous requests. Clients must see `HF_ENDPOINT=server.url` before they import
+only to anonymous requests, except private repos under `HubServer(strangers=...)` namespaces
+(other users'), which answer 404 to every token as on the Hub. `GET /api/models` lists the model
+repos a request may see, filtered by tag (`filter=dataset:ORG/NAME` matches a card's `datasets`,
+as the Hub derives such tags); `GET /ORG/NAME` (a model's page) answers its README as text.
+Clients must see `HF_ENDPOINT=server.url` before they import
 huggingface_hub (it is read at import), so run them as subprocesses with `HubServer.client_env`.
 """
 
@@ -118,8 +122,9 @@ class HubError(Exception):
 class HubServer:
     """Start with `with HubServer() as hub:`; `hub.url` is the endpoint, `hub.repos` the state."""
 
-    def __init__(self, tokens: dict[str, str] | None = None):
+    def __init__(self, tokens: dict[str, str] | None = None, strangers: tuple[str, ...] = ()):
         self.tokens = tokens or {WRITE_TOKEN: "write", READ_TOKEN: "read"}
+        self.strangers = strangers  # namespaces whose private repos no token may see
         self.repos: dict[tuple[str, str], Repo] = {}
         self.blobs: dict[str, bytes] = {}  # sha256 -> content, for all repos (like LFS storage)
         self.pending_uploads: dict[str, tuple[str, int]] = {}  # signed upload id -> (sha256, size)
@@ -290,10 +295,14 @@ class _Handler(BaseHTTPRequestHandler):
         if role != "write":
             raise HubError(403, f"You don't have the rights to write here (token role: {role})")
 
+    def _visible(self, repo: Repo, role: str | None) -> bool:
+        return not repo.private or (role is not None
+                                    and repo.repo_id.split("/")[0] not in self.hub.strangers)
+
     def _repo(self, repo_type: str, repo_id: str, write: bool = False) -> Repo:
         role = self._role()
         repo = self.hub.repos.get((repo_type, repo_id))
-        if repo is None or (repo.private and role is None):
+        if repo is None or not self._visible(repo, role):
             raise HubError(401 if role is None else 404, "Repository not found", "RepoNotFound")
         if write:
             self._require_write()
@@ -319,6 +328,10 @@ class _Handler(BaseHTTPRequestHandler):
         if len(rest) >= 5 and rest[2] == "resolve" and method in ("GET", "HEAD"):
             repo = self._repo(repo_type, "/".join(rest[:2]))
             return self._resolve(repo, rest[3], "/".join(rest[4:]))
+        if len(rest) == 2 and method == "GET":  # the repo's page: its card, as text
+            readme = self._commit(self._repo(repo_type, "/".join(rest)), "main").files.get("README.md")
+            text = self.hub.blobs[readme.sha256] if readme else b"(no card)"
+            return 200, {"Content-Type": "text/plain; charset=utf-8"}, text
         raise HubError(404, f"no route for {method} {self.path}")
 
     def _api(self, method: str, parts: list[str]):
@@ -333,6 +346,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._create_repo(self._json())
         if parts == ["validate-yaml"] and method == "POST":
             return self._validate_yaml(self._json())
+        if parts == ["models"] and method == "GET":
+            return self._list_models()
         if len(parts) < 3 or parts[0] not in REPO_TYPES:
             raise HubError(404, f"no route for {method} {self.path}")
         repo_type, repo_id = REPO_TYPES[parts[0]], "/".join(parts[1:3])
@@ -386,12 +401,38 @@ class _Handler(BaseHTTPRequestHandler):
             repo.private = body["visibility"] == "private"
         return 200, {}, {}
 
-    def _info(self, repo: Repo, revision: str):
-        commit = self._commit(repo, revision)
+    def _card_data(self, commit: Commit) -> dict | None:
         readme = commit.files.get("README.md")
         card = self.hub.blobs[readme.sha256].decode() if readme else ""
         match = re.match(r"^---\n(.*?)\n---\n", card, re.DOTALL)
-        card_data = yaml.safe_load(match.group(1)) if match else None
+        try:
+            data = yaml.safe_load(match.group(1)) if match else None
+        except yaml.YAMLError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _list_models(self):
+        """Model repos this request may see whose tags (the card's, plus `dataset:<id>` for each
+        of its `datasets`) include every `filter` value."""
+        role, wanted = self._role(), set(self.query.get("filter", []))
+        found = []
+        for (repo_type, repo_id), repo in sorted(self.hub.repos.items()):
+            if repo_type != "model" or not self._visible(repo, role):
+                continue
+            commit = repo.resolve("main")
+            card_data = self._card_data(commit) or {}
+            datasets = card_data.get("datasets") or []
+            tags = [*(card_data.get("tags") or []),
+                    *(f"dataset:{d}" for d in ([datasets] if isinstance(datasets, str) else datasets))]
+            if wanted <= set(tags):
+                found.append({"_id": hashlib.sha1(repo_id.encode()).hexdigest()[:24], "id": repo_id,
+                              "private": repo.private, "tags": tags, "sha": commit.oid,
+                              "lastModified": commit.date, "createdAt": repo.created})
+        return 200, {}, found
+
+    def _info(self, repo: Repo, revision: str):
+        commit = self._commit(repo, revision)
+        card_data = self._card_data(commit)
         return 200, {}, {
             "_id": hashlib.sha1(repo.repo_id.encode()).hexdigest()[:24], "id": repo.repo_id,
             "author": repo.repo_id.split("/")[0], "sha": commit.oid, "lastModified": commit.date,

@@ -7,19 +7,14 @@ from __future__ import annotations
 import json
 import re
 import socket
-from pathlib import Path
 
 import pytest
 from chat_server import ChatServer
 from datasets import load_dataset
 
-from meditod_hub import paper_results
 from meditod_hub.errors import run_main
 from meditod_hub.fewshot import prompts as P
 from meditod_hub.fewshot.run import TokenCounter, main
-
-PAPER_TEX = Path(__file__).resolve().parent.parent.parent / "shared" / "paper" / \
-    "meditod-arxiv-2410.14204.tex"
 
 
 @pytest.fixture
@@ -161,59 +156,6 @@ def test_out_never_takes_over_another_runs_folder(argv, tmp_path, capsys):
                            capsys)
     assert "not empty and holds no few-shot run" in _one_line_error(code, err)
     assert (other / "notes.txt").read_text() == "mine" and len(list(other.iterdir())) == 1
-
-
-# --- the paper's in-context rows ----------------------------------------------------------------
-
-TEX_MODELS = {"OpenBioLLM 8B": "openbiollm-8b", "OpenBioLLM 70B": "openbiollm-70b",
-              "Llama3 8B": "llama3-8b", "Llama3 70B": "llama3-70b", "ChatGPT": "chatgpt",
-              "GPT-4": "gpt-4", "GPT-4-Turbo": "gpt-4-turbo"}
-F1_KEYS = ("f1", "medical.f1", "non_medical.f1")
-NLG_KEYS = ("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1")
-TEX_PAK = tuple(f"precision_at_k.{k}" for k in ("1", "4", "8", "inf"))
-TEX_TABLES = {  # LaTeX label -> (task, split, results.json keys of its numeric columns)
-    "tab:nlu_results": ("nlu", "test", F1_KEYS), "tab:pol_results": ("pol", "test", F1_KEYS),
-    "tab:pol_results2": ("pol", "test", TEX_PAK),
-    "tab:nlg_results": ("nlg", "test", NLG_KEYS), "tab:ood_nlu": ("nlu", "test_ood", F1_KEYS),
-    "tab:ood_pol": ("pol", "test_ood", F1_KEYS), "tab:ood_nlg": ("nlg", "test_ood", NLG_KEYS),
-    # appendix: P / R / F1 overall, medical, non-medical (+ P@K); the kit keeps overall P and R
-    "tab:nlu_results_ext": ("nlu", "test", ("precision", "recall", "f1", None, None, "medical.f1",
-                                            None, None, "non_medical.f1")),
-    "tab:pol_results_ext": ("pol", "test", (None, None, "f1", None, None, "medical.f1", None, None,
-                                            "non_medical.f1") + TEX_PAK),
-}
-
-
-def _in_context_rows(tex: str, label: str) -> dict[str, list[float]]:
-    table = tex[:re.search(rf"^\\label\{{{label}\}}", tex, re.M).start()]  # not a commented copy
-    table = table[table.rindex("\\begin{table"):]
-    rows, in_context = {}, False
-    for line in table.splitlines():
-        if line.lstrip().startswith("%"):
-            continue
-        in_context = in_context or "In-context" in line or "In-Context" in line
-        cells = line.split("&")
-        if in_context and len(cells) > 2 and cells[1].strip() in TEX_MODELS:
-            rows[TEX_MODELS[cells[1].strip()]] = [
-                float(re.findall(r"\d+(?:\.\d+)?", c)[-1]) for c in cells[2:]]
-    return rows
-
-
-def test_paper_results_hold_every_in_context_number_of_the_paper():
-    if not PAPER_TEX.is_file():
-        pytest.skip(f"the paper's LaTeX is not at {PAPER_TEX}")
-    tex = PAPER_TEX.read_text(encoding="utf-8")
-    seen = 0
-    for label, (task, split, keys) in TEX_TABLES.items():
-        rows = _in_context_rows(tex, label)
-        assert rows, label
-        for model, values in rows.items():
-            row = paper_results.paper_row(f"in-context-{model}", task, split)
-            printed = {k: v for k, v in zip(keys, values) if k}
-            assert {k: row.get(k) for k in printed} == printed, (label, model)
-            seen += 1
-    # 7 models in 6 in-domain tables, ChatGPT and GPT-4-Turbo in 3 OOD ones
-    assert seen == 7 * 6 + 2 * 3
 
 
 def test_a_model_without_a_tokenizer_is_sent_unchanged_and_priced_by_an_estimate(

@@ -7,7 +7,6 @@ gold labels with the evaluation command and scans the card for every text and la
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from meditod_hub.runs import RunError, read_run
 from meditod_hub.tasks import TASKS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PAPER_TABLES = PROJECT_ROOT.parent / "shared" / "spec" / "paper-results.md"
 
 def _render(run_dir: Path, **kwargs) -> ModelCard:
     return render_model_card(read_run(run_dir), run_id="0123456789ab", repo_id="org/model",
@@ -30,56 +28,6 @@ def _render(run_dir: Path, **kwargs) -> ModelCard:
 
 
 # --- the paper's numbers ------------------------------------------------------------------------
-
-PAPER_MODELS = {"PPTOD (base)": "pptod-base", "Flan-T5 (base)": "flan-t5-base", "BioGPT": "biogpt",
-                "OpenBioLLM 8B": "openbiollm-8b", "Llama3 8B": "llama3-8b",
-                "Llama 8B": "llama3-8b", "in-context GPT-4-Turbo": "in-context-gpt-4-turbo",
-                "in-context OpenBioLLM 70B": "in-context-openbiollm-70b"}
-PAPER_COLUMNS = {  # section of paper-results.md -> (task, results.json key per numeric column)
-    "NLU, in-domain": ("nlu", ("precision", "recall", "f1", "medical.f1", "non_medical.f1")),
-    "POL, in-domain": ("pol", ("f1", "medical.f1", "non_medical.f1", "precision_at_k.1",
-                               "precision_at_k.4", "precision_at_k.8", "precision_at_k.inf")),
-    "NLG, in-domain": ("nlg", ("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1")),
-}
-OOD_FIGURE = r"(non-medical|medical|F1|BLEU-[24]|ROUGE-[1L]|BERTScore) ([\d.]+)"
-OOD_NAMES = {"F1": "f1", "medical": "medical.f1", "non-medical": "non_medical.f1",
-             "BLEU-2": "bleu2", "BLEU-4": "bleu4", "ROUGE-1": "rouge1", "ROUGE-L": "rougeL",
-             "BERTScore": "bertscore.f1"}
-
-
-def _model(cell: str) -> str:
-    return PAPER_MODELS[re.sub(r"\s*\((best few-shot|supervised)\)$", "", cell.replace("**", ""))]
-
-
-def _tables_from_spec() -> dict[tuple[str, str, str], dict[str, float]]:
-    text = PAPER_TABLES.read_text(encoding="utf-8")
-    found: dict[tuple[str, str, str], dict[str, float]] = {}
-    for section in re.split(r"^## ", text, flags=re.M)[1:]:
-        title, body = section.split("\n", 1)
-        rows = [[c.strip() for c in line.strip().strip("|").split("|")]
-                for line in body.splitlines() if line.startswith("| ") and "---" not in line][1:]
-        section_key = next((k for k in PAPER_COLUMNS if title.startswith(k)), None)
-        if section_key:
-            task, keys = PAPER_COLUMNS[section_key]
-            for cells in rows:
-                values = [float(c.replace("*", "")) for c in cells[1:]]
-                found[(_model(cells[0]), task, "test")] = dict(zip(keys, values))
-        elif title.startswith("Out-of-domain"):
-            for task, model, result in rows:
-                found[(_model(model), task.lower(), "test_ood")] = {
-                    OOD_NAMES[name]: float(value) for name, value in re.findall(OOD_FIGURE, result)}
-    return found
-
-
-def test_paper_results_transcribe_every_number_of_the_spec():
-    if not PAPER_TABLES.is_file():
-        pytest.skip(f"the paper's tables are not at {PAPER_TABLES}")
-    spec = _tables_from_spec()
-    assert {key: paper_results.RESULTS[key] for key in spec} == spec
-    # The other rows are the paper's in-context baselines, checked against its LaTeX tables in
-    # tests/test_fewshot_run.py (the spec summarises only the best of them).
-    assert all(key in spec or key[0].startswith("in-context-") for key in paper_results.RESULTS)
-
 
 def test_paper_keys_are_card_metrics():
     """Every paper number has a row in the card's table (same key as results.json)."""
