@@ -65,12 +65,12 @@ from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantiz
 from . import quiet
 from .dataset import fingerprint, load_split
 from .errors import MeditodError, UsageError, load_failure, run_main
-from .families import FAMILY_NAMES, Budget, Family, get_family
+from .families import Budget, Family, get_family
 from .files import atomic_write, output_folder, read_json
 from .formats.fit import BudgetError
 from .predict import predict_rows
 from .runs import CHECKPOINTS, write_run_files
-from .tasks import get_task
+from .tasks import TASK_NAMES, get_task
 from .train_settings import USAGE, MeditodArguments, train_help, wants_help
 
 logger = logging.getLogger("meditod_hub.train")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+from pathlib import Path
 
 import pytest
 from chat_server import ChatServer
