@@ -68,6 +68,10 @@ class Server:
 
     def __enter__(self) -> Server:
         self.thread.start()
+        while not self.server.started:  # until it listens: a page opened sooner is refused
+            if not self.thread.is_alive():
+                raise RuntimeError("the annotation server stopped while starting (see its log)")
+            self.thread.join(0.05)
         return self
 
     def __exit__(self, *exc) -> None:
