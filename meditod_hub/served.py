@@ -14,7 +14,7 @@
   (`transformers serve` answers them, but cuts the prompt's length off the generated ids as if
   the model were a decoder, which drops the answer), so they are refused; predict them locally.
 Greedy decoding, `max_tokens` = the run's `max_new_tokens`; the answer is stripped and parsed
-with the family's parser, so the records equal `predict.predict_rows`'s.
+with the family's parser by `predictor.Predictor`, so the records equal a local model's.
 """
 
 from __future__ import annotations
@@ -22,18 +22,12 @@ from __future__ import annotations
 import sys
 
 from .endpoint import Decoding, Endpoint, Request
-from .errors import UsageError
 from .families import Budget, Family
 from .formats.fit import BudgetError
-from .records import Prediction
-from .tasks import get_task
 
 
 def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget: Budget):
     """(requests, unfit reasons by row index, rows whose prompt re-tokenises differently)."""
-    if family.served_as is None:
-        raise UsageError(f"a {family.name} model is an encoder-decoder, which OpenAI-compatible "
-                         "servers do not serve: predict it locally (drop --endpoint)")
     requests, unfit, retokenised = [], {}, []
     for i, row in enumerate(rows):
         if family.served_as == "chat":
@@ -51,9 +45,10 @@ def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget:
     return requests, unfit, retokenised
 
 
-def predict_rows_via_endpoint(endpoint: Endpoint, family: Family, task: str, rows: list[dict],
-                              budget: Budget, tokenizer=None) -> list[Prediction]:
-    """Prediction records (the evaluation contract), like `predict.predict_rows`."""
+def complete_rows(endpoint: Endpoint, family: Family, task: str, rows: list[dict], budget: Budget,
+                  tokenizer=None) -> tuple[dict[int, str], dict[int, str]]:
+    """The stripped answer of each row sent (by index) and why each other row was not sent:
+    what `predictor.Predictor.generate` returns, so records are built as for a local model."""
     requests, unfit, retokenised = requests_for(family, task, rows, tokenizer, budget)
     if retokenised:
         print(f"note: {len(retokenised)} prompt(s) re-tokenise differently on the server side "
@@ -61,13 +56,5 @@ def predict_rows_via_endpoint(endpoint: Endpoint, family: Family, task: str, row
               file=sys.stderr)
     answers = endpoint.complete(requests, Decoding(max_tokens=budget.max_new_tokens),
                                 desc=f"{task} via {endpoint.host}")
-    records = []
-    for i, row in enumerate(rows):
-        if row["id"] not in answers:
-            records.append(Prediction(row["id"], get_task(task).empty_label, False, "",
-                                      unfit.get(i)))
-            continue
-        raw = answers[row["id"]].text.strip()
-        parsed = family.parse(task, raw)
-        records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason))
-    return records
+    return ({i: answers[row["id"]].text.strip() for i, row in enumerate(rows)
+             if row["id"] in answers}, unfit)

@@ -25,7 +25,8 @@ from pathlib import Path
 from . import about
 from .errors import UsageError, run_main
 from .model_card import base_label, hub_id
-from .tasks import TASK_NAMES as TASKS
+from .runs import run_settings
+from .tasks import TASK_NAMES
 
 PROJECT = Path(__file__).resolve().parent.parent
 TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
@@ -53,8 +54,7 @@ def _model_files(folder: Path) -> dict[str, Path]:
     """The files of a run a Space needs (the publish allow-lists), top level only."""
     from .publish import FULL_FILES, RUN_FILES, TOKENIZER_FILES
 
-    info_file = folder / "run_info.json"
-    info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
+    info, _ = run_settings(folder)
     if info.get("adapter"):
         raise UsageError(f"{folder} is a LoRA adapter on a local base: push it with `make push` "
                          "and give its Hub id instead")
@@ -73,7 +73,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
     files.update({str(p.relative_to(PROJECT)): p
                   for p in sorted((PROJECT / "meditod_hub").rglob("*.py"))})
     settings, shown = {}, []
-    for task in TASKS:
+    for task in TASK_NAMES:
         source = getattr(args, task) or str(PROJECT / "runs" / "tiny-llama" / task)
         revision = getattr(args, f"{task}_revision")
         if Path(source).is_dir():
@@ -89,7 +89,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
                              "tiny offline models run `make tiny-runs` first)")
         shown.append((task.upper(), base_label(source)))
     files["meditod_app.json"] = (json.dumps(settings, indent=2) + "\n").encode()
-    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASKS))
+    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASK_NAMES))
     return files, settings
 
 

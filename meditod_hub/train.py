@@ -59,8 +59,8 @@ from .errors import MeditodError, UsageError, run_main
 from .families import FAMILY_NAMES, Budget, Family, get_family
 from .files import atomic_write
 from .formats.fit import BudgetError
-from .predict import predict_rows
-from .runs import CHECKPOINTS, write_run_files
+from .predictor import DecodeOptions, LocalPredictor
+from .runs import CHECKPOINTS, budget_record, write_run_files
 from .tasks import TASK_NAMES, get_task
 
 logger = logging.getLogger("meditod_hub.train")
@@ -86,9 +86,9 @@ class MeditodArguments:
     max_source_length: int | None = field(
         default=None, metadata={"help": "encoder-decoders: encoder input budget in tokens "
                                         "(decoders use SFTConfig's max_length)"})
-    max_new_tokens: int = field(default=500, metadata={
+    max_new_tokens: int | None = field(default=None, metadata={
         "help": "generation budget at validation and prediction; BioGPT also reserves it in "
-                "max_length"})
+                "max_length (default: the family's, meditod_hub.families)"})
     effective_batch_size: int | None = field(default=None, metadata={
         "help": "if set, gradient_accumulation_steps = this / (per-device batch x processes)"})
     eval_max_examples: int | None = field(default=None, metadata={
@@ -112,8 +112,9 @@ class Recipe:
 
     @property
     def budget(self) -> Budget:
-        settings = {**self.training.to_dict(), **_plain(self.script)}
-        return self.family.budget({k: v for k, v in settings.items() if v is not None})
+        """The token budget, resolved once from the keys the recipe and command line set (never
+        a trainer default) and recorded in run_info.json, where every reader takes it from."""
+        return self.family.budget(self.resolved)
 
 
 def _read_recipe(path: Path) -> dict:
@@ -291,8 +292,9 @@ class ValidationScorer:
 
     def __call__(self, model, accelerator) -> dict:
         mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
-        records = predict_rows(model, self.tokenizer, self.family, self.task,
-                               [self.rows[i] for i in mine], self.budget, self.batch_size)
+        predictor = LocalPredictor(model, self.tokenizer, self.family, self.task, self.budget,
+                                   DecodeOptions(self.batch_size))
+        records = predictor.predict([self.rows[i] for i in mine])
         gathered = dict(gather_object([(i, r.label) for i, r in zip(mine, records)]))
         scores = get_task(self.task).score(self.rows, [gathered[i] for i in range(len(self.rows))])
         return {"f1": scores["f1"], "parse_failures": scores["parse_failures"]}
@@ -474,7 +476,9 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"output_dir {run_dir} is a file: give a folder")
     training.output_dir = str(run_dir / CHECKPOINTS)  # checkpoints are never published
-    budget = recipe.budget  # before plan_batching, which may lift TRL's own max_length
+    budget = recipe.budget
+    if not family.encoder_decoder:  # TRL's own cut follows it (plan_batching may lift it)
+        training.max_length = budget.max_length
     apply_effective_batch(recipe)
     batching = plan_batching(family, training, recipe.model)
     logger.info("%s/%s: %s batches, %d process(es) x %d per device x %d accumulation",
@@ -509,7 +513,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         "train_examples": len(train.dataset), "truncated_examples": train.truncated,
         "state_cut_examples": train.state_cut, "skipped_examples": len(train.skipped),
         "dataset": script.dataset_name, "data_fingerprint": fingerprint(script.dataset_name),
-        "seed": training.seed,
+        "seed": training.seed, "budget": budget_record(budget),
     }
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(run_dir)

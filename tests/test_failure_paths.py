@@ -372,7 +372,8 @@ def run_folder(tiny_models, tmp_path) -> Path:
 @pytest.mark.parametrize("case", ["model path missing", "checkpoints folder", "not a model folder",
                                   "model path is a file", "wrong family", "unknown split",
                                   "trained for another task", "upstream for nlu",
-                                  "out is a folder", "hub model without family"])
+                                  "out is a folder", "model without run_info or family",
+                                  "hub model unreachable"])
 def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
     argv = ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
             "--split", "test", "--out", tmp_path / "p.jsonl"]
@@ -386,7 +387,8 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
         "trained for another task": ("was trained for nlu, not pol", 2),
         "upstream for nlu": ("--upstream needs --task pol", 2),
         "out is a folder": ("is a folder: give a file path", 2),
-        "hub model without family": ("has no run_info.json: pass --family", 2),
+        "model without run_info or family": ("has no run_info.json: pass --family", 2),
+        "hub model unreachable": ("cannot download org/some-model", 1),
     }[case]
     if case == "model path missing":
         argv[1] = tmp_path / "nope"
@@ -407,7 +409,9 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
         (tmp_path / "up.jsonl").write_text("")
     elif case == "out is a folder":
         argv[9] = tmp_path
-    elif case == "hub model without family":
+    elif case == "model without run_info or family":
+        (run_folder / "run_info.json").unlink()
+    elif case == "hub model unreachable":  # offline: the Hub is never reached in tests
         argv[1] = "org/some-model"
     if case == "wrong family":  # argparse's own usage error (exit 2), not run_main's
         with pytest.raises(SystemExit) as exit_:

@@ -34,11 +34,15 @@ class AnnotateArguments:
     nlu_model: str | None = field(default=None, metadata={
         "help": "NLU run folder or Hub id: pre-fills patient utterances with its prediction"})
     nlu_family: str | None = field(default=None, metadata={
-        "help": "family of --nlu_model when it has no run_info.json (a Hub id)"})
+        "help": "family of --nlu_model when it has no run_info.json"})
+    nlu_revision: str | None = field(default=None, metadata={
+        "help": "--nlu_model's Hub revision (branch, tag, commit)"})
     pol_model: str | None = field(default=None, metadata={
         "help": "POL run folder or Hub id: pre-fills doctor utterances with its prediction"})
     pol_family: str | None = field(default=None, metadata={
-        "help": "family of --pol_model when it has no run_info.json (a Hub id)"})
+        "help": "family of --pol_model when it has no run_info.json"})
+    pol_revision: str | None = field(default=None, metadata={
+        "help": "--pol_model's Hub revision (branch, tag, commit)"})
     space: bool = field(default=False, metadata={
         "help": "run as a Hugging Face Space: Hub login, one folder per annotator, backups"})
     workdir: str = field(default="annotate-work", metadata={
@@ -74,12 +78,14 @@ def is_loopback(host: str) -> bool:
 
 
 def build_settings(args: AnnotateArguments):
+    from ..predictor import ModelSpec, load_predictor
     from .app import LOOPBACK_HOSTS, AppSettings
-    from .assist import Assistant, LocalModel
+    from .assist import Assistant
 
-    assistant = Assistant(
-        LocalModel(args.nlu_model, "nlu", args.nlu_family) if args.nlu_model else None,
-        LocalModel(args.pol_model, "pol", args.pol_family) if args.pol_model else None)
+    assistant = Assistant(*(
+        load_predictor(ModelSpec(source, getattr(args, f"{task}_family"),
+                                 getattr(args, f"{task}_revision")), task) if source else None
+        for task, source in (("nlu", args.nlu_model), ("pol", args.pol_model))))
     source = Path(args.source)
     if not args.space:
         return AppSettings(source=source, assistant=assistant,
