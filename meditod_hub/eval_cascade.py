@@ -87,7 +87,7 @@ def run_both(assistant: Assistant, task: str, gold_rows: list[dict], cascaded_ro
     if not gold_inputs:
         records, seconds = assistant.run_stage(task, list(cascaded_rows))
         return {"cascaded": records}, seconds
-    column = get_task(task).cascaded_input
+    column = get_task(task).input_column
     differs = [c[column] != g[column] for g, c in zip(gold_rows, cascaded_rows)]
     extra = [c for c, d in zip(cascaded_rows, differs) if d]
     records, seconds = assistant.run_stage(task, list(gold_rows) + extra)

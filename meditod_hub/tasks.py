@@ -51,8 +51,10 @@ class Task:
     headline: str             # key of the metric a one-line summary reports
     metrics: tuple[Metric, ...]
     chart_metrics: tuple[str, ...]  # keys of the metrics a chart of this task shows
-    upstream: str | None = None     # the cascade: the task whose predictions feed this one...
-    cascaded_input: str | None = None  # ...replacing this input column of its rows
+    # What the task reads beside the dialogue (POL: the state, NLG: the doctor's actions), and
+    # the task whose predicted labels a cascade builds it from (NLU, POL).
+    input_column: str | None = None
+    upstream: str | None = None
 
     @property
     def structured(self) -> bool:
@@ -68,7 +70,7 @@ class Task:
         return next(m for m in self.metrics if m.key == self.headline)
 
     def cascade_rows(self, rows: list[dict], upstream_labels: dict) -> list[dict]:
-        """Rows whose `cascaded_input` comes from the upstream task's predicted labels (by row
+        """Rows whose `input_column` is built from the upstream task's predicted labels (by row
         id; None for one that did not parse): the paper's pipeline."""
         from . import views
 
@@ -114,11 +116,11 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          "from the dialogue so far and the dialogue state, predict the doctor's next actions",
          "f1", _F1 + (_JOINT,) + _PAK,
          ("f1", "medical.f1", "joint_accuracy", "precision_at_k.1", "precision_at_k.4",
-          "precision_at_k.inf"), upstream="nlu", cascaded_input="state"),
+          "precision_at_k.inf"), upstream="nlu", input_column="state"),
     Task("nlg", "doctor", "response", None,
          "from the dialogue so far and the doctor's actions, write the doctor's utterance",
          "bleu4", _NLG, ("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1"),
-         upstream="pol", cascaded_input="actions"),
+         upstream="pol", input_column="actions"),
 )}
 TASK_NAMES = tuple(TASKS)
 LABELLED_TASK_NAMES = tuple(name for name, task in TASKS.items() if task.structured)  # NLU, POL
@@ -132,9 +134,6 @@ def get_task(name: str) -> Task:
         raise UsageError(f"unknown task {name!r}: choose one of {', '.join(TASK_NAMES)}") from None
 
 
-def labelling_task(speaker: str) -> Task:
-    """The task whose label a release utterance of `speaker` carries (patient: NLU, doctor: POL)."""
-    return _LABELLING[speaker]
-
-
-_LABELLING = {TASKS[name].speaker: TASKS[name] for name in LABELLED_TASK_NAMES}
+# speaker -> the task whose label that speaker's release utterances carry (patient: NLU, doctor:
+# POL), under the task's target column
+LABELLING_TASKS: dict[str, Task] = {TASKS[name].speaker: TASKS[name] for name in LABELLED_TASK_NAMES}

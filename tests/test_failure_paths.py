@@ -374,7 +374,7 @@ def run_folder(tiny_models, tmp_path) -> Path:
                                   "trained for another task", "upstream for nlu",
                                   "out is a folder", "model without run_info or family",
                                   "hub model unreachable"])
-def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
+def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, monkeypatch):
     argv = ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
             "--split", "test", "--out", tmp_path / "p.jsonl"]
     phrase, code = {
@@ -411,7 +411,8 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
         argv[9] = tmp_path
     elif case == "model without run_info or family":
         (run_folder / "run_info.json").unlink()
-    elif case == "hub model unreachable":  # offline: the Hub is never reached in tests
+    elif case == "hub model unreachable":  # the Hub is never reached in tests
+        monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
         argv[1] = "org/some-model"
     if case == "wrong family":  # argparse's own usage error (exit 2), not run_main's
         with pytest.raises(SystemExit) as exit_:

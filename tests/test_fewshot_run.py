@@ -56,7 +56,7 @@ def test_dry_run_writes_every_request_and_the_cost_and_sends_nothing(argv, embed
     cost = (total * 1.5 + 4 * 16 * 2) / 1e6
     assert f"4 requests, {total} prompt tokens (+ at most 64 answer tokens); estimated cost <= " \
            f"${cost:.2f}" in out
-    info = json.loads((tmp_path / "out" / "pol" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "out" / "pol" / "fewshot_info.json").read_text())
     assert info["dry_run"] and info["estimated_prompt_tokens"] == total
     assert not (tmp_path / "out" / "pol" / "predictions.jsonl").exists()
 
@@ -73,7 +73,7 @@ def test_exemplars_are_dropped_least_similar_first_to_fit_the_window_and_counted
         full[full.index("--context_window") + 2:] + ["--out", str(tmp_path / "narrow")]
     assert run_cli(narrow, capsys)[0] == 0
     fitted = [json.loads(x) for x in (tmp_path / "narrow" / "requests.jsonl").read_text().splitlines()]
-    info = json.loads((tmp_path / "narrow" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "narrow" / "fewshot_info.json").read_text())
     dropped = 0
     for before, after in zip(wide, fitted):
         assert after["prompt_tokens"] + 16 <= window
@@ -83,7 +83,7 @@ def test_exemplars_are_dropped_least_similar_first_to_fit_the_window_and_counted
     assert dropped > 0 and info["budget"]["exemplars_dropped"] == dropped
 
 
-def test_a_run_writes_predictions_results_and_run_info_then_reruns_from_the_cache(
+def test_a_run_writes_predictions_results_and_its_info_then_reruns_from_the_cache(
         argv, tmp_path, capsys):
     out = tmp_path / "out" / "nlg"
     with ChatServer() as server:
@@ -98,7 +98,7 @@ def test_a_run_writes_predictions_results_and_run_info_then_reruns_from_the_cach
     records = [json.loads(x) for x in first.splitlines()]
     assert all(set(r) == {"id", "prediction", "raw", "parse_ok"} and r["raw"].startswith("echo ")
                for r in records)
-    info = json.loads((out / "run_info.json").read_text())
+    info = json.loads((out / "fewshot_info.json").read_text())
     assert info["endpoint"] == server.url.split("/")[2] and info["requests"] == 0
     assert info["cache_hits"] == 4 and info["shots"] == 2 and info["paper_row"] == "in-context-gpt-4-turbo"
     assert re.fullmatch(r"[0-9a-f]{64}", info["system_prompt_sha256"])
@@ -221,5 +221,5 @@ def test_a_model_without_a_hugging_face_tokenizer_gets_an_estimate(argv, tmp_pat
     lines = [json.loads(x) for x in (tmp_path / "out" / "nlg" / "requests.jsonl").read_text().splitlines()]
     chars = sum(len(m["content"]) for m in lines[0]["messages"])
     assert chars // 4 <= lines[0]["prompt_tokens"] <= chars // 4 + 40
-    info = json.loads((tmp_path / "out" / "nlg" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "out" / "nlg" / "fewshot_info.json").read_text())
     assert info["token_counter"].startswith("estimate")

@@ -1,7 +1,7 @@
 """Model suggestions: the one adapter between the annotation app and `meditod_hub.predictor`.
 
 An NLU model suggests a patient utterance's `nlu` items, a POL model a doctor utterance's
-`actions` (`tasks.labelling_task`). Each utterance becomes exactly the row the dataset builds for
+`actions` (`tasks.LABELLING_TASKS`). Each utterance becomes exactly the row the dataset builds for
 it (`views.view_rows` on the dialogue as currently labelled, states refolded), so a suggestion is
 what `meditod predict` predicts for that row with the same `predictor.Predictor`: a run folder,
 a Hub id at a revision or a served endpoint (`load_predictor`, `serve.py`).
@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..predictor import Predictor
-from ..tasks import labelling_task
+from ..tasks import LABELLING_TASKS
 from ..views import view_rows
 
 CACHE_SIZE = 512
@@ -40,7 +40,7 @@ class Assistant:
     def suggest(self, dialogue_id: str, dialogue: dict, uttr_id: int) -> Suggestion | None:
         """The suggestion for utterance `uttr_id` of `dialogue` (labelled as it is now, states
         refolded); None when its task has no model."""
-        task = labelling_task(dialogue["utterances"][uttr_id]["speaker"]).name
+        task = LABELLING_TASKS[dialogue["utterances"][uttr_id]["speaker"]].name
         predictor = self.predictors[task]
         if predictor is None:
             return None

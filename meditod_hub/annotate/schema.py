@@ -2,7 +2,8 @@
 
 `schema()` is sent to the page once; it lists, per speaker, the intents or action types and the
 slots with one question per attribute (patient) or per check type (doctor), marking list-valued
-and medical attributes. Nothing here spells a CMAS name: they all come from `cmas`.
+and medical attributes, and which task labels the speaker's utterances under which key. Nothing
+here spells a CMAS or task name: they come from `cmas` and `tasks`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from functools import cache
 from importlib.resources import files
 
 from .. import cmas
+from ..tasks import LABELLING_TASKS
 
 
 @cache
@@ -77,4 +79,7 @@ def schema() -> dict:
             } for slot in cmas.ACTION_SLOTS],
         },
         "slot_keys": list(cmas.PATIENT_SLOT_KEYS),
+        # per speaker: the task that labels its utterances and the utterance key of the label
+        "labels": {speaker: {"task": task.name, "key": task.target_column}
+                   for speaker, task in LABELLING_TASKS.items()},
     }

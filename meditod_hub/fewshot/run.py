@@ -16,7 +16,7 @@ without one, e.g. an OpenAI model, an estimate of 4 characters per token).
 OUT receives `predictions.jsonl` (the evaluation contract: id, prediction, raw, parse_ok),
 `results.json`/`.md`/`.png` (the kit's evaluation; the .md adds the paper's in-context row for
 the same model and the share of answers that break the CMAS structure, as the paper reports
-it) and `run_info.json` (endpoint host, model, shots, retriever, prompt hashes, tokens, cost,
+it) and `fewshot_info.json` (endpoint host, model, shots, retriever, prompt hashes, tokens, cost,
 wall-clock, requests made, cache hits; never a key). Answers are cached as they arrive
 (`endpoint`), so an interrupted run resumes and a rerun sends nothing.
 """
@@ -36,11 +36,12 @@ from ..endpoint import DEFAULT_CACHE, PAPER_PRICES, Decoding, Endpoint, Prices, 
 from ..errors import UsageError, name_ids, run_main
 from ..files import atomic_write
 from ..records import Prediction, Results, write_predictions
-from ..tasks import TASK_NAMES as TASKS
-from ..tasks import get_task
+from ..tasks import TASK_NAMES, get_task
 from . import prompts
 from .retrieval import DEFAULT_CACHE_DIR, DEFAULT_RETRIEVER, ExemplarPool, Retriever
 
+# What a few-shot run was (never a key); not a training run's record (`runs`): another schema.
+FEWSHOT_INFO = "fewshot_info.json"
 PAPER_CONTEXT_WINDOW = 4096
 PAPER_MAX_TOKENS = 200
 # Served model names of the paper's in-context baselines -> their rows in `paper_results`
@@ -58,7 +59,7 @@ PAPER_MODELS = {
 @dataclass
 class FewshotArguments:
     model: str = field(metadata={"help": "model name as the endpoint serves it"})
-    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASKS)})
+    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
     endpoint: str = field(default="http://127.0.0.1:8000/v1",
                           metadata={"help": "OpenAI-compatible base URL (vLLM, TGI, transformers "
                                             "serve, https://api.openai.com/v1, "
@@ -197,7 +198,7 @@ def prompt_hashes(task: str, built: list[Prompt]) -> dict:
 
 def claim_out(args: FewshotArguments, out: Path) -> None:
     """OUT may hold this run's earlier files, never another run's."""
-    info = out / "run_info.json"
+    info = out / FEWSHOT_INFO
     if info.is_file():
         old = json.loads(info.read_text())
         mine = {"model": args.model, "task": args.task, "split": args.split}
@@ -215,8 +216,8 @@ def structure_violations(task: str, records: list[Prediction]) -> int:
 
     if not get_task(task).structured:
         return sum(not r.parse_ok for r in records)
-    kind = "nlu" if task == "nlu" else "actions"
-    return sum(not r.parse_ok or bool(label_errors(kind, r.prediction)) for r in records)
+    column = get_task(task).target_column
+    return sum(not r.parse_ok or bool(label_errors(column, r.prediction)) for r in records)
 
 
 # --- the kit's evaluation: the one place this module calls into it --------------------------
@@ -268,7 +269,7 @@ def beside_the_paper(args: FewshotArguments, results: Results) -> str:
 # --- the command -----------------------------------------------------------------------------
 
 def run(args: FewshotArguments) -> dict:
-    """The whole few-shot run; returns run_info."""
+    """The whole few-shot run; returns what FEWSHOT_INFO records."""
     if args.shots < 1:
         raise UsageError(f"--shots must be at least 1, got {args.shots}")
     started = time.perf_counter()
@@ -301,7 +302,7 @@ def run(args: FewshotArguments) -> dict:
         print(f"{len(built)} requests, {prompt_tokens} prompt tokens (+ at most "
               f"{len(built) * args.max_tokens} answer tokens); estimated cost <= ${estimate:.2f} "
               f"at ${prices.input:g}/${prices.output:g} per 1M tokens -> {out / 'requests.jsonl'}")
-        atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")
+        atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n")
         return info
 
     endpoint = Endpoint(args.endpoint, args.model, api_key_env=args.api_key_env,
@@ -319,7 +320,7 @@ def run(args: FewshotArguments) -> dict:
     info.update(**endpoint.describe(), parse_failures=sum(not r.parse_ok for r in records),
                 structure_violations=results.scores["structure_violations"],
                 estimated_cost_usd=estimate, run_wall_clock_s=time.perf_counter() - started)
-    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n")
+    atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n")
     headline = get_task(args.task).headline_metric
     stats = endpoint.stats
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}"

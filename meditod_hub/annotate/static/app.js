@@ -52,7 +52,8 @@ function setStatus(text, kind) {
 
 // ---- speakers and the schema ---------------------------------------------------------------
 const speakerOf = (uid) => S.dialogue.utterances[uid].speaker;
-const labelKey = (uid) => (speakerOf(uid) === "patient" ? "nlu" : "actions");
+// which task labels a speaker's utterances (and under which key): the server's schema says
+const labelTask = (uid) => S.schema.labels[speakerOf(uid)].task;
 const patientSlot = (base) => S.schema.patient.slots.find((s) => s.base === base);
 const doctorSlot = (slot) => S.schema.doctor.slots.find((s) => s.slot === slot);
 
@@ -112,7 +113,7 @@ async function openDialogue(did) {
   await flush();
   const data = await api("GET", `/api/dialogues/${encodeURIComponent(did)}`);
   S.did = did; S.version = data.version; S.dialogue = data.dialogue;
-  S.labels = data.dialogue.utterances.map((u) => clone(u[u.speaker === "patient" ? "nlu" : "actions"] || []));
+  S.labels = data.dialogue.utterances.map((u) => clone(u[S.schema.labels[u.speaker].key] || []));
   S.origins = data.origins;
   S.states = data.states; S.problems = data.problems;
   S.suggestions = {}; S.undo = []; S.redo = []; S.form = null; S.conflict = false;
@@ -158,8 +159,7 @@ function select(uid) {
   const li = document.querySelector(`#utterances li[data-uid="${uid}"]`);
   if (li) li.scrollIntoView({block: "nearest"});
   renderPanel();
-  const speaker = speakerOf(uid) === "patient" ? "nlu" : "pol";
-  if (!S.labels[uid].length && S.config.models[speaker] && !S.suggestions[uid]) suggest(uid);
+  if (!S.labels[uid].length && S.config.models[labelTask(uid)] && !S.suggestions[uid]) suggest(uid);
 }
 
 // ---- the panel: items, suggestions, questionnaire ----------------------------------------------
@@ -203,7 +203,7 @@ function renderSuggestions() {
   const found = S.suggestions[uid];
   $("#suggestions-box").hidden = !(found && found.items && found.items.length);
   $("#suggest-note").textContent = found && found.note ? found.note : "";
-  $("#suggest").hidden = !S.config.models[speakerOf(uid) === "patient" ? "nlu" : "pol"];
+  $("#suggest").hidden = !S.config.models[labelTask(uid)];
   if (!found || !found.items) return;
   $("#suggest-model").textContent = found.model ? `(${found.model})` : "";
   $("#suggestions").replaceChildren(...found.items.map((item, i) => el("li", {class: "suggestion", dataset: {index: String(i)}},
