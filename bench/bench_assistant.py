@@ -35,9 +35,10 @@ from datasets import disable_progress_bars, load_dataset
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meditod_hub import predict  # noqa: E402
-from meditod_hub.assistant import Assistant, ModelSpec, PipelineArguments  # noqa: E402
+from meditod_hub.assistant import Assistant, PipelineArguments  # noqa: E402
 from meditod_hub.build import BuildArguments, build  # noqa: E402
 from meditod_hub.eval_cascade import EvalCascadeArguments, cascade, evaluate_cascade, load_split  # noqa: E402
+from meditod_hub.predictor import DecodeOptions, ModelSpec  # noqa: E402
 from meditod_hub.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
 from meditod_hub.views import cascade_nlg_rows, cascade_pol_rows  # noqa: E402
 
@@ -127,8 +128,8 @@ def cascaded_evaluation(runs: Path, dialogues: int, max_new_tokens: int, batch: 
                                      max_new_tokens)
 
         def one_process():
-            assistant = Assistant.load(*(ModelSpec(str(runs / t), batch_size=batch,
-                                                   max_new_tokens=max_new_tokens) for t in TASKS))
+            decode = DecodeOptions(batch, max_new_tokens=max_new_tokens)
+            assistant = Assistant.load(*(ModelSpec(str(runs / t), decode=decode) for t in TASKS))
             run = cascade(assistant, rows, gold_inputs=False)
             return assistant, {t: [r.raw for r in (run[t] if t == "nlu" else run[t]["cascaded"])]
                                for t in TASKS}

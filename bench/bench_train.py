@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from meditod_hub import tiny  # noqa: E402
 from meditod_hub import train as T  # noqa: E402
 from meditod_hub.families import FAMILIES, Budget  # noqa: E402
-from meditod_hub.predict import generate_texts  # noqa: E402
+from meditod_hub.predictor import generate_texts  # noqa: E402
 from meditod_hub.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
 from meditod_hub.views import view_rows  # noqa: E402
 

@@ -23,12 +23,9 @@ from .cli import parse_args
 from .errors import MeditodError, run_main
 from .files import atomic_write, output_path
 from .release import ReleaseError, read_release
-from .tasks import TASKS as TASK_SPECS
-from .tasks import get_task
+from .tasks import LABELLED_TASK_NAMES, get_task
 from .views import view_rows
 
-TASKS = tuple(name for name, task in TASK_SPECS.items() if task.structured)  # NLG: no label
-LABEL_COLUMN = {task: get_task(task).target_column for task in TASKS}
 SHOWN = 20  # disagreements printed; the file holds them all
 
 
@@ -69,34 +66,51 @@ def check_same_dialogue(did: str, a: dict, b: dict) -> None:
 
 
 def label_paths(task: str, label: list) -> Counter:
-    """(name path, value) pairs of one label; paths are names only (intent/slot/attribute)."""
+    """(name path, value) pairs of one label; paths are names only (intent or action / slot /
+    attribute or check)."""
+    head_key = get_task(task).item_head
     out: Counter = Counter()
     for item in label:
-        kind = item.get("intent" if task == "nlu" else "action")
-        slots = (item.get("slots") or {}) if task == "nlu" else \
-            {k: v for k, v in item.items() if k != "action"}
-        if not slots:
-            out[(kind,), None] += 1
-        for slot, entries in slots.items():
-            for entry in entries:
-                head = json.dumps(entry.get("value"))
-                if task == "pol":
-                    out[(kind, slot, "value"), head] += 1
-                    for check in entry.get("checks") or []:
-                        out[(kind, slot, f"check:{check.get('type')}"),
-                            head + json.dumps(check.get("values"))] += 1
-                    continue
-                if not entry:
-                    out[(kind, slot), None] += 1
-                for attr, value in entry.items():
-                    out[(kind, slot, attr), head + json.dumps(value)] += 1
+        kind = item.get(head_key)
+        for path, value in ENTRY_PATHS[task](item, head_key):
+            out[(kind, *path), value] += 1
     return out
+
+
+def _nlu_entry_paths(item: dict, head_key: str):
+    """An NLU item's slots sit under `slots`; each entry's attributes are its paths."""
+    slots = item.get("slots") or {}
+    if not slots:
+        yield (), None
+    for slot, entries in slots.items():
+        for entry in entries:
+            head = json.dumps(entry.get("value"))
+            if not entry:
+                yield (slot,), None
+            for attr, value in entry.items():
+                yield (slot, attr), head + json.dumps(value)
+
+
+def _action_entry_paths(item: dict, head_key: str):
+    """An action's other keys are its slots; each entry has a value and checks."""
+    slots = {k: v for k, v in item.items() if k != head_key}
+    if not slots:
+        yield (), None
+    for slot, entries in slots.items():
+        for entry in entries:
+            head = json.dumps(entry.get("value"))
+            yield (slot, "value"), head
+            for check in entry.get("checks") or []:
+                yield (slot, f"check:{check.get('type')}"), head + json.dumps(check.get("values"))
+
+
+ENTRY_PATHS = {"nlu": _nlu_entry_paths, "pol": _action_entry_paths}  # by label shape
 
 
 def disagreements(task: str, rows_a: list[dict], labels_b: list) -> list[dict]:
     found = []
     for row, b in zip(rows_a, labels_b):
-        pa, pb = label_paths(task, row[LABEL_COLUMN[task]]), label_paths(task, b)
+        pa, pb = label_paths(task, row[get_task(task).target_column]), label_paths(task, b)
         only_a = sorted({"/".join(p) for p, _ in pa - pb})
         only_b = sorted({"/".join(p) for p, _ in pb - pa})
         if only_a or only_b:
@@ -112,13 +126,13 @@ def agreement(a: dict[str, dict], b: dict[str, dict]) -> dict:
     for did in shared:
         check_same_dialogue(did, a[did], b[did])
     results: dict = {}
-    for task in TASKS:
+    for task in LABELLED_TASK_NAMES:
+        column = get_task(task).target_column
         rows_a = [r for did in shared for r in view_rows(task, did, a[did])]
         rows_b = {r["id"]: r for did in shared for r in view_rows(task, did, b[did])}
-        labels_b = [rows_b[r["id"]][LABEL_COLUMN[task]] for r in rows_a]
+        labels_b = [rows_b[r["id"]][column] for r in rows_a]
         forward = score(task, rows_a, labels_b)
-        backward = score(task, [rows_b[r["id"]] for r in rows_a],
-                         [r[LABEL_COLUMN[task]] for r in rows_a])
+        backward = score(task, [rows_b[r["id"]] for r in rows_a], [r[column] for r in rows_a])
         results[task] = {"task": task, "split": "all", **forward,
                          "f1_b_as_gold": backward["f1"],
                          "symmetric_f1": (forward["f1"] + backward["f1"]) / 2,
@@ -133,7 +147,7 @@ def summary(results: dict) -> str:
     lines = [f"{len(results['dialogues'])} dialogue(s) compared"
              + (f"; only in A: {len(results['only_in_a'])}" if results["only_in_a"] else "")
              + (f"; only in B: {len(results['only_in_b'])}" if results["only_in_b"] else "")]
-    for task in TASKS:
+    for task in LABELLED_TASK_NAMES:
         r = results[task]
         lines.append(f"{task}: F1 {r['f1']:.4f} (A gold), {r['f1_b_as_gold']:.4f} (B gold), "
                      f"symmetric {r['symmetric_f1']:.4f}; joint accuracy "

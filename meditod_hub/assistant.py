@@ -1,6 +1,7 @@
 """The three models as one history-taking system: patient line -> NLU -> state -> POL -> NLG.
 
-    from meditod_hub.assistant import Assistant, ModelSpec
+    from meditod_hub.assistant import Assistant
+    from meditod_hub.predictor import ModelSpec
     assistant = Assistant.load(ModelSpec("runs/tiny-llama/nlu"), ModelSpec("runs/tiny-llama/pol"),
                                ModelSpec("runs/tiny-llama/nlg"))
     conversation = assistant.new_conversation()
@@ -14,11 +15,11 @@ built from it, so the formats see exactly what they see on the dataset. The stat
 layer's fold); NLG sees `views.cascade_nlg_rows`' predicted actions: the same builders the
 cascaded evaluation uses. A model output that does not parse (or that the fold cannot take) is
 reported on the turn and changes nothing: the state stays as it was, NLG gets no actions.
-Generation is greedy (`predict.predict_rows`), so a turn is deterministic.
+Generation is greedy, so a turn is deterministic.
 
-Models run through a `Backend`: anything with `predict(task, rows) -> records` (the records of
-`predict.predict_rows`). `LocalBackend` loads a run folder, a model folder or a Hub id (at a
-`revision`; an adapter brings its base). A served endpoint plugs in at `load_backend`.
+Each module is a `predictor.Predictor` (anything with `predict(rows) -> records`, one
+`records.Prediction` per row): `Assistant.load` reaches a run folder, a model folder, a Hub id
+at a revision or a served endpoint through `predictor.load_predictor`, as every command does.
 """
 
 from __future__ import annotations
@@ -26,16 +27,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Protocol
 
-from . import predict
-from .errors import MeditodError, UsageError
-from .families import FAMILY_NAMES, get_family
+from .errors import MeditodError
+from .predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
 from .records import Prediction
 from .release import label_errors
-from .runs import run_settings
-from .tasks import TASK_NAMES
+from .tasks import TASK_NAMES, get_task
 from .views import cascade_nlg_rows, cascade_pol_rows, to_nlu, to_pol
 
 # The models never see the opening line (no supervised context starts before the first patient
@@ -47,28 +44,6 @@ OPENING_ACTIONS = [{"action": "nod_prompt_salutations"}]
 # this is no history-taking answer. The cut is reported on the turn.
 MAX_PATIENT_CHARS = 2000
 NO_REPLY = "(no reply: the NLG model's output was empty)"
-
-
-class Backend(Protocol):
-    """A model serving one or more tasks: dataset-shaped rows in, prediction records out.
-
-    Records are `records.Prediction`s, as `predict.predict_rows` gives them: one per row, in
-    order; a failure to parse is a record with `parse_ok` False, never an exception.
-    """
-
-    def predict(self, task: str, rows: list[dict]) -> list[Prediction]: ...
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """Where one module's model comes from, and how to run it."""
-
-    source: str                       # run folder, model folder, Hub id (or a served endpoint)
-    family: str | None = None         # default: the run's run_info.json
-    revision: str | None = None       # Hub ids only: a branch, tag or commit
-    batch_size: int = 16
-    max_length: int | None = None     # default: the run's recipe, else the family's default
-    max_new_tokens: int | None = None
 
 
 def _optional(help_: str):
@@ -90,76 +65,13 @@ class PipelineArguments:
     nlg_family: str | None = _optional("NLG: model family (default: run_info.json)")
     batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
     max_new_tokens: int | None = field(default=None, metadata={"min": 1,
-        "help": "generation budget of every module (default: each run's recipe)"})
+        "help": "generation budget of every module (default: each run's, run_info.json)"})
 
     def specs(self) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
+        decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens)
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
-                               getattr(self, f"{task}_revision"), self.batch_size,
-                               max_new_tokens=self.max_new_tokens)
+                               getattr(self, f"{task}_revision"), decode=decode)
                      for task in TASK_NAMES)
-
-
-class LocalBackend:
-    """An in-process transformers model, loaded and run by `meditod_hub.predict`.
-
-    The one place this module calls into predict.py: model loading, budgets, generation.
-    """
-
-    def __init__(self, spec: ModelSpec, task: str):
-        self.spec = spec
-        self.folder = folder = resolve_source(spec)
-        info, recipe = run_settings(folder)
-        self.info = info  # run_info.json ({} for a plain model folder)
-        if spec.family is None and "family" not in info:
-            raise UsageError(f"{spec.source} has no run_info.json: name its model family "
-                             f"(one of {', '.join(FAMILY_NAMES)})")
-        self.family = get_family(spec.family or info["family"])
-        if info.get("task", task) != task:
-            raise UsageError(f"{spec.source} was trained for {info['task']}, not {task}: "
-                             f"give the {task} model here")
-        self.budget = self.family.budget(recipe, spec.max_length, spec.max_new_tokens)
-        self.model, self.tokenizer = predict.load_model(
-            folder, self.family, load_in_4bit=info.get("quantization") is not None)
-        self.threads = predict.torch_threads()
-
-    def predict(self, task: str, rows: list[dict]) -> list[Prediction]:
-        if not rows:
-            return []
-        predict.torch_threads(self.threads)  # the app answers in worker threads
-        return predict.predict_rows(self.model, self.tokenizer, self.family, task, rows,
-                                    self.budget, self.spec.batch_size)
-
-
-def resolve_source(spec: ModelSpec) -> str:
-    """A local folder for `spec.source`: itself, or the Hub repo downloaded at `spec.revision`."""
-    path = Path(spec.source)
-    if path.is_dir():
-        if spec.revision:
-            raise UsageError(f"{spec.source} is a local folder: a revision only applies to Hub "
-                             "ids (drop it, or check the folder out at that revision)")
-        return str(path)
-    if path.exists():
-        raise UsageError(f"{spec.source} is a file: give a run folder, a model folder or a Hub id")
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HFValidationError
-
-    try:
-        return snapshot_download(spec.source, revision=spec.revision)
-    except HFValidationError:
-        raise UsageError(f"{spec.source} is neither a folder nor a Hub id (ORG/NAME)") from None
-    except Exception as exc:  # the Hub's own errors (missing repo, revision, no network) vary
-        where = f" at revision {spec.revision}" if spec.revision else ""
-        raise MeditodError(f"cannot download {spec.source}{where} ({type(exc).__name__}): check "
-                           "the id, the revision and HF_TOKEN, or pass a local folder") from None
-
-
-def load_backend(spec: ModelSpec, task: str) -> Backend:
-    """The backend for `spec`. The seam for served models: an endpoint client with
-    `predict(task, rows) -> records` is returned here for an http(s) source."""
-    if spec.source.startswith(("http://", "https://")):
-        raise UsageError(f"{spec.source}: served endpoints need the endpoint backend, which this "
-                         "build does not have yet; give a run folder or a Hub id")
-    return LocalBackend(spec, task)
 
 
 @dataclass(frozen=True)
@@ -212,24 +124,27 @@ class Conversation:
     def state(self) -> dict:
         return self.turns[-1].state if self.turns else {}
 
-    def _add(self, speaker: str, text: str, label_key: str) -> dict:
-        utterance = {"uttr_id": len(self.utterances), "speaker": speaker, "text": text,
-                     label_key: []}  # labels are placeholders: rows' inputs never read them
+    def _add(self, task: str, text: str) -> dict:
+        """The utterance `task` predicts for; its label is a placeholder (no row's inputs
+        read it)."""
+        spec = get_task(task)
+        utterance = {"uttr_id": len(self.utterances), "speaker": spec.speaker, "text": text,
+                     spec.target_column: []}
         self.utterances.append(utterance)
         return utterance
 
 
 class Assistant:
-    """NLU, POL and NLG backends run as one system, per turn and across conversations."""
+    """NLU, POL and NLG predictors run as one system, per turn and across conversations."""
 
-    def __init__(self, nlu: Backend, pol: Backend, nlg: Backend,
+    def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
                  max_patient_chars: int = MAX_PATIENT_CHARS):
-        self.backends = {"nlu": nlu, "pol": pol, "nlg": nlg}
+        self.predictors = {"nlu": nlu, "pol": pol, "nlg": nlg}
         self.max_patient_chars = max_patient_chars
 
     @classmethod
     def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs) -> Assistant:
-        return cls(load_backend(nlu, "nlu"), load_backend(pol, "pol"), load_backend(nlg, "nlg"),
+        return cls(*(load_predictor(spec, task) for spec, task in zip((nlu, pol, nlg), TASK_NAMES)),
                    **kwargs)
 
     def new_conversation(self, dialogue_id: str = "chat",
@@ -237,11 +152,11 @@ class Assistant:
         return Conversation(dialogue_id, opening)
 
     def run_stage(self, task: str, rows: list[dict]) -> tuple[list[Prediction], float]:
-        """One batched call of a module's backend, and its wall time."""
+        """One batched call of a module's predictor, and its wall time."""
         start = time.perf_counter()
-        records = self.backends[task].predict(task, rows)
+        records = self.predictors[task].predict(rows)
         if len(records) != len(rows):
-            raise MeditodError(f"the {task} backend answered {len(records)} records for "
+            raise MeditodError(f"the {task} predictor answered {len(records)} records for "
                                f"{len(rows)} rows")
         return records, time.perf_counter() - start
 
@@ -256,7 +171,7 @@ class Assistant:
         texts = [str(t)[:self.max_patient_chars] for t in patient_texts]
         cut = [len(str(t)) - len(x) for t, x in zip(patient_texts, texts)]
         for conversation, text in zip(conversations, texts):
-            conversation._add("patient", text, "nlu")
+            conversation._add("nlu", text)
 
         nlu_rows = [to_nlu(c.dialogue_id, c.utterances)[-1] for c in conversations]
         nlu_records, nlu_seconds = self.run_stage("nlu", nlu_rows)
@@ -264,7 +179,7 @@ class Assistant:
             conversation.nlu_labels[row["id"]] = record.prediction if record.parse_ok else None
 
         for conversation in conversations:  # the doctor line to predict, as a pol row target
-            conversation._add("doctor", "", "actions")
+            conversation._add("pol", "")
         pol_rows = [cascade_pol_rows([to_pol(c.dialogue_id, c.utterances)[-1]], c.nlu_labels)[0]
                     for c in conversations]
         pol_records, pol_seconds = self.run_stage("pol", pol_rows)
@@ -288,8 +203,8 @@ def _label(record: Prediction):
     return record.prediction if record.parse_ok else None
 
 
-def _usable(kind: str, record: Prediction) -> bool:
-    return record.parse_ok and not label_errors(kind, record.prediction)
+def _usable(task: str, record: Prediction) -> bool:
+    return record.parse_ok and not label_errors(get_task(task).target_column, record.prediction)
 
 
 def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, pol: tuple,
@@ -302,9 +217,9 @@ def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, po
     nlu_used = _usable("nlu", nlu_record)
     if not nlu_used:
         notes.append(f"NLU output unusable ({_why(nlu_record, 'nlu')}): the state is unchanged")
-    pol_used = _usable("actions", pol_record)
+    pol_used = _usable("pol", pol_record)
     if not pol_used:
-        notes.append(f"POL output unusable ({_why(pol_record, 'actions')}): NLG got no actions")
+        notes.append(f"POL output unusable ({_why(pol_record, 'pol')}): NLG got no actions")
     reply = nlg_record.prediction.strip() if isinstance(nlg_record.prediction, str) else ""
     if not nlg_record.parse_ok:
         notes.append(f"NLG output did not parse ({nlg_record.reason})"
@@ -319,10 +234,10 @@ def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, po
         nlg=_stage(nlg_record, reply != NO_REPLY, nlg_s), reply=reply, notes=tuple(notes))
 
 
-def _why(record: Prediction, kind: str) -> str:
+def _why(record: Prediction, task: str) -> str:
     if not record.parse_ok:
         return record.reason or "did not parse"
-    return "; ".join(label_errors(kind, record.prediction)[:2])
+    return "; ".join(label_errors(get_task(task).target_column, record.prediction)[:2])
 
 
 def _stage(record: Prediction, used: bool, seconds: float) -> StageOutput:

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from .errors import MeditodError, UsageError
+from .release import SPLITS
 
 MANIFEST = "build_manifest.json"
 
@@ -32,8 +33,7 @@ def split_files(folder: Path, config: str, split: str) -> list[Path]:
 
 def available_splits(folder: Path, config: str) -> list[str]:
     names = {p.name.split("-", 1)[0] for p in (folder / config).glob("*-*.parquet")}
-    return [s for s in ("train", "validation", "test", "test_ood") if s in names] + \
-        sorted(names - {"train", "validation", "test", "test_ood"})
+    return [s for s in SPLITS if s in names] + sorted(names - set(SPLITS))
 
 
 def _json_columns(schema) -> list[str]:

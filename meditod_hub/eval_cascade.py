@@ -34,16 +34,12 @@ from .metrics.nlg import bertscore_setting
 from .model_card import base_label, hub_id
 from .records import Prediction, value_at, write_predictions
 from .runs import RunError, run_info_digest
-from .tasks import TASK_NAMES, get_task
-from .views import cascade_nlg_rows, cascade_pol_rows
+from .tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
 
 PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
 OUT_FILES = ("results.json", "results.md", "results.png")
 COLUMNS = ("gold_input", "cascaded")
 COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
-CHART_METRICS = {"pol": ("f1", "medical.f1", "joint_accuracy", "precision_at_k.1",
-                         "precision_at_k.4", "precision_at_k.inf"),
-                 "nlg": ("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1")}
 
 
 @dataclass
@@ -88,13 +84,14 @@ def _label(record: Prediction):
 
 
 def run_both(assistant: Assistant, task: str, gold_rows: list[dict], cascaded_rows: list[dict],
-             input_key: str, gold_inputs: bool = True) -> tuple[dict[str, list[dict]], float]:
+             gold_inputs: bool = True) -> tuple[dict[str, list[dict]], float]:
     """Gold-input and cascaded records of one module, each distinct input generated once
     (only the cascaded ones without `gold_inputs`)."""
     if not gold_inputs:
         records, seconds = assistant.run_stage(task, list(cascaded_rows))
         return {"cascaded": records}, seconds
-    differs = [c[input_key] != g[input_key] for g, c in zip(gold_rows, cascaded_rows)]
+    column = get_task(task).input_column
+    differs = [c[column] != g[column] for g, c in zip(gold_rows, cascaded_rows)]
     extra = [c for c, d in zip(cascaded_rows, differs) if d]
     records, seconds = assistant.run_stage(task, list(gold_rows) + extra)
     gold, rest = records[:len(gold_rows)], iter(records[len(gold_rows):])
@@ -103,17 +100,19 @@ def run_both(assistant: Assistant, task: str, gold_rows: list[dict], cascaded_ro
 
 
 def cascade(assistant: Assistant, rows: dict[str, list[dict]], gold_inputs: bool = True) -> dict:
-    """Every stage's records: NLU; POL and NLG on cascaded (and gold) inputs."""
-    nlu, nlu_s = assistant.run_stage("nlu", rows["nlu"])
-    pol_cascaded_rows = cascade_pol_rows(rows["pol"], {r.id: _label(r) for r in nlu})
-    pol, pol_s = run_both(assistant, "pol", rows["pol"], pol_cascaded_rows, "state", gold_inputs)
-    nlg_cascaded_rows = cascade_nlg_rows(rows["nlg"], {r.id: _label(r)
-                                                       for r in pol["cascaded"]})
-    nlg, nlg_s = run_both(assistant, "nlg", rows["nlg"], nlg_cascaded_rows, "actions",
-                          gold_inputs)
-    return {"nlu": nlu, "pol": pol, "nlg": nlg, "pol_rows": pol_cascaded_rows,
-            "nlg_rows": nlg_cascaded_rows,
-            "seconds": {"nlu": nlu_s, "pol": pol_s, "nlg": nlg_s}}
+    """Every stage's records: NLU on its rows; each later stage (POL, NLG) on cascaded (and
+    gold) inputs, fed its upstream stage's cascaded predictions."""
+    nlu, seconds = assistant.run_stage("nlu", rows["nlu"])
+    run = {"nlu": nlu, "seconds": {"nlu": seconds}}
+    cascaded = {"nlu": nlu}
+    for task in CASCADED_TASK_NAMES:
+        spec = get_task(task)
+        run[f"{task}_rows"] = spec.cascade_rows(rows[task], {r.id: _label(r)
+                                                             for r in cascaded[spec.upstream]})
+        run[task], run["seconds"][task] = run_both(assistant, task, rows[task],
+                                                   run[f"{task}_rows"], gold_inputs)
+        cascaded[task] = run[task]["cascaded"]
+    return run
 
 
 # --- scoring: the one place this module calls into the evaluation --------------------------
@@ -183,7 +182,7 @@ def table_rows(results: dict) -> list[dict]:
     """{task, name, gold_input, cascaded} for every POL and NLG metric present in either column
     (the model card's metric list and formats)."""
     rows = []
-    for task in ("pol", "nlg"):
+    for task in CASCADED_TASK_NAMES:
         for metric in get_task(task).metrics:
             values = [value_at(results[task][column], metric.key) for column in COLUMNS]
             if any(v is not None for v in values):
@@ -211,7 +210,7 @@ def write_markdown(results: dict, path: Path) -> None:
               for r in table_rows(results)]
     lines += ["", "Parse failures: " + "; ".join(
         f"{task.upper()} {results[task]['gold_input']['parse_failures']} on gold input, "
-        f"{results[task]['cascaded']['parse_failures']} cascaded" for task in ("pol", "nlg"))
+        f"{results[task]['cascaded']['parse_failures']} cascaded" for task in CASCADED_TASK_NAMES)
         + ".", "", "Where the drop comes from:", ""]
     lines += [f"- {line}" for line in attribution_lines(results["attribution"])]
     atomic_write(path, "\n".join(lines) + "\n", purpose=PURPOSE)
@@ -222,10 +221,10 @@ def write_chart(results: dict, path: Path) -> None:
     from .metrics.report import bar_chart
 
     rows = {}
-    for task in ("pol", "nlg"):
+    for task in CASCADED_TASK_NAMES:
         for metric in get_task(task).metrics:
             pair = [value_at(results[task][column], metric.key) for column in COLUMNS]
-            if metric.key not in CHART_METRICS[task] or None in pair:
+            if metric.key not in get_task(task).chart_metrics or None in pair:
                 continue
             scale = 100 if metric.key.startswith("bleu") else 1  # NLTK BLEU is x100
             name = f"{task.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
@@ -234,10 +233,10 @@ def write_chart(results: dict, path: Path) -> None:
                                  list(COLUMN_LABELS.values()), "score"), purpose=PURPOSE)
 
 
-def model_label(source: str, backend) -> str:
+def model_label(source: str, predictor) -> str:
     """How reports name a model: its Hub id, else its recipe's model name, else its folder name
     (never a local path)."""
-    return hub_id(source) or getattr(backend, "info", {}).get("model") or base_label(source)
+    return hub_id(source) or getattr(predictor, "info", {}).get("model") or base_label(source)
 
 
 def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[str, Path]]:
@@ -268,13 +267,14 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
 
 def stage_prediction_files() -> list[str]:
     """The predictions files under `predictions/`: one per stage and input (gold or cascaded)."""
-    return ["nlu.jsonl"] + [f"{task}.{column}.jsonl" for task in ("pol", "nlg")
+    return ["nlu.jsonl"] + [f"{task}.{column}.jsonl" for task in CASCADED_TASK_NAMES
                             for column in COLUMNS]
 
 
 def write_stage_predictions(run: dict, folder: Path) -> None:
     """One predictions file per stage and input (gold or cascaded), in the records format."""
-    records = [run["nlu"]] + [run[task][column] for task in ("pol", "nlg") for column in COLUMNS]
+    records = [run["nlu"]] + [run[task][column] for task in CASCADED_TASK_NAMES
+                              for column in COLUMNS]
     for name, stage in zip(stage_prediction_files(), records):
         write_predictions(stage, folder / name, purpose=PURPOSE)
 
@@ -298,14 +298,14 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     run = cascade(assistant, rows)
     results = {
         "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows["nlu"]}),
-        "models": {task: {"label": model_label(spec.source, assistant.backends[task]),
+        "models": {task: {"label": model_label(spec.source, assistant.predictors[task]),
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(
-                              getattr(assistant.backends[task], "folder", None))}
+                              getattr(assistant.predictors[task], "folder", None))}
                    for task, spec in zip(TASK_NAMES, pipeline.specs())},
         "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
         **{task: {column: score(task, rows[task], run[task][column], args, judge)
-                  for column in COLUMNS} for task in ("pol", "nlg")},
+                  for column in COLUMNS} for task in CASCADED_TASK_NAMES},
         "attribution": attribution(rows, run),
         "seconds": {"load": loaded - start, **run["seconds"]},
     }

@@ -12,8 +12,9 @@ else branches on a family's name.
 
 `SpanFamily` covers the three span-grammar families (their targets are the authors' PPTOD
 spans); `encoder_decoder` says which of all four keep input and target in separate sequences.
-Default budgets are upstream's inference settings, for a model that comes without a recipe
-(a run's recipe.yaml sets its own: the POL recipes raise them to 1024, docs/format.md).
+Default budgets are upstream's inference settings, for a recipe without budget keys and a model
+that comes without run files (a recipe sets its own: the POL recipes raise them to 1024,
+docs/format.md).
 """
 
 from __future__ import annotations
@@ -90,12 +91,11 @@ class Family:
 
         return SFTConfig
 
-    def budget(self, recipe: dict, max_length: int | None = None,
-               max_new_tokens: int | None = None) -> Budget:
-        """Explicit settings first, then the run's recipe, then the family default."""
-        return Budget(max_length or recipe.get(self.budget_key) or self.default_budget.max_length,
-                      max_new_tokens or recipe.get("max_new_tokens")
-                      or self.default_budget.max_new_tokens)
+    def budget(self, settings: dict) -> Budget:
+        """The budget keys a recipe sets (only those it sets), then the family default. Training
+        resolves it once and records it in run_info.json (`runs.run_budget` reads it back)."""
+        return Budget(settings.get(self.budget_key) or self.default_budget.max_length,
+                      settings.get("max_new_tokens") or self.default_budget.max_new_tokens)
 
     def training_example(self, task: str, row: dict, tokenizer, budget: Budget) -> Example:
         raise NotImplementedError

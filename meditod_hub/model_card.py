@@ -192,7 +192,7 @@ def _hyperparameters(recipe_text: str) -> list[tuple[str, object]]:
 
 def _loading(run: Run, repo_id: str, revision: str | None, merged: bool) -> tuple[str, str]:
     """How to load this repo and run it on dataset rows, through the project's own inference."""
-    family, task = run.family.name, run.task
+    task = run.task
     adapter = run.info["adapter"] and not merged
     auto = ("AutoPeftModelFor" if adapter else "AutoModelFor") + run.family.auto_model_name
     text = (f"A LoRA adapter: `peft.{auto}` loads its base model "
@@ -203,28 +203,22 @@ def _loading(run: Run, repo_id: str, revision: str | None, merged: bool) -> tupl
                  "bf16 base: outputs are close to, not identical with, the adapter's.")
     text += (" Inputs are built and outputs parsed by the project's family registry "
              f"(`meditod_hub.families`) on rows of the `{task}` config of a MediTOD build; "
-             "`meditod_hub.predict` does both, with this repo's `recipe.yaml` token budgets:")
+             "`meditod_hub.predictor` does both, with the token budget this repo's "
+             "`run_info.json` recorded at training:")
     rev = f', revision="{revision}"' if revision else ""
-    code = f"""from huggingface_hub import snapshot_download
-from meditod_hub.dataset import load_split
-from meditod_hub.families import get_family
-from meditod_hub.predict import load_model, predict_rows
-from meditod_hub.runs import run_settings
+    code = f"""from meditod_hub.dataset import load_split
+from meditod_hub.predictor import ModelSpec, load_predictor
 
-path, family = snapshot_download("{repo_id}"{rev}), get_family("{family}")
-model, tokenizer = load_model(path, family)
+predictor = load_predictor(ModelSpec("{repo_id}"{rev}), "{task}")
 rows = load_split("meditod", "{task}", "test")[:4]  # a MediTOD build (gated data)
-budget = family.budget(run_settings(path)[1])
-for record in predict_rows(model, tokenizer, family, "{task}", rows, budget):
+for record in predictor.predict(rows):
     print(record.id, record.parse_ok, record.prediction)"""
     return text, code
 
 
 def _predict_command(repo_id: str, revision: str | None, task: str) -> str:
-    rev = f', revision="{revision}"' if revision else ""
-    return (f"MODEL=$(python -c 'from huggingface_hub import snapshot_download as s; "
-            f"print(s(\"{repo_id}\"{rev}))')\n"
-            f"meditod predict --model_path $MODEL --task {task} --data meditod "
+    rev = f" --revision {revision}" if revision else ""
+    return (f"meditod predict --model_path {repo_id}{rev} --task {task} --data meditod "
             "--split test --out predictions.jsonl\n"
             f"meditod evaluate --task {task} --data meditod --split test "
             "--predictions predictions.jsonl --out results.json")

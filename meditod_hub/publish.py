@@ -55,7 +55,7 @@ from .hub import (
     upload_plan,
 )
 from .model_card import base_label, card_identity, paper_row, render_model_card
-from .runs import EVAL_SPLITS, PUBLISHED, Run, RunError, eval_dir, read_run
+from .runs import EVAL_SPLITS, PUBLISHED, RECIPE, RUN_INFO, Run, RunError, eval_dir, read_run
 from .tasks import get_task
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
@@ -63,7 +63,7 @@ FULL_FILES = ("config.json", "generation_config.json", "model.safetensors", "mod
               "model.safetensors.index.json")
 TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json",
                    "chat_template.jinja", "vocab.*", "merges.txt", "*.model")
-RUN_FILES = ("recipe.yaml", "run_info.json")
+RUN_FILES = (RECIPE, RUN_INFO)
 EVAL_FILES = ("results.json", "results.md", "results.png")
 
 

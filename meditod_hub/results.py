@@ -39,6 +39,7 @@ from . import about, paper_results
 from .errors import UsageError, run_main
 from .files import atomic_write, output_path
 from .records import Results, ResultsError, value_at
+from .runs import FEWSHOT_INFO
 from .tasks import TASK_NAMES, TASKS, Metric, get_task
 
 SPLITS = ("test", "test_ood")
@@ -150,7 +151,7 @@ def _cascade_rows(path: Path, data: dict) -> list[Row]:
 def _results_row(path: Path, results: Results) -> Row:
     """A `meditod evaluate` results file, placed by what sits around it."""
     run_info = path.parent.parent.parent / "run_info.json"
-    beside = path.parent / "run_info.json"
+    beside = path.parent / FEWSHOT_INFO
     if path.parent.parent.name == "eval" and run_info.is_file():  # <run>/eval/<split>/
         info = _json(run_info)
         return Row(results.task, results.split, str(info.get("model", path.parent.parent.parent.name)),

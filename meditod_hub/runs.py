@@ -1,7 +1,8 @@
 """The run folder: what `meditod train` writes and predict, cards and publishing read.
 
     runs/<model>/<task>/
-      run_info.json        model, task, family, base model, adapter?, counts, versions, runtime
+      run_info.json        model, task, family, base model, adapter?, token budget, counts,
+                           versions, runtime
       recipe.yaml          the resolved recipe (every key the recipe or the command line set)
       adapter_model.safetensors | model.safetensors, config files, tokenizer
       checkpoints/         trainer checkpoints (never published)
@@ -13,18 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
 
 from .errors import MeditodError
-from .families import Family, get_family
+from .families import Budget, Family, get_family
 from .files import atomic_write
 from .records import Results, ResultsError
 from .tasks import TASKS
 
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
+# What a `meditod fewshot` output was (never a key): no training run behind it, so not RUN_INFO.
+FEWSHOT_INFO = "fewshot_info.json"
 EVAL_SPLITS = ("test", "test_ood")
 REQUIRED_INFO = ("model", "task", "family", "base_model", "adapter")
 
@@ -128,13 +131,27 @@ def _read_recipe(path: Path) -> dict:
     return value or {}
 
 
-def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:
-    atomic_write(Path(path) / RECIPE, yaml.safe_dump(recipe, sort_keys=False))
-    atomic_write(Path(path) / RUN_INFO, json.dumps(info, indent=2) + "\n")
+def budget_record(budget: Budget) -> dict:
+    """run_info.json's `budget`: the token budget training resolved (`Family.budget`)."""
+    return asdict(budget)
+
+
+def run_budget(info: dict, recipe: dict, family: Family) -> Budget:
+    """The token budget a model is run with: the one its training recorded in run_info.json.
+    A run recorded before the budget was: its recipe's keys, then the family default (which is
+    also what a model without run files gets)."""
+    if "budget" in info:
+        return Budget(**info["budget"])
+    return family.budget(recipe)
 
 
 def run_info_digest(folder: str | Path | None) -> str | None:
-    """sha256 of a run folder's run_info.json: which training run a model is (a publish checks
-    a cascade ran this very run), without writing a local path into published results."""
+    """sha256 of a folder's run_info.json: which training run a model is (a cascade's results
+    and a push compare it), without writing a local path anywhere."""
     info = Path(folder) / RUN_INFO if folder else None
     return hashlib.sha256(info.read_bytes()).hexdigest() if info and info.is_file() else None
+
+
+def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:
+    atomic_write(Path(path) / RECIPE, yaml.safe_dump(recipe, sort_keys=False))
+    atomic_write(Path(path) / RUN_INFO, json.dumps(info, indent=2) + "\n")

@@ -14,9 +14,9 @@
   (`transformers serve` answers them, but cuts the prompt's length off the generated ids as if
   the model were a decoder, which drops the answer), so they are refused; predict them locally.
 Greedy decoding, `max_tokens` = the run's `max_new_tokens`; the answer is stripped and parsed
-with the family's parser, so the records equal `predict.predict_rows`'s. Answers are cached per
-endpoint and per checkpoint (`checkpoint_scope`): serving another run under the same name at the
-same URL (the README's `SERVED_MODEL=meditod`) asks the server again.
+with the family's parser by `predictor.Predictor`, so the records equal a local model's. Answers
+are cached per endpoint and per checkpoint (`checkpoint_scope`): serving another run under the
+same name at the same URL (the README's `SERVED_MODEL=meditod`) asks the server again.
 """
 
 from __future__ import annotations
@@ -27,11 +27,8 @@ import sys
 from pathlib import Path
 
 from .endpoint import Decoding, Endpoint, Request
-from .errors import UsageError
 from .families import Budget, Family
 from .formats.fit import BudgetError
-from .records import Prediction
-from .tasks import get_task
 
 
 def checkpoint_scope(model_path: str) -> str:
@@ -48,9 +45,6 @@ def checkpoint_scope(model_path: str) -> str:
 
 def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget: Budget):
     """(requests, unfit reasons by row index, rows whose prompt re-tokenises differently)."""
-    if family.served_as is None:
-        raise UsageError(f"a {family.name} model is an encoder-decoder, which OpenAI-compatible "
-                         "servers do not serve: predict it locally (drop --endpoint)")
     requests, unfit, retokenised = [], {}, []
     for i, row in enumerate(rows):
         if family.served_as == "chat":
@@ -68,9 +62,10 @@ def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget:
     return requests, unfit, retokenised
 
 
-def predict_rows_via_endpoint(endpoint: Endpoint, family: Family, task: str, rows: list[dict],
-                              budget: Budget, tokenizer=None) -> list[Prediction]:
-    """Prediction records (the evaluation contract), like `predict.predict_rows`."""
+def complete_rows(endpoint: Endpoint, family: Family, task: str, rows: list[dict], budget: Budget,
+                  tokenizer=None) -> tuple[dict[int, str], dict[int, str]]:
+    """The stripped answer of each row sent (by index) and why each other row was not sent:
+    what `predictor.Predictor.generate` returns, so records are built as for a local model."""
     requests, unfit, retokenised = requests_for(family, task, rows, tokenizer, budget)
     if retokenised:
         print(f"note: {len(retokenised)} prompt(s) re-tokenise differently on the server side "
@@ -78,13 +73,5 @@ def predict_rows_via_endpoint(endpoint: Endpoint, family: Family, task: str, row
               file=sys.stderr)
     answers = endpoint.complete(requests, Decoding(max_tokens=budget.max_new_tokens),
                                 desc=f"{task} via {endpoint.host}")
-    records = []
-    for i, row in enumerate(rows):
-        if row["id"] not in answers:
-            records.append(Prediction(row["id"], get_task(task).empty_label, False, "",
-                                      unfit.get(i)))
-            continue
-        raw = answers[row["id"]].text.strip()
-        parsed = family.parse(task, raw)
-        records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason))
-    return records
+    return ({i: answers[row["id"]].text.strip() for i, row in enumerate(rows)
+             if row["id"] in answers}, unfit)

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from . import about
 from .errors import UsageError, run_main
-from .files import read_json
 from .model_card import base_label, hub_id
-from .tasks import TASK_NAMES as TASKS
+from .runs import run_settings
+from .tasks import TASK_NAMES
 
 PROJECT = Path(__file__).resolve().parent.parent
 TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
@@ -56,8 +56,7 @@ def _model_files(folder: Path) -> dict[str, Path]:
     """The files of a run a Space needs (the publish allow-lists), top level only."""
     from .publish import FULL_FILES, RUN_FILES, TOKENIZER_FILES
 
-    info_file = folder / "run_info.json"
-    info = read_json(info_file, fix="is it a run of this kit?") if info_file.exists() else {}
+    info, _ = run_settings(folder)
     if info.get("adapter"):
         raise UsageError(f"{folder} is a LoRA adapter on a local base: push it with `make publish` "
                          "and give its Hub id instead")
@@ -75,7 +74,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
                                       "requirements.txt": REQUIREMENTS}
     files.update(package_files())
     settings, shown = {}, []
-    for task in TASKS:
+    for task in TASK_NAMES:
         source = getattr(args, task) or str(PROJECT / "runs" / "tiny-llama" / task)
         revision = getattr(args, f"{task}_revision")
         if Path(source).is_dir():
@@ -91,7 +90,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
                              "tiny offline models run `make tiny-runs` first)")
         shown.append((task.upper(), base_label(source)))
     files["meditod_app.json"] = (json.dumps(settings, indent=2) + "\n").encode()
-    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASKS))
+    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASK_NAMES))
     return files, settings
 
 

@@ -1,6 +1,8 @@
-"""The three MediTOD tasks, each spelled once: its target column, headline metric, model-index
-metrics and the one `score` that `meditod evaluate`, the local `evaluate` modules, training-time
-validation and the model cards all go through.
+"""The three MediTOD tasks, each spelled once: whose utterance it reads, its target column (the
+release's label key for NLU and POL), the key every label item carries, where it sits in the
+cascade, its headline, model-index and chart metrics, and the one `score` that `meditod evaluate`,
+the local `evaluate` modules, training-time validation and the model cards all go through.
+Nothing else branches on a task's name.
 
 A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
 (`actions`) or the doctor's text (`response`). Predictions handed to `score` are labels aligned
@@ -42,11 +44,17 @@ _NLG = (Metric("bleu2", "bleu", "BLEU-2 (NLTK, x100)", ".2f"),
 @dataclass(frozen=True)
 class Task:
     name: str
-    target_column: str        # the dataset column holding the label
+    speaker: str              # whose utterance the task predicts (a release utterance's speaker)
+    target_column: str        # the dataset column holding the label (NLU, POL: the utterance key)
     item_head: str | None     # the key every label item carries (None: NLG's text)
     description: str
     headline: str             # key of the metric a one-line summary reports
     metrics: tuple[Metric, ...]
+    chart_metrics: tuple[str, ...]  # keys of the metrics a chart of this task shows
+    # What the task reads beside the dialogue (POL: the state, NLG: the doctor's actions), and
+    # the task whose predicted labels a cascade builds it from (NLU, POL).
+    input_column: str | None = None
+    upstream: str | None = None
 
     @property
     def structured(self) -> bool:
@@ -60,6 +68,14 @@ class Task:
     @property
     def headline_metric(self) -> Metric:
         return next(m for m in self.metrics if m.key == self.headline)
+
+    def cascade_rows(self, rows: list[dict], upstream_labels: dict) -> list[dict]:
+        """Rows whose `input_column` is built from the upstream task's predicted labels (by row
+        id; None for one that did not parse): the paper's pipeline."""
+        from . import views
+
+        build = {"pol": views.cascade_pol_rows, "nlg": views.cascade_nlg_rows}[self.name]
+        return build(rows, upstream_labels)
 
     def gold(self, rows: Sequence[dict]) -> list:
         return [row[self.target_column] for row in rows]
@@ -92,17 +108,23 @@ class Task:
 
 
 TASKS: dict[str, Task] = {task.name: task for task in (
-    Task("nlu", "nlu", "intent",
+    Task("nlu", "patient", "nlu", "intent",
          "from the dialogue so far and the patient's utterance, predict its intents, slots and "
-         "attributes (CMAS labels)", "f1", _F1 + (_JOINT,)),
-    Task("pol", "actions", "action",
+         "attributes (CMAS labels)", "f1", _F1 + (_JOINT,),
+         ("f1", "medical.f1", "joint_accuracy")),
+    Task("pol", "doctor", "actions", "action",
          "from the dialogue so far and the dialogue state, predict the doctor's next actions",
-         "f1", _F1 + (_JOINT,) + _PAK),
-    Task("nlg", "response", None,
+         "f1", _F1 + (_JOINT,) + _PAK,
+         ("f1", "medical.f1", "joint_accuracy", "precision_at_k.1", "precision_at_k.4",
+          "precision_at_k.inf"), upstream="nlu", input_column="state"),
+    Task("nlg", "doctor", "response", None,
          "from the dialogue so far and the doctor's actions, write the doctor's utterance",
-         "bleu4", _NLG),
+         "bleu4", _NLG, ("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1"),
+         upstream="pol", input_column="actions"),
 )}
 TASK_NAMES = tuple(TASKS)
+LABELLED_TASK_NAMES = tuple(name for name, task in TASKS.items() if task.structured)  # NLU, POL
+CASCADED_TASK_NAMES = tuple(name for name, task in TASKS.items() if task.upstream)   # POL, NLG
 
 
 def get_task(name: str) -> Task:
@@ -110,3 +132,8 @@ def get_task(name: str) -> Task:
         return TASKS[name]
     except KeyError:
         raise UsageError(f"unknown task {name!r}: choose one of {', '.join(TASK_NAMES)}") from None
+
+
+# speaker -> the task whose label that speaker's release utterances carry (patient: NLU, doctor:
+# POL), under the task's target column
+LABELLING_TASKS: dict[str, Task] = {TASKS[name].speaker: TASKS[name] for name in LABELLED_TASK_NAMES}

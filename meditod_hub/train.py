@@ -68,8 +68,8 @@ from .errors import MeditodError, UsageError, load_failure, run_main
 from .families import Budget, Family, get_family
 from .files import atomic_write, output_folder, read_json
 from .formats.fit import BudgetError
-from .predict import predict_rows
-from .runs import CHECKPOINTS, write_run_files
+from .predictor import DecodeOptions, LocalPredictor
+from .runs import CHECKPOINTS, budget_record, write_run_files
 from .tasks import TASK_NAMES, get_task
 from .train_settings import USAGE, MeditodArguments, train_help, wants_help
 
@@ -94,8 +94,9 @@ class Recipe:
 
     @property
     def budget(self) -> Budget:
-        settings = {**self.training.to_dict(), **_plain(self.script)}
-        return self.family.budget({k: v for k, v in settings.items() if v is not None})
+        """The token budget, resolved once from the keys the recipe and command line set (never
+        a trainer default) and recorded in run_info.json, where every reader takes it from."""
+        return self.family.budget(self.resolved)
 
 
 def _read_recipe(path: Path) -> dict:
@@ -280,8 +281,9 @@ class ValidationScorer:
 
     def __call__(self, model, accelerator) -> dict:
         mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
-        records = predict_rows(model, self.tokenizer, self.family, self.task,
-                               [self.rows[i] for i in mine], self.budget, self.batch_size)
+        predictor = LocalPredictor(model, self.tokenizer, self.family, self.task, self.budget,
+                                   DecodeOptions(self.batch_size))
+        records = predictor.predict([self.rows[i] for i in mine])
         gathered = dict(gather_object([(i, r.label) for i, r in zip(mine, records)]))
         scores = get_task(self.task).score(self.rows, [gathered[i] for i in range(len(self.rows))])
         return {"f1": scores["f1"], "parse_failures": scores["parse_failures"]}
@@ -472,7 +474,9 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         output_folder(run_dir, purpose="train", what="output_dir",
                       input_folders=[script.dataset_name, recipe.model.model_name_or_path])
     training.output_dir = str(run_dir / CHECKPOINTS)  # checkpoints are never published
-    budget = recipe.budget  # before plan_batching, which may lift TRL's own max_length
+    budget = recipe.budget
+    if not family.encoder_decoder:  # TRL's own cut follows it (plan_batching may lift it)
+        training.max_length = budget.max_length
     apply_effective_batch(recipe)
     batching = plan_batching(family, training, recipe.model)
     logger.info("%s/%s: %s batches, %d process(es) x %d per device x %d accumulation",
@@ -519,7 +523,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         "train_examples": len(train.dataset), "truncated_examples": train.truncated,
         "state_cut_examples": train.state_cut, "skipped_examples": len(train.skipped),
         "dataset": script.dataset_name, "data_fingerprint": fingerprint(script.dataset_name),
-        "seed": training.seed,
+        "seed": training.seed, "budget": budget_record(budget),
     }
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(run_dir)

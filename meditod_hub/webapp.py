@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import quiet
-from .assistant import OPENING_LINE, Assistant, Conversation, ModelSpec
+from .assistant import OPENING_LINE, Assistant, Conversation
 from .errors import UsageError
 from .files import atomic_write, output_path
+from .predictor import ModelSpec
 from .state_view import STATE_CSS, actions_line, state_html
-from .tasks import TASK_NAMES as TASKS
+from .tasks import TASK_NAMES
 
 SETTINGS_FILE = "meditod_app.json"
 DEFAULT_RUNS = "runs/tiny-llama"
@@ -62,7 +63,7 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
             raise UsageError(f"{base / SETTINGS_FILE}: invalid JSON ({exc.msg}); fix or delete "
                              "it") from None
     specs = []
-    for task in TASKS:
+    for task in TASK_NAMES:
         entry = stored.get(task, {})
         env = {key: environ.get(f"MEDITOD_{task.upper()}{suffix}")
                for key, suffix in (("source", ""), ("revision", "_REVISION"),

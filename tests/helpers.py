@@ -23,6 +23,7 @@ from meditod_hub.assistant import Assistant
 from meditod_hub.errors import run_main
 from meditod_hub.records import Prediction
 from meditod_hub.state import fold_states
+from meditod_hub.tasks import TASK_NAMES
 
 PROJECT = Path(__file__).resolve().parent.parent
 RECIPES = PROJECT / "recipes"
@@ -103,12 +104,13 @@ def train_args(recipe: str, data: Path, model: Path, out: Path, *overrides: str)
 
 # --- the assistant ------------------------------------------------------------------------------
 class Scripted:
-    """A backend that answers `answer(task, row) -> (prediction, parse_ok)` and keeps the rows."""
+    """Scripted predictors: every task answers `answer(task, row) -> (prediction, parse_ok)`;
+    `seen` keeps each (task, row) in the order the predictors were asked."""
 
     def __init__(self, answer):
         self.answer, self.seen = answer, []
 
-    def predict(self, task, rows):
+    def answers(self, task, rows):
         self.seen += [(task, row) for row in rows]
         out = []
         for row in rows:
@@ -118,9 +120,19 @@ class Scripted:
         return out
 
 
+class ScriptedPredictor:
+    """One task's predictor over a `Scripted` answer (what `predictor.Predictor.predict` is)."""
+
+    def __init__(self, script: Scripted, task: str):
+        self.script, self.task = script, task
+
+    def predict(self, rows):
+        return self.script.answers(self.task, rows)
+
+
 def scripted_assistant(answer, **kwargs) -> tuple[Assistant, Scripted]:
-    backend = Scripted(answer)
-    return Assistant(backend, backend, backend, **kwargs), backend
+    script = Scripted(answer)
+    return Assistant(*(ScriptedPredictor(script, task) for task in TASK_NAMES), **kwargs), script
 
 
 def weights_digest(model) -> str:

@@ -11,10 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from meditod_hub import train as T
-from meditod_hub.annotate.assist import Assistant, LocalModel
+from meditod_hub.annotate.assist import Assistant
 from meditod_hub.annotate.server import PortalSettings, create_app
 from meditod_hub.dataset import load_split
-from meditod_hub.errors import MeditodError
+from meditod_hub.errors import UsageError
+from meditod_hub.predictor import ModelSpec, load_predictor
 
 PROJECT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -57,7 +58,7 @@ def test_accepting_every_suggestion_reproduces_the_models_predictions(
     from meditod_hub.build import BuildArguments, build
 
     release = release_copy(embedded_release)
-    nlu, pol = (Recording(LocalModel(str(runs[t]), t)) for t in ("nlu", "pol"))
+    nlu, pol = (Recording(load_predictor(ModelSpec(str(runs[t])), t)) for t in ("nlu", "pol"))
     app = create_app(PortalSettings(source=release, assistant=Assistant(nlu, pol)))
     client = TestClient(app, base_url="http://127.0.0.1")
     trained_on = json.loads((embedded_release / "dialogs.json").read_text())["9001"]
@@ -107,7 +108,7 @@ def test_accepting_every_suggestion_reproduces_the_models_predictions(
 
 
 def test_a_model_for_the_wrong_task_or_without_a_family_is_refused(runs, tiny_models):
-    with pytest.raises(MeditodError, match="trained for nlu, not pol"):
-        LocalModel(str(runs["nlu"]), "pol")
-    with pytest.raises(MeditodError, match="no run_info.json: pass the model family"):
-        LocalModel(str(tiny_models / "tiny-t5"), "nlu")
+    with pytest.raises(UsageError, match="trained for nlu, not pol"):
+        load_predictor(ModelSpec(str(runs["nlu"])), "pol")
+    with pytest.raises(UsageError, match="no run_info.json: pass --family .* --nlu_family"):
+        load_predictor(ModelSpec(str(tiny_models / "tiny-t5")), "nlu")

@@ -153,6 +153,18 @@ def test_every_cmas_name_has_its_question_and_no_question_names_anything_else():
         assert known == offered[:len(known)]
 
 
+def test_the_page_learns_which_task_labels_each_speaker_and_under_which_key(embedded_release):
+    """The schema the page reads names, per speaker, the task whose model suggests its labels and
+    the utterance key the release keeps them under (the page spells neither)."""
+    labels = annotate_schema.schema()["labels"]
+    assert labels == {"patient": {"task": "nlu", "key": "nlu"},
+                      "doctor": {"task": "pol", "key": "actions"}}
+    dialogues = json.loads((embedded_release / "dialogs.json").read_text(encoding="utf-8"))
+    for dialogue in dialogues.values():
+        for utterance in dialogue["utterances"]:
+            assert isinstance(utterance[labels[utterance["speaker"]]["key"]], list)
+
+
 # --- the tracking box's state is the dataset's fold --------------------------------------------
 @pytest.mark.parametrize("which", ["embedded", "authors"])
 def test_states_after_each_utterance_are_the_release_states(which, request):

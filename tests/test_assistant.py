@@ -16,14 +16,9 @@ import pytest
 from datasets import load_dataset
 from helpers import scripted_assistant, weights_digest
 
-from meditod_hub.assistant import (
-    MAX_PATIENT_CHARS,
-    NO_REPLY,
-    LocalBackend,
-    ModelSpec,
-    load_backend,
-)
+from meditod_hub.assistant import MAX_PATIENT_CHARS, NO_REPLY
 from meditod_hub.errors import UsageError
+from meditod_hub.predictor import ModelSpec, load_predictor
 from meditod_hub.views import FEATURES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -145,29 +140,28 @@ def test_conversations_in_one_batch_stay_apart():
         assistant.respond_many([a, a], ["x", "y"])
 
 
-# --- sources: run folders, model folders, Hub ids at a revision, the endpoint seam ---------------
+# --- sources: run folders, model folders, Hub ids at a revision, endpoints ------------------------
 def test_sources_that_cannot_work_are_refused_in_one_line(tiny_models, tiny_runs, tmp_path):  # noqa: F811
-    with pytest.raises(UsageError, match="endpoint backend"):
-        load_backend(ModelSpec("http://127.0.0.1:9/v1"), "nlu")
-    with pytest.raises(UsageError, match="name its model family"):
-        LocalBackend(ModelSpec(str(tiny_models / "tiny-llama")), "nlu")
+    with pytest.raises(UsageError, match="is a URL: give the run folder or Hub id as the model"):
+        load_predictor(ModelSpec("http://127.0.0.1:9/v1"), "nlu")
+    with pytest.raises(UsageError, match="has no run_info.json: pass --family .* --nlu_family"):
+        load_predictor(ModelSpec(str(tiny_models / "tiny-llama")), "nlu")
     with pytest.raises(UsageError, match="trained for pol, not nlu"):
-        LocalBackend(ModelSpec(str(tiny_runs / "pol")), "nlu")
+        load_predictor(ModelSpec(str(tiny_runs / "pol")), "nlu")
     with pytest.raises(UsageError, match="revision only applies to Hub ids"):
-        LocalBackend(ModelSpec(str(tiny_runs / "nlu"), revision="main"), "nlu")
+        load_predictor(ModelSpec(str(tiny_runs / "nlu"), revision="main"), "nlu")
     (tmp_path / "file").write_text("x")
     with pytest.raises(UsageError, match="is a file"):
-        LocalBackend(ModelSpec(str(tmp_path / "file")), "nlu")
+        load_predictor(ModelSpec(str(tmp_path / "file")), "nlu")
 
 
 HUB_CLIENT = """
 import json, sys
-from meditod_hub.assistant import LocalBackend, ModelSpec
 from meditod_hub.errors import MeditodError
 from helpers import weights_digest
 for repo, revision, family in json.loads(sys.argv[1]):
     try:
-        backend = LocalBackend(ModelSpec(repo, family=family, revision=revision), "nlu")
+        backend = load_predictor(ModelSpec(repo, family=family, revision=revision), "nlu")
     except MeditodError as exc:
         print(json.dumps({"error": str(exc)}))
         continue
@@ -214,7 +208,7 @@ def test_hub_ids_load_at_their_revision_and_adapters_bring_their_base(
         ("org/tiny-nlu", None, "llama"), ("org/tiny-adapter", None, "llama"),
         ("org/tiny-nlu", "no-such", "llama"))
     assert at_v0["folder"].endswith(repo.branches["v0"]) and at_v0["weights"] != at_main["weights"]
-    assert at_v0["weights"] == weights_digest(LocalBackend(ModelSpec(str(tiny_runs / "nlu")),
-                                                           "nlu").model)
+    assert at_v0["weights"] == weights_digest(load_predictor(ModelSpec(str(tiny_runs / "nlu")),
+                                                             "nlu").model)
     assert adapted["type"].startswith("Peft")
     assert missing["error"].startswith("cannot download org/tiny-nlu at revision no-such")

@@ -330,8 +330,9 @@ def run_folder(tiny_models, tmp_path) -> Path:
 @pytest.mark.parametrize("case", ["model path missing", "checkpoints folder", "not a model folder",
                                   "model path is a file", "wrong family", "unknown split",
                                   "trained for another task", "upstream for nlu",
-                                  "out is a folder", "hub model without family"])
-def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
+                                  "out is a folder", "model without run_info or family",
+                                  "hub model unreachable"])
+def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, monkeypatch):
     argv = ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
             "--split", "test", "--out", tmp_path / "p.jsonl"]
     phrase, code = {
@@ -344,7 +345,8 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
         "trained for another task": ("was trained for nlu, not pol", 2),
         "upstream for nlu": ("--upstream needs --task pol", 2),
         "out is a folder": ("is a folder: give a file path", 2),
-        "hub model without family": ("has no run_info.json: pass --family", 2),
+        "model without run_info or family": ("has no run_info.json: pass --family", 2),
+        "hub model unreachable": ("cannot download org/some-model", 1),
     }[case]
     if case == "model path missing":
         argv[1] = tmp_path / "nope"
@@ -365,7 +367,10 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys):
         (tmp_path / "up.jsonl").write_text("")
     elif case == "out is a folder":
         argv[9] = tmp_path
-    elif case == "hub model without family":
+    elif case == "model without run_info or family":
+        (run_folder / "run_info.json").unlink()
+    elif case == "hub model unreachable":  # the Hub is never reached in tests
+        monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
         argv[1] = "org/some-model"
     outcome = run_case(f"predict: {case}", P.main, argv, capsys, protect=[run_folder])
     expect(outcome, phrase, code=code)
@@ -619,9 +624,9 @@ def _fewshot_run_info(ctx):
 
     out = ctx.tmp / "fewshot"
     out.mkdir()
-    (out / "run_info.json").write_text("{}")
+    (out / fewshot.FEWSHOT_INFO).write_text("{}")
     return fewshot.main, ["--model", "m", "--task", "nlu", "--data", ctx.build, "--out", out,
-                          "--dry_run"], out / "run_info.json", []
+                          "--dry_run"], out / fewshot.FEWSHOT_INFO, []
 
 
 def _chat_run_info(ctx):
@@ -683,7 +688,7 @@ DAMAGED_FILES = {
     "publish: run_info.json": _publish_run_info,
     "publish: eval/test/results.json": _publish_results,
     "publish --table: published.json": _publish_record,
-    "fewshot: the --out run's run_info.json": _fewshot_run_info,
+    "fewshot: the --out run's fewshot_info.json": _fewshot_run_info,
     "chat: a model's run_info.json": _chat_run_info,
     "eval-cascade: a model's run_info.json": _cascade_run_info,
     "space: a run's run_info.json": _space_run_info,

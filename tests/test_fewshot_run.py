@@ -52,7 +52,7 @@ def test_dry_run_writes_every_request_and_the_cost_and_sends_nothing(argv, embed
     cost = (total * 1.5 + 4 * 16 * 2) / 1e6
     assert f"4 requests, {total} prompt tokens (+ at most 64 answer tokens); estimated cost <= " \
            f"${cost:.2f}" in out
-    info = json.loads((tmp_path / "out" / "pol" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "out" / "pol" / "fewshot_info.json").read_text())
     assert info["dry_run"] and info["estimated_prompt_tokens"] == total
     assert not (tmp_path / "out" / "pol" / "predictions.jsonl").exists()
 
@@ -69,7 +69,7 @@ def test_exemplars_are_dropped_least_similar_first_to_fit_the_window_and_counted
         full[full.index("--context_window") + 2:] + ["--out", str(tmp_path / "narrow")]
     assert run_cli(narrow, capsys)[0] == 0
     fitted = [json.loads(x) for x in (tmp_path / "narrow" / "requests.jsonl").read_text().splitlines()]
-    info = json.loads((tmp_path / "narrow" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "narrow" / "fewshot_info.json").read_text())
     dropped = 0
     for before, after in zip(wide, fitted):
         assert after["prompt_tokens"] + 16 <= window
@@ -79,7 +79,7 @@ def test_exemplars_are_dropped_least_similar_first_to_fit_the_window_and_counted
     assert dropped > 0 and info["budget"]["exemplars_dropped"] == dropped
 
 
-def test_a_run_writes_predictions_results_and_run_info_then_reruns_from_the_cache(
+def test_a_run_writes_predictions_results_and_its_info_then_reruns_from_the_cache(
         argv, tmp_path, capsys):
     out = tmp_path / "out" / "nlg"
     with ChatServer() as server:
@@ -94,7 +94,7 @@ def test_a_run_writes_predictions_results_and_run_info_then_reruns_from_the_cach
     records = [json.loads(x) for x in first.splitlines()]
     assert all(set(r) == {"id", "prediction", "raw", "parse_ok"} and r["raw"].startswith("echo ")
                for r in records)
-    info = json.loads((out / "run_info.json").read_text())
+    info = json.loads((out / "fewshot_info.json").read_text())
     assert info["endpoint"] == server.url.split("/")[2] and info["requests"] == 0
     assert info["cache_hits"] == 4 and info["shots"] == 2 and info["paper_row"] == "in-context-gpt-4-turbo"
     assert re.fullmatch(r"[0-9a-f]{64}", info["system_prompt_sha256"])
@@ -168,7 +168,7 @@ def test_a_model_without_a_tokenizer_is_sent_unchanged_and_priced_by_an_estimate
     assert code == 0 and " prompt tokens (estimated) " in out
     lines = [json.loads(x) for x in (tmp_path / "out" / "nlg" / "requests.jsonl").read_text().splitlines()]
     assert all(len(r["messages"]) == 1 + 2 * 2 + 1 and r["prompt_tokens"] is None for r in lines)
-    info = json.loads((tmp_path / "out" / "nlg" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "out" / "nlg" / "fewshot_info.json").read_text())
     assert info["token_counter"].startswith("none") and info["budget"]["context_window"] is None
     code, _, err = run_cli(args + ["--context_window", "4096", "--out", str(tmp_path / "w")],
                            capsys)
@@ -190,7 +190,7 @@ def test_the_authors_prompts_go_unchanged_unless_a_window_is_known(argv, tmp_pat
         assert run_cli(args, capsys)[0] == 0
         wide = server.received[:]
     assert all(len(body["messages"]) == 1 + 2 * 3 + 1 for body in wide)
-    info = json.loads((tmp_path / "out" / "nlu" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "out" / "nlu" / "fewshot_info.json").read_text())
     assert info["budget"]["context_window"] is None and info["budget"]["exemplars_dropped"] == 0
     count = TokenCounter.for_model(argv("nlu", "x")[argv("nlu", "x").index("--tokenizer") + 1])
     one_shot = max(count(b["messages"][:3] + b["messages"][-1:]) for b in wide)
@@ -200,7 +200,7 @@ def test_the_authors_prompts_go_unchanged_unless_a_window_is_known(argv, tmp_pat
         code, _, err = run_cli(args, capsys)
         assert code == 0
         sent = small.received[:]
-    info = json.loads((tmp_path / "small" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "small" / "fewshot_info.json").read_text())
     budget = info["budget"]
     assert budget["context_window"] == one_shot + 16
     assert budget["window_from"] == f"reported by {small.url.split('/')[2]}"
@@ -218,7 +218,7 @@ def test_llama3_models_are_counted_with_the_packaged_llama3_tokenizer(argv, tmp_
                    "--context_window")
     args += ["--model", "aaditya/Llama3-OpenBioLLM-8B"]
     assert run_cli(args, capsys)[0] == 0
-    info = json.loads((tmp_path / "out" / "nlu" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "out" / "nlu" / "fewshot_info.json").read_text())
     assert info["token_counter"] == NAME and info["budget"]["context_window"] is None
     first = json.loads((tmp_path / "out" / "nlu" / "requests.jsonl").read_text().splitlines()[0])
     ids = llama3_tokenizer().apply_chat_template(first["messages"], add_generation_prompt=True,
@@ -226,7 +226,7 @@ def test_llama3_models_are_counted_with_the_packaged_llama3_tokenizer(argv, tmp_
     assert first["prompt_tokens"] == len(ids) and ids[0] == 128000  # <|begin_of_text|>
 
 
-def test_no_key_of_the_environment_goes_to_a_local_server_nor_into_run_info(
+def test_no_key_of_the_environment_goes_to_a_local_server_nor_into_the_run_record(
         argv, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
@@ -234,11 +234,11 @@ def test_no_key_of_the_environment_goes_to_a_local_server_nor_into_run_info(
         assert run_cli(argv("nlg", server.url), capsys)[0] == 0
     sent = {{k.lower(): v for k, v in h.items()}["authorization"] for h in server.headers}
     assert sent == {"Bearer EMPTY"}
-    info = json.loads((tmp_path / "out" / "nlg" / "run_info.json").read_text())
+    info = json.loads((tmp_path / "out" / "nlg" / "fewshot_info.json").read_text())
     assert info["key_variable"] is None
 
 
-def test_run_info_names_the_endpoint_whose_answers_it_holds(argv, tmp_path, capsys):
+def test_the_run_record_names_the_endpoint_whose_answers_it_holds(argv, tmp_path, capsys):
     with ChatServer(reply="A") as a, ChatServer(reply="B") as b:
         assert run_cli(argv("nlg", a.url), capsys)[0] == 0
         assert run_cli(argv("nlg", b.url), capsys)[0] == 0
@@ -246,7 +246,7 @@ def test_run_info_names_the_endpoint_whose_answers_it_holds(argv, tmp_path, caps
         code, _, err = run_cli(argv("nlg", b.url), capsys)
         assert code == 0
     out = tmp_path / "out" / "nlg"
-    info = json.loads((out / "run_info.json").read_text())
+    info = json.loads((out / "fewshot_info.json").read_text())
     assert info["endpoint_url"] == b.url and info["cache_hits"] == 4
     assert "4 of 4 answers from the answer cache" in err and b.url.split("/")[2] in err
     raws = [json.loads(x)["raw"] for x in (out / "predictions.jsonl").read_text().splitlines()]
@@ -263,7 +263,7 @@ def test_a_dry_runs_requests_never_sit_beside_real_results(argv, tmp_path, capsy
         code, _, err = run_cli(argv("pol", server.url, "--dry_run"), capsys)
     assert "holds this run's results: dry-run into another --out" in _one_line_error(code, err)
     assert not (out / "requests.jsonl").exists()
-    assert "dry_run" not in json.loads((out / "run_info.json").read_text())
+    assert "dry_run" not in json.loads((out / "fewshot_info.json").read_text())
 
 
 def test_the_default_out_of_a_served_folder_is_its_last_two_names(tmp_path, monkeypatch):
@@ -294,10 +294,11 @@ def test_a_retriever_that_is_not_on_this_machine_fails_at_once_naming_the_local_
 
 
 @pytest.mark.parametrize("content", [b"{truncated", b"\xff\xfe garbage", b"[1, 2]"])
-def test_an_unreadable_run_info_in_out_is_one_line(argv, tmp_path, capsys, content):
+def test_an_unreadable_run_record_in_out_is_one_line(argv, tmp_path, capsys, content):
     out = tmp_path / "out" / "nlu"
     out.mkdir(parents=True)
-    (out / "run_info.json").write_bytes(content)
+    (out / "fewshot_info.json").write_bytes(content)
     code, _, err = run_cli(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run"), capsys)
-    assert "run_info.json is unreadable: choose another --out" in _one_line_error(code, err)
-    assert (out / "run_info.json").read_bytes() == content
+    line = _one_line_error(code, err)
+    assert "fewshot_info.json" in line and "choose another" in line
+    assert (out / "fewshot_info.json").read_bytes() == content

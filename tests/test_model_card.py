@@ -82,7 +82,9 @@ def test_card_body_sections_and_metadata(tmp_path):
     text = str(card)
     for needed in ("## Intended use", "Out of scope", "## Limitations",
                    "## How to use", "peft.AutoPeftModelForCausalLM",
-                   'snapshot_download("org/model", revision="run-0123456789ab")', "predict_rows",
+                   'load_predictor(ModelSpec("org/model", revision="run-0123456789ab"), "nlu")',
+                   "predictor.predict(rows)",
+                   "meditod predict --model_path org/model --revision run-0123456789ab",
                    "![F1 per slot type, test](eval/test/results.png)",
                    "learning_rate", "1 h 30 min", "torch 2.13.0", "saley2024meditod",
                    "dubey2024llama3", "respiratory"):
@@ -100,7 +102,8 @@ def test_tiny_local_base_has_no_paper_row_and_no_local_path(tmp_path):
     text = str(card)
     assert card.data.base_model is None and str(tmp_path) not in text
     assert "the paper has no row for this model" in text
-    assert "transformers.AutoModelForSeq2SeqLM" in text and 'get_family("flan-t5")' in text
+    assert "transformers.AutoModelForSeq2SeqLM" in text
+    assert 'load_predictor(ModelSpec("org/model", revision="run-0123456789ab"), "nlu")' in text
     assert card.data.pipeline_tag == "text-generation"  # the Hub has no text2text-generation tag
 
 

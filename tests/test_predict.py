@@ -10,6 +10,7 @@ import pytest
 from datasets import load_dataset
 
 from meditod_hub import predict as P
+from meditod_hub import predictor as R
 from meditod_hub.errors import run_main
 from meditod_hub.families import FAMILIES
 from meditod_hub.records import read_predictions
@@ -43,13 +44,15 @@ def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_
 
 def test_a_run_directory_supplies_family_task_and_budgets(tiny_models, embedded_build, tmp_path,
                                                           capsys):
+    """The budget is the one run_info.json recorded at training, not the recipe's keys."""
     import shutil
 
     run = tmp_path / "run"
     shutil.copytree(tiny_models / "tiny-t5", run)
-    (run / "run_info.json").write_text(json.dumps({"family": "flan-t5", "task": "nlg",
-                                                   "quantization": None}))
-    (run / "recipe.yaml").write_text("max_source_length: 40\nmax_new_tokens: 5\n")
+    (run / "run_info.json").write_text(json.dumps({
+        "family": "flan-t5", "task": "nlg", "quantization": None,
+        "budget": {"max_length": 40, "max_new_tokens": 5}}))
+    (run / "recipe.yaml").write_text("max_source_length: 512\nmax_new_tokens: 512\n")
     out = tmp_path / "p.jsonl"
     P.main(["--model_path", str(run), "--task", "nlg", "--data", str(embedded_build),
             "--split", "validation", "--out", str(out)])
@@ -75,14 +78,14 @@ def test_an_adapter_brings_its_base_model(tiny_models, tmp_path, name, family):
                                               if family == "llama" else ["q", "v"]))
     adapter.save_pretrained(tmp_path / "adapter")
     AutoTokenizer.from_pretrained(tiny_models / name).save_pretrained(tmp_path / "adapter")
-    model, tokenizer = P.load_model(str(tmp_path / "adapter"), FAMILIES[family])
+    model, tokenizer = R.load_model(str(tmp_path / "adapter"), FAMILIES[family])
     assert isinstance(model, PeftModel)
     assert model.peft_config["default"].base_model_name_or_path == str(tiny_models / name)
     assert tokenizer.pad_token_id is not None
 
 
 def test_a_4bit_run_is_served_on_a_4bit_base(tiny_models):
-    model, _ = P.load_model(str(tiny_models / "tiny-llama"), FAMILIES["llama"], load_in_4bit=True)
+    model, _ = R.load_model(str(tiny_models / "tiny-llama"), FAMILIES["llama"], load_in_4bit=True)
     assert getattr(model, "is_loaded_in_4bit", False)
 
 
@@ -102,8 +105,8 @@ def test_batched_generation_equals_one_example_at_a_time(tiny_models, embedded_b
                for r in rows(embedded_build, task)]
     assert len({len(p) for p in prompts}) > 1
     stops = family.stop_token_ids(tok)
-    batched = P.generate_texts(model, tok, prompts, 10, stops, batch_size=16)
-    single = P.generate_texts(model, tok, prompts, 10, stops, batch_size=1)
+    batched = R.generate_texts(model, tok, prompts, 10, stops, batch_size=16)
+    single = R.generate_texts(model, tok, prompts, 10, stops, batch_size=1)
     assert batched == single
     assert any(batched)
 

@@ -129,7 +129,7 @@ def test_local_results_are_found_and_placed_by_what_surrounds_them(tmp_path):
     fewshot.mkdir(parents=True)
     (fewshot / "results.json").write_text(json.dumps({"task": "pol", "split": "test",
                                                       **RESULTS["pol"]}))
-    (fewshot / "run_info.json").write_text(json.dumps({
+    (fewshot / "fewshot_info.json").write_text(json.dumps({
         "model": "gpt-4-turbo-2024-04-09", "shots": 3, "paper_row": "in-context-gpt-4-turbo"}))
     cascade = runs / "cascade" / "tiny-llama" / "test"
     cascade.mkdir(parents=True)

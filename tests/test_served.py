@@ -4,7 +4,7 @@ FastAPI server) started on 127.0.0.1 with tiny local models, torn down after.
 * `predict --endpoint`: greedy predictions of a served checkpoint equal the local `predict` ones
   (Llama family through chat completions, BioGPT through plain completions); encoder-decoders
   are refused with one line.
-* `fewshot` NLU / POL / NLG runs write predictions, results and run_info; an interrupted run
+* `fewshot` NLU / POL / NLG runs write predictions, results and fewshot_info; an interrupted run
   resumes without repeating a request and a rerun sends none.
 Offline (HF_HUB_OFFLINE=1), CPU, one torch thread in the server.
 """
@@ -159,13 +159,13 @@ def test_fewshot_nlu_interrupted_then_resumed_without_repeating_a_request(
     monkeypatch.setattr(AnswerCache, "put", put)
 
     assert fewshot(fewshot_argv("nlu", "--paper_model", "llama3-8b")) == 0
-    info = json.loads((in_tmp / "nlu" / "run_info.json").read_text())
+    info = json.loads((in_tmp / "nlu" / "fewshot_info.json").read_text())
     assert (info["requests"], info["answers"], info["cache_hits"]) == (3, 3, 2)
     assert info["endpoint"] == transformers_serve.split("/")[2] and info["prompt_tokens"] > 0
     first = (in_tmp / "nlu" / "predictions.jsonl").read_text()
 
     assert fewshot(fewshot_argv("nlu", "--paper_model", "llama3-8b")) == 0
-    info = json.loads((in_tmp / "nlu" / "run_info.json").read_text())
+    info = json.loads((in_tmp / "nlu" / "fewshot_info.json").read_text())
     assert (info["requests"], info["cache_hits"]) == (0, 5)
     assert (in_tmp / "nlu" / "predictions.jsonl").read_text() == first
     results = json.loads((in_tmp / "nlu" / "results.json").read_text())
@@ -180,10 +180,10 @@ def test_fewshot_pol_and_nlg_write_every_output(fewshot_argv, in_tmp, task):
     assert fewshot(fewshot_argv(task)) == 0
     folder = in_tmp / task
     assert {p.name for p in folder.iterdir()} == {"predictions.jsonl", "results.json",
-                                                  "results.md", "results.png", "run_info.json"}
+                                                  "results.md", "results.png", "fewshot_info.json"}
     records = lines(folder / "predictions.jsonl")
     assert len(records) == 5 and all(isinstance(r["raw"], str) for r in records)
-    info = json.loads((folder / "run_info.json").read_text())
+    info = json.loads((folder / "fewshot_info.json").read_text())
     assert info["requests"] == info["answers"] == 5 and info["completion_tokens"] > 0
     assert json.loads((folder / "results.json").read_text())["task"] == task
 

@@ -22,13 +22,14 @@ from meditod_hub.assistant import Assistant
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 PROJECT = Path(__file__).resolve().parent.parent
-# What the app runs (app.py, then LocalBackend's lazy import of predict and the formats).
+# What the app runs (app.py, then the predictor's lazy imports and the formats).
 APP_MODULES = ["app.py", "meditod_hub/__init__.py", "meditod_hub/quiet.py", "meditod_hub/files.py",
                "meditod_hub/webapp.py", "meditod_hub/assistant.py",
-               "meditod_hub/predict.py", "meditod_hub/views.py", "meditod_hub/release.py",
-               "meditod_hub/state.py", "meditod_hub/cmas.py", "meditod_hub/errors.py",
-               "meditod_hub/state_view.py", *[f"meditod_hub/formats/{p.name}" for p in
-                                              (PROJECT / "meditod_hub" / "formats").glob("*.py")]]
+               "meditod_hub/predictor.py", "meditod_hub/runs.py", "meditod_hub/views.py",
+               "meditod_hub/release.py", "meditod_hub/state.py", "meditod_hub/cmas.py",
+               "meditod_hub/errors.py", "meditod_hub/state_view.py",
+               *[f"meditod_hub/formats/{p.name}"
+                 for p in (PROJECT / "meditod_hub" / "formats").glob("*.py")]]
 
 
 def space(env: dict, *flags: str) -> subprocess.CompletedProcess:

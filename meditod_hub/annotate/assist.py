@@ -1,24 +1,21 @@
-"""Model suggestions: the one adapter between the annotation app and `meditod_hub.predict`.
+"""Model suggestions: the one adapter between the annotation app and `meditod_hub.predictor`.
 
 An NLU model suggests a patient utterance's `nlu` items, a POL model a doctor utterance's
-`actions`. Each utterance becomes exactly the row the dataset builds for it (`views.view_rows` on
-the dialogue as currently labelled, states refolded), so a suggestion is what `make predict` would
-predict for that row. Models are a run folder or a Hub id (with `family`); `Predictor` is the seam
-for a served endpoint. Every call into `predict` is in `LocalModel`.
+`actions` (`tasks.LABELLING_TASKS`). Each utterance becomes exactly the row the dataset builds for
+it (`views.view_rows` on the dialogue as currently labelled, states refolded), so a suggestion is
+what `meditod predict` predicts for that row with the same `predictor.Predictor`: a run folder,
+a Hub id at a revision or a served endpoint (`load_predictor`, `serve.py`).
 """
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol
 
-from ..errors import MeditodError
-from ..records import Prediction
+from ..predictor import Predictor
+from ..tasks import LABELLING_TASKS
 from ..views import view_rows
 
-TASK_OF = {"patient": "nlu", "doctor": "pol"}
 CACHE_SIZE = 512
 
 
@@ -28,46 +25,6 @@ class Suggestion:
     parse_ok: bool
     reason: str | None   # why there is no usable suggestion (never dialogue text)
     model: str
-
-
-class Predictor(Protocol):
-    """Predicts dataset rows of one task (`nlu` or `pol`): `records.Prediction`s, as
-    `predict.predict_rows` gives them."""
-
-    name: str
-
-    def predict(self, rows: list[dict]) -> list[Prediction]: ...
-
-
-class LocalModel:
-    """A run folder or Hub model loaded in process, with the budgets `make predict` would use."""
-
-    def __init__(self, path: str, task: str, family: str | None = None):
-        from .. import predict
-        from ..families import FAMILY_NAMES, get_family
-        from ..runs import run_settings
-
-        info, recipe = run_settings(path)
-        if family is None and "family" not in info:
-            raise MeditodError(f"{path} has no run_info.json: pass the model family "
-                               f"(--{task}_family, one of {', '.join(FAMILY_NAMES)})")
-        if info.get("task", task) != task:
-            raise MeditodError(f"{path} was trained for {info['task']}, not {task}: give a "
-                               f"{task} model")
-        self.family = get_family(family or info["family"])
-        self.budget = self.family.budget(recipe)
-        self.name, self.task = str(path), task
-        self.model, self.tokenizer = predict.load_model(
-            str(path), self.family, info.get("quantization") is not None)
-        self._predict_rows = predict.predict_rows
-        self._lock = threading.Lock()  # one generate at a time per model
-        self._torch_threads, self._threads = predict.torch_threads, predict.torch_threads()
-
-    def predict(self, rows: list[dict]) -> list[Prediction]:
-        with self._lock:
-            self._torch_threads(self._threads)  # the server's threads start with their own
-            return self._predict_rows(self.model, self.tokenizer, self.family, self.task, rows,
-                                      self.budget)
 
 
 class Assistant:
@@ -83,8 +40,7 @@ class Assistant:
     def suggest(self, dialogue_id: str, dialogue: dict, uttr_id: int) -> Suggestion | None:
         """The suggestion for utterance `uttr_id` of `dialogue` (labelled as it is now, states
         refolded); None when its task has no model."""
-        speaker = dialogue["utterances"][uttr_id]["speaker"]
-        task = TASK_OF[speaker]
+        task = LABELLING_TASKS[dialogue["utterances"][uttr_id]["speaker"]].name
         predictor = self.predictors[task]
         if predictor is None:
             return None

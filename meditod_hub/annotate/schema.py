@@ -1,10 +1,10 @@
 """What the questionnaire asks: the CMAS vocabulary from `cmas`, the wording from `questions.json`.
 
-`schema()` is sent to the page once; it lists, per speaker, the label key, the intents or action
-types and the slots with one question per attribute (patient) or per check type (doctor), marking
-list-valued and medical attributes, the section an attribute is folded into and the attributes
-never asked; and a human name for every patient slot key. Nothing here spells a CMAS name: they
-all come from `cmas`.
+`schema()` is sent to the page once; it lists, per speaker, which task labels its utterances and
+under which key, the intents or action types and the slots with one question per attribute
+(patient) or per check type (doctor), marking list-valued and medical attributes, the section an
+attribute is folded into and the attributes never asked; and a human name for every patient slot
+key. Nothing here spells a CMAS or task name: they come from `cmas` and `tasks`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import cache
 from importlib.resources import files
 
 from .. import cmas
-from .assist import TASK_OF
+from ..tasks import LABELLING_TASKS
 from .store import LABEL_KEY
 
 
@@ -77,7 +77,7 @@ def schema() -> dict:
     hidden = wording["hidden"]
     return {
         "patient": {
-            "label_key": LABEL_KEY["patient"], "task": TASK_OF["patient"],
+            "label_key": LABEL_KEY["patient"], "task": LABELLING_TASKS["patient"].name,
             "intents": [{"name": i, "help": wording["intents"][i]} for i in cmas.PATIENT_INTENTS],
             "inform": cmas.INFORM_INTENT,
             "slots": [{
@@ -93,7 +93,7 @@ def schema() -> dict:
             } for base in cmas.BASE_SLOTS],
         },
         "doctor": {
-            "label_key": LABEL_KEY["doctor"], "task": TASK_OF["doctor"],
+            "label_key": LABEL_KEY["doctor"], "task": LABELLING_TASKS["doctor"].name,
             "actions": [{"name": a, "help": wording["actions"][a]} for a in cmas.ACTION_TYPES],
             "inquire": cmas.INQUIRE_ACTION,
             "slots": [{

@@ -47,11 +47,15 @@ class AnnotateArguments:
     nlu_model: str | None = field(default=None, metadata={
         "help": "NLU run folder or Hub id: pre-fills patient utterances with its prediction"})
     nlu_family: str | None = field(default=None, metadata={
-        "help": "family of --nlu_model when it has no run_info.json (a Hub id)"})
+        "help": "family of --nlu_model when it has no run_info.json"})
+    nlu_revision: str | None = field(default=None, metadata={
+        "help": "--nlu_model's Hub revision (branch, tag, commit)"})
     pol_model: str | None = field(default=None, metadata={
         "help": "POL run folder or Hub id: pre-fills doctor utterances with its prediction"})
     pol_family: str | None = field(default=None, metadata={
-        "help": "family of --pol_model when it has no run_info.json (a Hub id)"})
+        "help": "family of --pol_model when it has no run_info.json"})
+    pol_revision: str | None = field(default=None, metadata={
+        "help": "--pol_model's Hub revision (branch, tag, commit)"})
     vocabulary: str | None = field(default=None, metadata={
         "help": "canonical values to check medical fields against: one a line, or JSON (the "
                 "release's own values always count; the page can load more)"})
@@ -103,22 +107,24 @@ def machine_hosts(host: str) -> list[str]:
 
 
 def build_settings(args: AnnotateArguments):
-    from .assist import Assistant, LocalModel
+    from ..predictor import ModelSpec, load_predictor
+    from .assist import Assistant
     from .server import LOOPBACK_HOSTS, PortalSettings
 
-    assistant = Assistant(
-        LocalModel(args.nlu_model, "nlu", args.nlu_family) if args.nlu_model else None,
-        LocalModel(args.pol_model, "pol", args.pol_family) if args.pol_model else None)
+    assistant = Assistant(*(
+        load_predictor(ModelSpec(source, getattr(args, f"{task}_family"),
+                                 getattr(args, f"{task}_revision")), task) if source else None
+        for task, source in (("nlu", args.nlu_model), ("pol", args.pol_model))))
     source = Path(args.source)
     vocabulary = read_vocabulary(args.vocabulary) if args.vocabulary else frozenset()
     if not args.space:
         if is_local_host(args.host):
             return PortalSettings(source=source, assistant=assistant, vocabulary=vocabulary,
-                               allowed_hosts=LOOPBACK_HOSTS)
+                                  allowed_hosts=LOOPBACK_HOSTS)
         named = [h.strip() for h in (args.allowed_hosts or "").split(",") if h.strip()]
         return PortalSettings(source=source, assistant=assistant, vocabulary=vocabulary,
-                           allowed_hosts=named + machine_hosts(args.host),
-                           access_token=secrets.token_urlsafe(24))
+                              allowed_hosts=named + machine_hosts(args.host),
+                              access_token=secrets.token_urlsafe(24))
     if not os.environ.get("SPACE_ID"):
         raise UsageError("--space runs on a Hugging Face Space only (SPACE_ID is not set); "
                          "run without --space to annotate locally")
@@ -129,8 +135,9 @@ def build_settings(args: AnnotateArguments):
 
     workdir = Path(args.workdir)
     backup = Backup(args.backup_repo, workdir, args.backup_every, args.timeout)
-    return PortalSettings(source=source if source.is_dir() else None, space=True, workdir=workdir,
-                       assistant=assistant, backup=backup, vocabulary=vocabulary)
+    return PortalSettings(source=source if source.is_dir() else None, space=True,
+                          workdir=workdir, assistant=assistant, backup=backup,
+                          vocabulary=vocabulary)
 
 
 def read_vocabulary(path: str) -> frozenset[str]:

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from ..errors import MeditodError
+from ..release import SPLITS
 from .assist import Assistant
 from .schema import schema
 from .store import ReleaseStore, SaveConflict, UnknownDialogue, problem_dict, states_after
@@ -177,7 +178,7 @@ def create_app(settings: PortalSettings) -> FastAPI:
                 "logout_url": "/oauth/huggingface/logout" if settings.space else None,
                 "models": settings.assistant.describe(),
                 "source": (settings.source.name if settings.source else None),
-                "splits": ["train", "validation", "test", "test_ood"]}
+                "splits": list(SPLITS)}
 
     @app.get("/api/schema")
     def get_schema():

@@ -28,12 +28,13 @@ from ..errors import MeditodError
 from ..files import atomic_write, read_json, stale_partials
 from ..release import DIALOGS_FILE, DRAFT_KEY, OOD_SPLIT_FILES, SPLIT_FILES, Problem, dialogue_problems
 from ..state import fold_states
+from ..tasks import LABELLING_TASKS
 from .jsondoc import JsonDocument, replace_value, same
 
 PROVENANCE_FILE = "provenance.json"  # who/what produced each label item (not part of the release)
 VOCABULARY_FILE = "vocabulary.json"  # canonical values loaded in the portal (not part of the release)
 ORIGINS = ("release", "suggested", "edited", "manual")
-LABEL_KEY = {"patient": "nlu", "doctor": "actions"}
+LABEL_KEY = {speaker: task.target_column for speaker, task in LABELLING_TASKS.items()}
 HISTORY = 64                         # versions kept per dialogue as merge bases
 DIALOGUE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 TRANSCRIPT_LINE = re.compile(r"\s*(d|p|doctor|patient)\s*:(.*)", re.IGNORECASE)

@@ -264,12 +264,11 @@ def user_message(task: str, row: dict) -> str:
 
 
 def exemplar_answer(task: str, row: dict) -> str:
-    get_task(task)
-    if task == "nlu":
-        return json.dumps(to_status_attributes(row_field(row, "nlu")))
-    if task == "pol":
-        return json.dumps(row_field(row, "actions"))
-    return row_field(row, "response")
+    spec = get_task(task)
+    label = row_field(row, spec.target_column)
+    if not spec.structured:
+        return label
+    return json.dumps(to_status_attributes(label) if task == "nlu" else label)
 
 
 def exemplar_pair(task: str, row: dict) -> list[dict]:
@@ -344,9 +343,6 @@ def _objects(value, what: str) -> list[dict]:
     return value
 
 
-ITEM_HEAD = {"nlu": "intent", "pol": "action"}
-
-
 def parse_answer(task: str, text: str) -> ParseResult:
     """A model's answer -> NLU items / actions / the response. Never raises.
 
@@ -354,14 +350,14 @@ def parse_answer(task: str, text: str) -> ParseResult:
     prefixes); an answer that does not parse scores as empty and is counted. NLG: the stripped
     text (the NLG metrics lowercase it themselves).
     """
-    get_task(task)
-    if task == "nlg":
+    spec = get_task(task)
+    if not spec.structured:
         return ParseResult(text.strip(), True, None)
     try:
         value = json.loads(text.lower().strip())
         items = _objects(value, "the answer")
-        if not all(isinstance(i.get(ITEM_HEAD[task]), str) for i in items):
-            raise ValueError(f"an item has no string {ITEM_HEAD[task]!r}")
+        if not all(isinstance(i.get(spec.item_head), str) for i in items):
+            raise ValueError(f"an item has no string {spec.item_head!r}")
         if task == "nlu":
             items = from_status_attributes(items)
     except json.JSONDecodeError as exc:

@@ -19,7 +19,7 @@ without one, the dry run's cost is estimated at 4 characters per token, and noth
 OUT receives `predictions.jsonl` (the evaluation contract: id, prediction, raw, parse_ok),
 `results.json`/`.md`/`.png` (the kit's evaluation; the .md adds the paper's in-context row for
 the same model and the share of answers that break the CMAS structure, as the paper reports
-it) and `run_info.json` (endpoint host, model, shots, retriever, prompt hashes, tokens, cost,
+it) and `fewshot_info.json` (endpoint host, model, shots, retriever, prompt hashes, tokens, cost,
 wall-clock, requests made, cache hits; never a key). Answers are cached as they arrive, per
 endpoint (`endpoint`), so an interrupted run resumes and a rerun sends nothing. OUT is made only
 once the answers are in: a run that fails before leaves no folder behind.
@@ -51,8 +51,8 @@ from ..errors import UsageError, name_ids, run_main
 from ..files import atomic_write, output_folder, read_json
 from ..metrics.judges import JUDGE_TIMEOUT_S
 from ..records import Prediction, Results, write_predictions
-from ..tasks import TASK_NAMES as TASKS
-from ..tasks import get_task
+from ..runs import FEWSHOT_INFO
+from ..tasks import TASK_NAMES, get_task
 from . import prompts
 from .retrieval import DEFAULT_CACHE_DIR, DEFAULT_RETRIEVER, ExemplarPool, Retriever
 
@@ -72,7 +72,7 @@ PAPER_MODELS = {
 @dataclass
 class FewshotArguments:
     model: str = field(metadata={"help": "model name as the endpoint serves it"})
-    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASKS)})
+    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
     endpoint: str = field(default="http://127.0.0.1:8000/v1",
                           metadata={"help": "OpenAI-compatible base URL (vLLM, TGI, transformers "
                                             "serve, https://api.openai.com/v1, "
@@ -280,7 +280,7 @@ def prompt_hashes(task: str, built: list[Prompt]) -> dict:
 
 # --- output files ------------------------------------------------------------------------------
 
-OUT_FILES = ("run_info.json", "requests.jsonl", "predictions.jsonl", "results.json",
+OUT_FILES = (FEWSHOT_INFO, "requests.jsonl", "predictions.jsonl", "results.json",
              "results.md", "results.png")
 
 
@@ -289,7 +289,7 @@ def claim_out(args: FewshotArguments, out: Path) -> None:
     few-shot did not write: `files.output_folder`); a dry run never lands on a real run's
     results. Nothing is created here: OUT is made when there is something to write."""
     output_folder(out, OUT_FILES, purpose="fewshot", input_folders=[args.data])
-    info = out / "run_info.json"
+    info = out / FEWSHOT_INFO
     if info.exists():
         old = read_json(info, fix="it is not a few-shot run of this kit: choose another --out")
         theirs = {k: old.get(k) for k in ("model", "task", "split")}
@@ -309,8 +309,8 @@ def structure_violations(task: str, records: list[Prediction]) -> int:
 
     if not get_task(task).structured:
         return sum(not r.parse_ok for r in records)
-    kind = "nlu" if task == "nlu" else "actions"
-    return sum(not r.parse_ok or bool(label_errors(kind, r.prediction)) for r in records)
+    column = get_task(task).target_column
+    return sum(not r.parse_ok or bool(label_errors(column, r.prediction)) for r in records)
 
 
 # --- the kit's evaluation: the one place this module calls into it --------------------------
@@ -363,7 +363,7 @@ def beside_the_paper(args: FewshotArguments, results: Results) -> str:
 # --- the command -----------------------------------------------------------------------------
 
 def run(args: FewshotArguments) -> dict:
-    """The whole few-shot run; returns run_info."""
+    """The whole few-shot run; returns what FEWSHOT_INFO records."""
     if args.shots < 1:
         raise UsageError(f"--shots must be at least 1, got {args.shots}")
     started = time.perf_counter()
@@ -388,7 +388,7 @@ def run(args: FewshotArguments) -> dict:
     if trimmed:
         print(f"note: {len(trimmed)} of {len(built)} prompts left out "
               f"{sum(p.dropped for p in trimmed)} exemplar(s) to fit the {window.tokens}-token "
-              f"window ({window.source}); run_info.json lists them", file=sys.stderr)
+              f"window ({window.source}); fewshot_info.json lists them", file=sys.stderr)
     info = {"model": args.model, "task": args.task, "split": args.split, "data": str(args.data),
             "rows": len(rows), "shots": args.shots, "retriever": pool.describe(),
             "token_counter": counter.name if counter else
@@ -412,7 +412,7 @@ def run(args: FewshotArguments) -> dict:
         print(f"{len(built)} requests, {prompt_tokens} prompt tokens{counted} (+ at most "
               f"{len(built) * args.max_tokens} answer tokens); estimated cost <= ${estimate:.2f} "
               f"at ${prices.input:g}/${prices.output:g} per 1M tokens -> {out / 'requests.jsonl'}")
-        atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n", purpose="fewshot")
+        atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n", purpose="fewshot")
         return info
 
     answers = endpoint.complete([Request(p.id, messages=p.messages) for p in built], decoding,
@@ -420,7 +420,7 @@ def run(args: FewshotArguments) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "requests.jsonl").unlink(missing_ok=True)  # a dry run's, now answered
     info.update(**endpoint.describe(), estimated_cost_usd=estimate)
-    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n",
+    atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n",
                  purpose="fewshot")  # claims OUT
     records = []
     for row in rows:
@@ -431,7 +431,7 @@ def run(args: FewshotArguments) -> dict:
     info.update(parse_failures=sum(not r.parse_ok for r in records),
                 structure_violations=results.scores["structure_violations"],
                 run_wall_clock_s=time.perf_counter() - started)
-    atomic_write(out / "run_info.json", json.dumps(info, indent=2) + "\n", purpose="fewshot")
+    atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n", purpose="fewshot")
     headline = get_task(args.task).headline_metric
     stats = endpoint.stats
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}"
