@@ -40,8 +40,8 @@ class MeditodArguments:
         default=None, metadata={"help": "encoder-decoders: encoder input budget in tokens "
                                         "(decoders use SFTConfig's max_length)"})
     max_new_tokens: int | None = field(default=None, metadata={
-        "min": 1, "help": "generation budget at validation and prediction; BioGPT also reserves "
-                          "it in max_length (default: the family's, meditod_hub.families)"})
+        "help": "generation budget at validation and prediction; BioGPT also reserves it in "
+                "max_length (default: the family's, meditod_hub.families)"})
     effective_batch_size: int | None = field(default=None, metadata={
         "help": "if set, gradient_accumulation_steps = this / (per-device batch x processes)"})
     eval_max_examples: int | None = field(default=None, metadata={
