@@ -60,6 +60,8 @@ class Decoding:
     max_tokens: int
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
+    # server-specific request fields as JSON text (`constrained.ServedConstraint.extra_body`)
+    extra_body: str | None = None
 
     def body(self) -> dict:
         body = {"max_tokens": self.max_tokens, "temperature": self.temperature}
@@ -325,12 +327,13 @@ class Endpoint:
         import openai
 
         try:
+            extra = {"extra_body": json.loads(decoding.extra_body)} if decoding.extra_body else {}
             if request.messages is not None:
                 raw = await client.chat.completions.with_raw_response.create(
-                    model=self.model, messages=list(request.messages), **decoding.body())
+                    model=self.model, messages=list(request.messages), **decoding.body(), **extra)
             else:
                 raw = await client.completions.with_raw_response.create(
-                    model=self.model, prompt=request.prompt, **decoding.body())
+                    model=self.model, prompt=request.prompt, **decoding.body(), **extra)
             response = raw.parse()
         except openai.AuthenticationError:
             raise EndpointError(f"{self.host} refused the API key (HTTP 401): set "

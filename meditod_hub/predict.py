@@ -53,6 +53,15 @@ class PredictArguments:
                 "the same prompts, sent there (meditod_hub.served)"})
     served_model: str | None = field(default=None, metadata={
         "help": "the model's name at --endpoint (default: --model_path)"})
+    constrained: bool = field(default=False, metadata={
+        "help": "decode NLU/POL under the CMAS grammar, so every output parses "
+                "(meditod_hub.constrained; off by default, as in the paper)"})
+    vocabulary: str = field(default="train", metadata={
+        "help": "--constrained: medical values from `train` (the training split of --data), a "
+                "file (one value per line) or `none` (free)"})
+    server_kind: str | None = field(default=None, metadata={
+        "help": "--endpoint --constrained: the server (vllm, sglang, tgi, llama.cpp, openai), "
+                "which says how the grammar is sent"})
 
 
 def torch_threads(threads: int | None = None) -> int:
@@ -67,11 +76,13 @@ def torch_threads(threads: int | None = None) -> int:
 
 
 def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: int,
-                   stops: list[int], batch_size: int = 16, progress: bool = False) -> list[str]:
+                   stops: list[int], batch_size: int = 16, progress: bool = False,
+                   constraint=None) -> list[str]:
     """Greedy completions of token-id prompts, in input order.
 
     Prompts are batched longest first (less padding, and an out-of-memory shows at once);
-    decoders are left-padded so every answer starts right after its prompt.
+    decoders are left-padded so every answer starts right after its prompt. `constraint`
+    (`constrained.Constraint`): each batch decodes under its grammar.
     """
     import torch
     from tqdm.auto import tqdm
@@ -87,9 +98,12 @@ def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: i
             chunk = order[start:start + batch_size]
             batch = tokenizer.pad({"input_ids": [prompts[i] for i in chunk]}, return_tensors="pt",
                                   padding_side="left" if decoder else "right").to(model.device)
+            processor = constraint and constraint.logits_processor(
+                tokenizer, model.config.vocab_size, stops, max_new_tokens)
             out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
                                  num_beams=1, eos_token_id=stops,
-                                 pad_token_id=tokenizer.pad_token_id)
+                                 pad_token_id=tokenizer.pad_token_id,
+                                 logits_processor=[processor] if processor else None)
             new = out[:, batch["input_ids"].shape[1]:] if decoder else out
             for i, text in zip(chunk, tokenizer.batch_decode(new, skip_special_tokens=True)):
                 texts[i] = text.strip()
@@ -98,8 +112,9 @@ def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: i
 
 
 def predict_rows(model, tokenizer, family: Family, task: str, rows: list[dict], budget: Budget,
-                 batch_size: int = 16, progress: bool = False) -> list[Prediction]:
-    """Prediction records (the evaluation contract) for dataset rows.
+                 batch_size: int = 16, progress: bool = False, constraint=None) -> list[Prediction]:
+    """Prediction records (the evaluation contract) for dataset rows; with `constraint`
+    (`constrained.Constraint`), decoded under its grammar.
 
     A row whose fixed input parts alone overflow the budget is not generated: it is recorded
     as a failed prediction with the reason, like any output that does not parse.
@@ -112,15 +127,17 @@ def predict_rows(model, tokenizer, family: Family, task: str, rows: list[dict], 
             unfit[i] = f"input does not fit: {exc}"
     raws = dict(zip(prompts, generate_texts(model, tokenizer, list(prompts.values()),
                                             budget.max_new_tokens, family.stop_token_ids(tokenizer),
-                                            batch_size, progress)))
+                                            batch_size, progress, constraint)))
     empty = get_task(task).empty_label
+    constrained = constraint is not None
     records = []
     for i, row in enumerate(rows):
         if i in raws:
             parsed = family.parse(task, raws[i])
-            records.append(Prediction(row["id"], parsed.value, parsed.ok, raws[i], parsed.reason))
+            records.append(Prediction(row["id"], parsed.value, parsed.ok, raws[i], parsed.reason,
+                                      constrained))
         else:
-            records.append(Prediction(row["id"], empty, False, "", unfit[i]))
+            records.append(Prediction(row["id"], empty, False, "", unfit[i], constrained))
     return records
 
 
@@ -216,6 +233,28 @@ def load_rows(data: str, task: str, split: str) -> list[dict]:
     return load_split(data, task, split)
 
 
+def local_constraint(args: PredictArguments, family: Family):
+    """The grammar `--constrained` decodes under (None without it)."""
+    if not args.constrained:
+        return None
+    from .constrained import constraint, resolve_vocabulary
+
+    return constraint(family.grammar_format, args.task, resolve_vocabulary(args.vocabulary, args.data))
+
+
+def served_constraint(args: PredictArguments, family: Family):
+    """`--constrained` at an endpoint: the structured-output fields for `--server_kind`."""
+    if not args.constrained:
+        return None
+    from .constrained import SERVER_KINDS, ServedConstraint, resolve_vocabulary
+
+    if args.server_kind is None:
+        raise UsageError(f"--endpoint --constrained needs --server_kind ({', '.join(SERVER_KINDS)}): "
+                         "servers take grammars in different request fields")
+    return ServedConstraint(args.server_kind, family.grammar_format, args.task,
+                            resolve_vocabulary(args.vocabulary, args.data))
+
+
 def main(argv: list[str]) -> int:
     (args,) = parse_args((PredictArguments,), argv, "meditod predict", __doc__.split("\n\n")[0])
     if not args.endpoint:
@@ -235,11 +274,12 @@ def main(argv: list[str]) -> int:
         tokenizer = AutoTokenizer.from_pretrained(args.model_path) \
             if family.served_as == "completion" else None
         endpoint = Endpoint(args.endpoint, args.served_model or args.model_path, progress=True)
-        records = predict_rows_via_endpoint(endpoint, family, args.task, rows, budget, tokenizer)
+        records = predict_rows_via_endpoint(endpoint, family, args.task, rows, budget, tokenizer,
+                                            served_constraint(args, family))
     else:
         model, tokenizer = load_model(args.model_path, family, quantized)
         records = predict_rows(model, tokenizer, family, args.task, rows, budget,
-                               args.batch_size, progress=True)
+                               args.batch_size, progress=True, constraint=local_constraint(args, family))
     write_predictions(records, out)
     print(parse_failure_summary(records), file=sys.stderr)
     print(f"wrote {out}")

@@ -52,22 +52,26 @@ def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget:
 
 
 def predict_rows_via_endpoint(endpoint: Endpoint, family: Family, task: str, rows: list[dict],
-                              budget: Budget, tokenizer=None) -> list[Prediction]:
-    """Prediction records (the evaluation contract), like `predict.predict_rows`."""
+                              budget: Budget, tokenizer=None, constraint=None) -> list[Prediction]:
+    """Prediction records (the evaluation contract), like `predict.predict_rows`; with
+    `constraint` (`constrained.ServedConstraint`) the server decodes under the grammar."""
     requests, unfit, retokenised = requests_for(family, task, rows, tokenizer, budget)
     if retokenised:
         print(f"note: {len(retokenised)} prompt(s) re-tokenise differently on the server side "
               f"(first: {retokenised[0]}); their predictions may differ from local ones",
               file=sys.stderr)
-    answers = endpoint.complete(requests, Decoding(max_tokens=budget.max_new_tokens),
-                                desc=f"{task} via {endpoint.host}")
+    decoding = Decoding(max_tokens=budget.max_new_tokens,
+                        extra_body=constraint.extra_body() if constraint else None)
+    answers = endpoint.complete(requests, decoding, desc=f"{task} via {endpoint.host}")
+    constrained = constraint is not None
     records = []
     for i, row in enumerate(rows):
         if row["id"] not in answers:
             records.append(Prediction(row["id"], get_task(task).empty_label, False, "",
-                                      unfit.get(i)))
+                                      unfit.get(i), constrained))
             continue
         raw = answers[row["id"]].text.strip()
-        parsed = family.parse(task, raw)
-        records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason))
+        parsed = family.parse(task, constraint.answer(raw) if constraint else raw)
+        records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason,
+                                  constrained))
     return records
