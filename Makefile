@@ -68,19 +68,23 @@ train: setup
 	DATA="$(DATA)" OUT="$(OUT)" GPUS="$(GPUS)" ARGS='$(ARGS)' PYTHON="$(PY)" scripts/train.sh "$(MODEL)" $(TASK)
 
 ## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT;
-## ENDPOINT=<base url> [SERVED_MODEL=<name>] sends the same prompts to a server (vLLM, TGI, transformers serve)
+## ENDPOINT=<base url> [SERVED_MODEL=<name>] sends the same prompts to a server (vLLM, TGI, transformers serve);
+## CONSTRAINED=1 decodes under the CMAS grammar (default off, as in the paper) into predictions-constrained.jsonl
 predict: setup
 	"$(MEDITOD)" predict --model_path "$(MODEL_PATH)" --task "$(TASK)" --data "$(DATA)" \
-		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT)/predictions.jsonl)" \
-		$(if $(ENDPOINT),--endpoint "$(ENDPOINT)" --served_model "$(or $(SERVED_MODEL),$(MODEL_PATH))")
+		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT)/predictions$(if $(filter 1 true yes,$(CONSTRAINED)),-constrained).jsonl)" \
+		$(if $(ENDPOINT),--endpoint "$(ENDPOINT)" --served_model "$(or $(SERVED_MODEL),$(MODEL_PATH))") \
+		$(if $(filter 1 true yes,$(CONSTRAINED)),--constrained)
 
 ## fewshot: the paper's in-context baseline: MODEL as served at ENDPOINT on TASK (nlu|pol|nlg) of SPLIT,
-## SHOTS retrieved exemplars (RETRIEVER); DRY_RUN=1 writes OUT/requests.jsonl and the cost estimate only
+## SHOTS retrieved exemplars (RETRIEVER); DRY_RUN=1 writes OUT/requests.jsonl and the cost estimate only;
+## CONSTRAINED=1 has the server decode under the CMAS grammar (ARGS="--server_kind vllm|sglang|tgi|openai|llama.cpp")
 fewshot: setup
 	"$(MEDITOD)" fewshot --model "$(MODEL)" --task "$(TASK)" --data "$(DATA)" \
 		--split "$(SPLIT)" --endpoint "$(or $(ENDPOINT),http://127.0.0.1:8000/v1)" \
-		--shots "$(or $(SHOTS),5)" --out "$(or $(OUT),runs/fewshot/$(MODEL)/$(TASK))" \
-		--retriever "$(or $(RETRIEVER),BAAI/bge-large-en-v1.5)" $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) $(ARGS)
+		--shots "$(or $(SHOTS),5)" --out "$(or $(OUT),runs/fewshot/$(MODEL)/$(TASK)$(if $(filter 1 true yes,$(CONSTRAINED)),-constrained))" \
+		--retriever "$(or $(RETRIEVER),BAAI/bge-large-en-v1.5)" $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) \
+		$(if $(filter 1 true yes,$(CONSTRAINED)),--constrained) $(ARGS)
 
 ## eval: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes OUT (+ .md, .png)
 eval: setup

@@ -69,6 +69,7 @@ class ModelSpec:
     batch_size: int = 16
     max_length: int | None = None     # default: the run's recipe, else the family's default
     max_new_tokens: int | None = None
+    constrained: bool = True          # decode under the CMAS grammar: every turn's labels parse
 
 
 def _optional(help_: str):
@@ -91,11 +92,16 @@ class PipelineArguments:
     batch_size: int = field(default=16, metadata={"help": "rows per generate call"})
     max_new_tokens: int | None = field(default=None, metadata={
         "help": "generation budget of every module (default: each run's recipe)"})
+    constrained: bool | None = field(default=None, metadata={
+        "help": "decode under the CMAS grammar (meditod_hub.constrained), so NLU and POL always "
+                "parse (default: on for the assistant, off for eval-cascade, as in the paper)"})
 
-    def specs(self) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
+    def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
+        """The three specs; `constrained` is the command's default when the flag is not given."""
+        setting = constrained if self.constrained is None else self.constrained
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
                                getattr(self, f"{task}_revision"), self.batch_size,
-                               max_new_tokens=self.max_new_tokens)
+                               max_new_tokens=self.max_new_tokens, constrained=setting)
                      for task in TASK_NAMES)
 
 
@@ -126,8 +132,13 @@ class LocalBackend:
         if not rows:
             return []
         predict.torch_threads(self.threads)  # the app answers in worker threads
+        constraint = None
+        if self.spec.constrained:
+            from .constrained import constraint as make_constraint
+
+            constraint = make_constraint(self.family.grammar_format, task)
         return predict.predict_rows(self.model, self.tokenizer, self.family, task, rows,
-                                    self.budget, self.spec.batch_size)
+                                    self.budget, self.spec.batch_size, constraint=constraint)
 
 
 def resolve_source(spec: ModelSpec) -> str:

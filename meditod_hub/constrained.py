@@ -531,6 +531,20 @@ SERVER_KINDS = ("vllm", "sglang", "tgi", "llama.cpp", "openai")
 OPENAI_WRAPPER = "answer"  # OpenAI's json_schema needs an object at the root
 
 
+def server_kind_for(base_url: str, given: str | None) -> str:
+    """`--server_kind`, or OpenAI's own hosts recognised; any other server must be named (vLLM,
+    SGLang, TGI and llama.cpp all answer at the same OpenAI routes)."""
+    from .endpoint import AZURE_SUFFIXES, endpoint_host
+
+    if given:
+        return given
+    host = endpoint_host(base_url).split(":")[0]
+    if host == "api.openai.com" or host.endswith(AZURE_SUFFIXES):
+        return "openai"
+    raise UsageError(f"--constrained at {endpoint_host(base_url)} needs --server_kind (one of "
+                     f"{', '.join(SERVER_KINDS)}): each server takes the grammar in its own field")
+
+
 @dataclass(frozen=True)
 class ServedConstraint:
     """The grammar of `fmt`'s answer to `task`, as the request fields `server_kind` enforces:
@@ -594,5 +608,10 @@ class ServedConstraint:
             if isinstance(value, dict) and OPENAI_WRAPPER in value else text
 
     def describe(self) -> dict:
+        """For run_info.json: the setting and a hash of what was sent (not the grammar itself)."""
+        import hashlib
+
+        body = self.extra_body()
         return {"constrained": True, "format": self.fmt, "server_kind": self.server_kind,
-                "vocabulary_values": None if self.vocabulary is None else len(self.vocabulary)}
+                "vocabulary_values": None if self.vocabulary is None else len(self.vocabulary),
+                "request_fields_sha256": hashlib.sha256(body.encode()).hexdigest() if body else None}

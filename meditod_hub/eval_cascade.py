@@ -317,7 +317,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     if not rows["nlu"]:
         raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
     start = time.perf_counter()
-    assistant = assistant or Assistant.load(*pipeline.specs())
+    specs = pipeline.specs(constrained=False)  # the paper's setting unless --constrained
+    assistant = assistant or Assistant.load(*specs)
     loaded = time.perf_counter()
     run = cascade(assistant, rows)
     results = {
@@ -325,7 +326,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         "models": {task: {"label": model_label(spec.source, assistant.backends[task]),
                           "revision": spec.revision,
                           "run_info_sha256": run_fingerprint(assistant.backends[task])}
-                   for task, spec in zip(TASK_NAMES, pipeline.specs())},
+                   for task, spec in zip(TASK_NAMES, specs)},
+        "constrained": specs[0].constrained,
         "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
         **{task: {column: score(task, rows[task], run[task][column], args, judge)
                   for column in COLUMNS} for task in ("pol", "nlg")},

@@ -61,7 +61,7 @@ class PredictArguments:
                 "file (one value per line) or `none` (free)"})
     server_kind: str | None = field(default=None, metadata={
         "help": "--endpoint --constrained: the server (vllm, sglang, tgi, llama.cpp, openai), "
-                "which says how the grammar is sent"})
+                "which says how the grammar is sent (default: openai for OpenAI's hosts)"})
 
 
 def torch_threads(threads: int | None = None) -> int:
@@ -246,13 +246,10 @@ def served_constraint(args: PredictArguments, family: Family):
     """`--constrained` at an endpoint: the structured-output fields for `--server_kind`."""
     if not args.constrained:
         return None
-    from .constrained import SERVER_KINDS, ServedConstraint, resolve_vocabulary
+    from .constrained import ServedConstraint, resolve_vocabulary, server_kind_for
 
-    if args.server_kind is None:
-        raise UsageError(f"--endpoint --constrained needs --server_kind ({', '.join(SERVER_KINDS)}): "
-                         "servers take grammars in different request fields")
-    return ServedConstraint(args.server_kind, family.grammar_format, args.task,
-                            resolve_vocabulary(args.vocabulary, args.data))
+    return ServedConstraint(server_kind_for(args.endpoint, args.server_kind), family.grammar_format,
+                            args.task, resolve_vocabulary(args.vocabulary, args.data))
 
 
 def main(argv: list[str]) -> int:

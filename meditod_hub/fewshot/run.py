@@ -98,9 +98,19 @@ class FewshotArguments:
     judge_url: str | None = field(default=None, metadata={"help": "llm judge endpoint"})
     judge_model: str | None = field(default=None, metadata={"help": "llm judge model"})
     limit: int | None = field(default=None, metadata={"help": "only the first N rows"})
+    constrained: bool = field(default=False, metadata={
+        "help": "the server decodes NLU/POL under the CMAS grammar (meditod_hub.constrained); "
+                "a separate setting from the paper's free decoding, with its own OUT"})
+    server_kind: str | None = field(default=None, metadata={
+        "help": "--constrained: vllm, sglang, llama.cpp (grammar), tgi or openai (JSON schema); "
+                "default: openai for OpenAI's hosts, else it must be named"})
+    vocabulary: str = field(default="train", metadata={
+        "help": "--constrained: medical values from `train` (the training split of --data), a "
+                "file (one value per line) or `none` (free)"})
 
     def out_dir(self) -> Path:
-        return Path(self.out or Path("runs") / "fewshot" / self.model / self.task)
+        setting = f"{self.task}-constrained" if self.constrained else self.task
+        return Path(self.out or Path("runs") / "fewshot" / self.model / setting)
 
     def prices(self) -> Prices:
         paper = PAPER_PRICES.get(self.model, Prices())
@@ -200,8 +210,9 @@ def claim_out(args: FewshotArguments, out: Path) -> None:
     info = out / "run_info.json"
     if info.is_file():
         old = json.loads(info.read_text())
-        mine = {"model": args.model, "task": args.task, "split": args.split}
-        theirs = {k: old.get(k) for k in mine}
+        mine = {"model": args.model, "task": args.task, "split": args.split,
+                "constrained": args.constrained}
+        theirs = {k: old.get(k, False if k == "constrained" else None) for k in mine}
         if theirs != mine:
             raise UsageError(f"{out} holds another few-shot run ({theirs}); choose another --out")
     elif out.is_dir() and any(out.iterdir()):
@@ -229,6 +240,7 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     write_predictions(records, out / "predictions.jsonl")
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url)
     scores = get_task(args.task).score(rows, [r.label for r in records], judge=judge)
+    scores["constrained"] = args.constrained
     violations = structure_violations(args.task, records)
     scores["structure_violations"] = {"count": violations,
                                       "share": violations / len(records) if records else 0.0}
@@ -250,7 +262,8 @@ def beside_the_paper(args: FewshotArguments, results: Results) -> str:
     key = paper_key(args)
     paper = paper_row(key, args.task, args.split) if key else {}
     share = results.scores["structure_violations"]["share"]
-    lines = [f"## In-context: {args.model}, {args.shots} retrieved exemplars", "",
+    setting = "constrained to the CMAS grammar" if args.constrained else "free decoding"
+    lines = [f"## In-context: {args.model}, {args.shots} retrieved exemplars, {setting}", "",
              f"{share:.2%} of the answers break the CMAS structure (did not parse, or broke the "
              "label schema)."]
     if not paper:
@@ -281,13 +294,22 @@ def run(args: FewshotArguments) -> dict:
     counter = TokenCounter(args.tokenizer or args.model, named=args.tokenizer is not None)
     built = build_prompts(args.task, rows, pool, args.shots, counter, args.context_window,
                           args.max_tokens)
-    decoding = Decoding(max_tokens=args.max_tokens)
+    served = None
+    if args.constrained:
+        from ..constrained import ServedConstraint, resolve_vocabulary, server_kind_for
+
+        served = ServedConstraint(server_kind_for(args.endpoint, args.server_kind), "fewshot",
+                                  args.task, resolve_vocabulary(args.vocabulary, args.data))
+    decoding = Decoding(max_tokens=args.max_tokens,
+                        extra_body=served.extra_body() if served else None)
     prices = args.prices()
     prompt_tokens = sum(p.tokens for p in built)
     info = {"model": args.model, "task": args.task, "split": args.split, "data": str(args.data),
             "rows": len(rows), "shots": args.shots, "retriever": pool.describe(),
             "context_window": args.context_window, "token_counter": counter.name,
-            "decoding": asdict(decoding),
+            "decoding": {k: v for k, v in asdict(decoding).items() if k != "extra_body"},
+            "constrained": args.constrained,
+            **({"constraint": served.describe()} if served else {}),
             "budget": {"rows_with_fewer_exemplars": sum(p.dropped > 0 for p in built),
                        "exemplars_dropped": sum(p.dropped for p in built)},
             **prompt_hashes(args.task, built), "paper_row": paper_key(args)}
@@ -313,8 +335,9 @@ def run(args: FewshotArguments) -> dict:
     records = []
     for row in rows:
         raw = answers[row["id"]].text
-        parsed = prompts.parse_answer(args.task, raw)
-        records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason))
+        parsed = prompts.parse_answer(args.task, served.answer(raw) if served else raw)
+        records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason,
+                                  args.constrained))
     results = score(args, rows, records, out)
     info.update(**endpoint.describe(), parse_failures=sum(not r.parse_ok for r in records),
                 structure_violations=results.scores["structure_violations"],
