@@ -459,17 +459,24 @@ def _compiled(tokenizer, vocab_size: int, stops: tuple[int, ...], text: str, clo
 
 
 def _closing_masks(info, vocab_size: int, closing: str, markers: tuple[str, ...], torch):
-    """Tokens made only of closing characters, and tokens that begin a closing marker."""
-    characters = torch.zeros(vocab_size, dtype=torch.bool)
-    marker_starts = torch.zeros(vocab_size, dtype=torch.bool)
+    """Tokens made only of closing characters, and tokens that begin a closing marker (by their
+    bytes: a 128k vocabulary takes a fraction of a second)."""
+    closing_bytes = set(closing.encode())
+    marker_bytes = [m.encode() for m in markers]
     special = set(info.special_token_ids)
+    characters, marker_starts = [], []
     for token_id, raw in enumerate(info.decoded_vocab[:vocab_size]):
-        piece = raw.decode("utf-8", errors="replace").strip()
-        if token_id in special or not piece:
+        piece = raw.strip()
+        if not piece or token_id in special:
             continue
-        characters[token_id] = all(c in closing for c in piece)
-        marker_starts[token_id] = any(m.startswith(piece) for m in markers)
-    return characters, marker_starts
+        if set(piece) <= closing_bytes:
+            characters.append(token_id)
+        if any(m.startswith(piece) for m in marker_bytes):
+            marker_starts.append(token_id)
+    masks = torch.zeros(2, vocab_size, dtype=torch.bool)
+    masks[0, characters] = True
+    masks[1, marker_starts] = True
+    return masks[0], masks[1]
 
 
 class GrammarProcessor:

@@ -96,8 +96,8 @@ def test_a_run_writes_predictions_results_and_run_info_then_reruns_from_the_cach
         assert len(server.received) == 4, "the rerun sent nothing"
     assert (out / "predictions.jsonl").read_text() == first
     records = [json.loads(x) for x in first.splitlines()]
-    assert all(set(r) == {"id", "prediction", "raw", "parse_ok"} and r["raw"].startswith("echo ")
-               for r in records)
+    assert all(set(r) == {"id", "prediction", "raw", "parse_ok", "constrained"}
+               and r["raw"].startswith("echo ") for r in records)
     info = json.loads((out / "run_info.json").read_text())
     assert info["endpoint"] == server.url.split("/")[2] and info["requests"] == 0
     assert info["cache_hits"] == 4 and info["shots"] == 2 and info["paper_row"] == "in-context-gpt-4-turbo"
