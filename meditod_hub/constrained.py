@@ -21,7 +21,8 @@ the structure (no quote or control character in JSON, no span delimiter in spans
 one value per line), otherwise free text. Keys may come in any order and attributes repeat (a
 fixed order would reject answers whose keys follow the data's order, not cmas'), so the grammar
 accepts every answer that parses and validates: a model whose greedy output already does so is
-not changed by the constraint.
+not changed by the constraint. An answer holds at least one item (every patient line has an
+intent, every doctor turn an action: no MediTOD label is empty).
 
 Local generation masks the logits at each step with xgrammar (`GrammarProcessor`). Why xgrammar,
 measured with `bench/bench_constrained.py` on this kit's grammars (docs/format.md, "Constrained
@@ -268,7 +269,7 @@ def _json_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | Non
     else:
         item = f'"{{" ws {_json_key(schema.head)} ws {head} ( "," ws json-slot )* ws "}}"'
     rules.add("json-item", item)
-    return rules.add("json-label", _sequence("json-item", '"," ws', '"[" ws', 'ws "]"'))
+    return rules.add("json-label", '"[" ws json-item ( "," ws json-item )* ws "]"')
 
 
 # Spans: values without the grammar's delimiters (pptod.RESERVED, `|`, `<` of the markers).
@@ -314,7 +315,7 @@ def _span_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | Non
     rules.add("span-slot", _alternatives(slot_rules))
     heads = _alternatives(_literal(f"@{h}@") for h in schema.heads)
     rules.add("span-item", f'( {heads} ) ( " " span-slot )*')
-    return rules.add("span-label", '( span-item ( " " span-item )* )?')
+    return rules.add("span-label", 'span-item ( " " span-item )*')
 
 
 def grammar(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> str | None:
@@ -344,7 +345,7 @@ def grammar(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> str | 
         label = _span_label(rules, schema, vocabulary)
         if fmt == "pptod":
             sos, eos = pptod.NLU_SPAN if task == "nlu" else pptod.ACTION_SPAN
-            label = f'{_literal(sos)} ( " " {label} )? sp {_literal(eos)}'
+            label = f'{_literal(sos)} " " {label} sp {_literal(eos)}'
         rules.rules["root"] = label
     return rules.text()
 
@@ -382,7 +383,7 @@ def json_schema(task: str, vocabulary: Vocabulary | None = None) -> dict | None:
                                        "additionalProperties": False}
     else:
         item["properties"].update(slots)
-    return {"type": "array", "items": item}
+    return {"type": "array", "items": item, "minItems": 1}
 
 
 # --- the constraint of one family and task --------------------------------------------------

@@ -320,3 +320,54 @@ def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_bu
     old = tmp_path / "old.jsonl"
     old.write_text(json.dumps({"id": "a", "prediction": []}) + "\n")
     assert decoding_constrained(list(read_predictions(old).values())) is False
+
+
+# --- fully trained tiny models (slow: the session's tiny runs) ---------------------------------
+
+def load_run(folder: Path):
+    from transformers import AutoTokenizer
+
+    from meditod_hub.runs import run_settings
+
+    info, recipe = run_settings(folder)
+    family = FAMILIES[info["family"]]
+    return (family.auto_model().from_pretrained(folder), AutoTokenizer.from_pretrained(folder),
+            family, family.budget(recipe))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["nlu", "pol"])
+def test_the_grammar_never_changes_an_answer_that_already_parses_and_validates(
+        task, tiny_runs, embedded_build, sample_build):
+    """Over every row of the embedded and the authors' samples: wherever the trained model's
+    free greedy answer parses and is a valid, non-empty CMAS label, the constrained answer is
+    the same text."""
+    model, tokenizer, family, budget = load_run(tiny_runs / task)
+    data = [row for build in (embedded_build, sample_build)
+            for split in ("validation", "test") for row in rows(build, task, split)]
+    free = predict_rows(model, tokenizer, family, task, data, budget)
+    held = predict_rows(model, tokenizer, family, task, data, budget,
+                        constraint=C.constraint(family.grammar_format, task))
+    valid = [i for i, r in enumerate(free)
+             if r.parse_ok and r.prediction and not label_errors(LABEL_KIND[task], r.prediction)]
+    assert len(valid) >= len(data) // 2, "a trained model mostly answers well"
+    assert [held[i].raw for i in valid] == [free[i].raw for i in valid]
+    assert all(r.parse_ok for r in held)
+
+
+@pytest.mark.slow
+def test_the_assistant_acts_on_every_realistic_patient_line(tiny_runs):
+    """The README's patient lines (and more in its words), constrained by default: NLU and POL
+    parse on every turn and the doctor has actions to say every time."""
+    from meditod_hub.assistant import Assistant, ModelSpec
+
+    specs = [ModelSpec(str(tiny_runs / task)) for task in ("nlu", "pol", "nlg")]
+    assert all(spec.constrained for spec in specs), "the assistant constrains by default"
+    assistant = Assistant.load(*specs)
+    conversation = assistant.new_conversation()
+    for line in ("I've had a cough for ten days.", "No fever.", "I have a cough.",
+                 "It gets worse at night and I bring up yellow phlegm.",
+                 "I smoke about ten cigarettes a day.", "My mother had asthma."):
+        turn = assistant.respond(conversation, line)
+        assert turn.nlu.parse_ok and turn.pol.parse_ok, turn.notes
+        assert turn.nlu.used and turn.pol.used and turn.actions, turn.notes

@@ -285,6 +285,12 @@ def run(args: FewshotArguments) -> dict:
     if args.shots < 1:
         raise UsageError(f"--shots must be at least 1, got {args.shots}")
     started = time.perf_counter()
+    served = None
+    if args.constrained:
+        from ..constrained import ServedConstraint, resolve_vocabulary, server_kind_for
+
+        served = ServedConstraint(server_kind_for(args.endpoint, args.server_kind), "fewshot",
+                                  args.task, resolve_vocabulary(args.vocabulary, args.data))
     out = args.out_dir()
     claim_out(args, out)
     train = load_split(args.data, args.task, "train")
@@ -294,12 +300,6 @@ def run(args: FewshotArguments) -> dict:
     counter = TokenCounter(args.tokenizer or args.model, named=args.tokenizer is not None)
     built = build_prompts(args.task, rows, pool, args.shots, counter, args.context_window,
                           args.max_tokens)
-    served = None
-    if args.constrained:
-        from ..constrained import ServedConstraint, resolve_vocabulary, server_kind_for
-
-        served = ServedConstraint(server_kind_for(args.endpoint, args.server_kind), "fewshot",
-                                  args.task, resolve_vocabulary(args.vocabulary, args.data))
     decoding = Decoding(max_tokens=args.max_tokens,
                         extra_body=served.extra_body() if served else None)
     prices = args.prices()
