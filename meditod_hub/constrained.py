@@ -404,10 +404,6 @@ class Constraint:
     vocabulary_size: int | None = None  # None: medical values are free
     closing_markers: tuple[str, ...] = ()
 
-    def describe(self) -> dict:
-        """For run metadata: which setting produced a file."""
-        return {"constrained": True, "format": self.fmt, "vocabulary_values": self.vocabulary_size}
-
     def logits_processor(self, tokenizer, vocab_size: int, stops: list[int],
                          max_new_tokens: int):
         """A fresh processor for one `generate` call (it keeps one matcher per row), or None

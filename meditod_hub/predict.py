@@ -239,7 +239,11 @@ def local_constraint(args: PredictArguments, family: Family):
         return None
     from .constrained import constraint, resolve_vocabulary
 
-    return constraint(family.grammar_format, args.task, resolve_vocabulary(args.vocabulary, args.data))
+    made = constraint(family.grammar_format, args.task, resolve_vocabulary(args.vocabulary, args.data))
+    values = "free" if made.vocabulary_size is None else f"{made.vocabulary_size} canonical"
+    print(f"constrained: the {made.fmt} grammar of {args.task}, {values} medical values",
+          file=sys.stderr)
+    return made
 
 
 def served_constraint(args: PredictArguments, family: Family):
