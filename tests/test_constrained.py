@@ -249,6 +249,26 @@ def test_the_grammar_masks_correctly_on_the_real_llama3_vocabulary(sample_build)
         assert allowed and all(head.startswith(a) or a.startswith(head) for a in allowed), allowed
 
 
+def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_models,
+                                                                         embedded_build, tmp_path,
+                                                                         capsys):
+    from meditod_hub import predict as P
+    from meditod_hub.errors import run_main
+
+    out = tmp_path / "predictions-constrained.jsonl"
+    assert run_main(P.main, ["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama",
+                             "--task", "pol", "--data", str(embedded_build), "--split", "test",
+                             "--out", str(out), "--max_new_tokens", "48", "--limit", "4",
+                             "--constrained"]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 4 and all(r["constrained"] and r["parse_ok"] for r in lines)
+    vocabulary = C.resolve_vocabulary("train", str(embedded_build))
+    assert {v for r in lines for v in C.medical_values("pol", r["prediction"])} <= vocabulary
+    err = capsys.readouterr().err
+    assert f"the chat grammar of pol, {len(vocabulary)} canonical medical values" in err
+    assert "4 predictions, 0 did not parse" in err
+
+
 # --- served models -----------------------------------------------------------------------------
 
 def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
