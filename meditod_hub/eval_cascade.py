@@ -205,7 +205,9 @@ def write_markdown(results: dict, path: Path) -> None:
     nlu = results["nlu"]
     lines = [f"# MediTOD cascaded evaluation ({results['split']})", "",
              f"Models: {models_line(results['models'])}. Real patient utterances and dialogue "
-             "history; POL sees the state folded from predicted NLU, NLG the predicted actions.",
+             "history; POL sees the state folded from predicted NLU, NLG the predicted actions. "
+             + ("Decoded under the CMAS grammar (--constrained)." if results.get("constrained")
+                else "Decoded freely, as in the paper."),
              "",
              f"NLU (the same in both columns): F1 {nlu['f1']:.4f}, joint accuracy "
              f"{nlu['joint_accuracy']:.4f}, {nlu['parse_failures']} parse failures in "
