@@ -93,20 +93,26 @@ train: setup
 
 ## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT,
 ## into OUT/predictions.jsonl (OUT default MODEL_PATH/eval/SPLIT); ENDPOINT=<base url>
-## [SERVED_MODEL=<name>] sends the same prompts to a server (vLLM, TGI, transformers serve)
+## [SERVED_MODEL=<name>] sends the same prompts to a server (vLLM, TGI, transformers serve);
+## CONSTRAINED=1 decodes under the CMAS grammar (default off, as in the paper) into
+## OUT/predictions-constrained.jsonl (at an endpoint: ARGS="--server_kind vllm|sglang|llama.cpp")
 predict: setup
 	"$(MEDITOD)" predict --model_path "$(MODEL_PATH)" --task "$(TASK)" --data "$(DATA)" \
-		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT))/predictions.jsonl" \
-		$(if $(ENDPOINT),--endpoint "$(ENDPOINT)" --served_model "$(or $(SERVED_MODEL),$(MODEL_PATH))")
+		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT))/predictions$(if $(filter 1 true yes,$(CONSTRAINED)),-constrained).jsonl" \
+		$(if $(ENDPOINT),--endpoint "$(ENDPOINT)" --served_model "$(or $(SERVED_MODEL),$(MODEL_PATH))") \
+		$(if $(filter 1 true yes,$(CONSTRAINED)),--constrained) $(ARGS)
 
 ## fewshot: the paper's in-context baseline: MODEL as served at ENDPOINT on TASK (nlu|pol|nlg) of SPLIT,
 ## SHOTS retrieved exemplars (RETRIEVER, default BAAI/bge-large-en-v1.5); OUT defaults to
-## runs/fewshot/<model>/TASK; DRY_RUN=1 writes OUT/requests.jsonl and the cost estimate only
+## runs/fewshot/<model>/TASK (TASK-constrained with CONSTRAINED=1, where the server decodes under
+## the CMAS grammar: ARGS="--server_kind vllm|sglang|tgi|openai|llama.cpp"); DRY_RUN=1 writes
+## OUT/requests.jsonl and the cost estimate only
 fewshot: setup
 	"$(MEDITOD)" fewshot --model "$(MODEL)" --task "$(TASK)" --data "$(DATA)" \
 		--split "$(SPLIT)" --endpoint "$(or $(ENDPOINT),http://127.0.0.1:8000/v1)" \
 		--shots "$(or $(SHOTS),5)" $(if $(OUT),--out "$(OUT)") \
-		$(if $(RETRIEVER),--retriever "$(RETRIEVER)") $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) $(ARGS)
+		$(if $(RETRIEVER),--retriever "$(RETRIEVER)") $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) \
+		$(if $(filter 1 true yes,$(CONSTRAINED)),--constrained) $(ARGS)
 
 ## evaluate: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes
 ## OUT/results.json, .md, .png (OUT default: the folder of PREDICTIONS)

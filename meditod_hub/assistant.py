@@ -66,9 +66,16 @@ class PipelineArguments:
     batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
     max_new_tokens: int | None = field(default=None, metadata={"min": 1,
         "help": "generation budget of every module (default: each run's, run_info.json)"})
+    constrained: bool | None = field(default=None, metadata={
+        "help": "decode under the CMAS grammar (meditod_hub.constrained), so NLU and POL always "
+                "parse (default: on for the assistant, off for eval-cascade, as in the paper)"})
 
-    def specs(self) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
-        decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens)
+    def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
+        """The three specs; `constrained` is the command's default when the flag is not given
+        (medical values stay free: a conversation has no training split to draw them from)."""
+        setting = constrained if self.constrained is None else self.constrained
+        decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
+                               constrained=setting)
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
                                getattr(self, f"{task}_revision"), decode=decode)
                      for task in TASK_NAMES)

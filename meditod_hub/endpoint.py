@@ -68,6 +68,8 @@ class Decoding:
     max_tokens: int
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
+    # server-specific request fields as JSON text (`constrained.ServedConstraint.extra_body`)
+    extra_body: str | None = None
 
     def body(self) -> dict:
         body = {"max_tokens": self.max_tokens, "temperature": self.temperature}
@@ -416,12 +418,13 @@ class Endpoint:
         import openai
 
         try:
+            extra = {"extra_body": json.loads(decoding.extra_body)} if decoding.extra_body else {}
             if request.messages is not None:
                 raw = await client.chat.completions.with_raw_response.create(
-                    model=self.model, messages=list(request.messages), **decoding.body())
+                    model=self.model, messages=list(request.messages), **decoding.body(), **extra)
             else:
                 raw = await client.completions.with_raw_response.create(
-                    model=self.model, prompt=request.prompt, **decoding.body())
+                    model=self.model, prompt=request.prompt, **decoding.body(), **extra)
             response = raw.parse()
         except openai.AuthenticationError:
             if self.key_variable is None:

@@ -200,7 +200,9 @@ def write_markdown(results: dict, path: Path) -> None:
     nlu = results["nlu"]
     lines = [f"# MediTOD cascaded evaluation ({results['split']})", "",
              f"Models: {models_line(results['models'])}. Real patient utterances and dialogue "
-             "history; POL sees the state folded from predicted NLU, NLG the predicted actions.",
+             "history; POL sees the state folded from predicted NLU, NLG the predicted actions. "
+             + ("Decoded under the CMAS grammar (--constrained)." if results.get("constrained")
+                else "Decoded freely, as in the paper."),
              "",
              f"NLU (the same in both columns): F1 {nlu['f1']:.4f}, joint accuracy "
              f"{nlu['joint_accuracy']:.4f}, {nlu['parse_failures']} parse failures in "
@@ -293,7 +295,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     if not rows["nlu"]:
         raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
     start = time.perf_counter()
-    assistant = assistant or Assistant.load(*pipeline.specs())
+    specs = pipeline.specs(constrained=False)  # the paper's setting unless --constrained
+    assistant = assistant or Assistant.load(*specs)
     loaded = time.perf_counter()
     run = cascade(assistant, rows)
     results = {
@@ -302,7 +305,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(
                               getattr(assistant.predictors[task], "folder", None))}
-                   for task, spec in zip(TASK_NAMES, pipeline.specs())},
+                   for task, spec in zip(TASK_NAMES, specs)},
+        "constrained": assistant.predictors["nlu"].decode.constrained,
         "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
         **{task: {column: score(task, rows[task], run[task][column], args, judge)
                   for column in COLUMNS} for task in CASCADED_TASK_NAMES},

@@ -26,7 +26,7 @@ from .files import output_path
 from .metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
 from .metrics.nlg import bertscore_setting
 from .metrics.precision_at_k import MODES as PAK_MODES
-from .records import Results, align, read_predictions, side_files
+from .records import Results, align, decoding_constrained, read_predictions, side_files
 from .tasks import TASK_NAMES, get_task
 
 
@@ -79,6 +79,7 @@ def evaluate(args: EvaluateArguments) -> Results:
     scores = task.score(gold_rows, [p.label for p in predictions], judge=judge,
                         pak_mode=args.pak_mode, bertscore_model=args.bertscore_model,
                         bertscore_layer=args.bertscore_layer, seed=args.seed)
+    scores["constrained"] = decoding_constrained(predictions, args.predictions)
     return Results(task.name, args.split, scores)
 
 

@@ -65,6 +65,11 @@ class Family:
         servers run decoder-only models)."""
         return None
 
+    @property
+    def grammar_format(self) -> str:
+        """Which `constrained` grammar its answers follow (chat, span or pptod)."""
+        raise NotImplementedError
+
     def auto_model(self, adapter: bool = False):
         """The Auto class that loads this family's weights (the PEFT one for an adapter)."""
         if adapter:
@@ -129,6 +134,7 @@ class ChatFamily(Family):
     """Llama-3 / OpenBioLLM: chat messages rendered by the tokenizer's template, JSON answers."""
 
     served_as = "chat"
+    grammar_format = "chat"
 
     def prompt_messages(self, task: str, row: dict) -> list[dict]:
         """[system, user]: the prompt half of a training example."""
@@ -165,6 +171,10 @@ class SpanFamily(Family):
     @property
     def served_as(self) -> str | None:
         return None if self.encoder_decoder else "completion"
+
+    @property
+    def grammar_format(self) -> str:
+        return "pptod" if self.style.markers else "span"
 
     def source_parts(self, task: str, row: dict) -> span_models.SourceParts:
         return span_models.source_parts(self.style, task, row)

@@ -145,7 +145,8 @@ def _results_rows(run: Run, splits: list[str]) -> list[dict]:
 
 
 def _scoring_note(results: dict) -> str:
-    """How non-medical values were matched and which P@K definition was used: both move numbers."""
+    """How non-medical values were matched, which P@K definition was used and whether decoding
+    was constrained: each moves numbers."""
     notes = []
     judge = results.get("judge")
     if isinstance(judge, dict) and "name" in judge:
@@ -164,6 +165,11 @@ def _scoring_note(results: dict) -> str:
     elif mode:
         notes.append(f"P@K: `{mode}` mode, not the authors' definition: not comparable with the "
                      "paper's P@K.")
+    if results.get("constrained"):
+        notes.append("Predictions were decoded under the CMAS grammar (`--constrained`), not "
+                     "freely as in the paper.")
+    elif results.get("constrained") is False:
+        notes.append("Predictions were decoded freely (greedy, unconstrained), as in the paper.")
     return " ".join(notes)
 
 

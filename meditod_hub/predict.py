@@ -58,11 +58,20 @@ class PredictArguments:
     api_key_env: str | None = field(default=None, metadata={
         "help": "--endpoint: environment variable with its key (default: none for a server of "
                 "your own; api.openai.com, Azure and the Hub's router get their own)"})
-    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={
+    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
         "help": "--endpoint: seconds for all requests, retries included (answers so far stay "
                 "cached)"})
     cache: str = field(default=DEFAULT_CACHE, metadata={
         "help": "--endpoint: answer cache (SQLite; '' asks the server again)"})
+    constrained: bool = field(default=False, metadata={
+        "help": "decode NLU/POL under the CMAS grammar, so every output parses "
+                "(meditod_hub.constrained; off by default, as in the paper)"})
+    vocabulary: str = field(default="train", metadata={
+        "help": "--constrained: medical values from `train` (the training split of --data), a "
+                "file (one value per line) or `none` (free)"})
+    server_kind: str | None = field(default=None, metadata={
+        "help": "--endpoint --constrained: the server (vllm, sglang, tgi, llama.cpp, openai), "
+                "which says how the grammar is sent (default: openai for OpenAI's hosts)"})
 
 
 def parse_failure_summary(records: list[Prediction]) -> str:
@@ -83,12 +92,30 @@ def cascade_rows(task: str, rows: list[dict], upstream: str | Path) -> list[dict
     return spec.cascade_rows(rows, labels)
 
 
+def decode_options(args: PredictArguments) -> DecodeOptions:
+    """The decoding flags; with `--constrained`, the vocabulary read once here."""
+    vocabulary = None
+    if args.constrained:
+        from .constrained import resolve_vocabulary
+
+        vocabulary = resolve_vocabulary(args.vocabulary, args.data)
+    return DecodeOptions(args.batch_size, args.max_length, args.max_new_tokens,
+                         args.constrained, vocabulary, args.server_kind)
+
+
 def model_spec(args: PredictArguments) -> ModelSpec:
     return ModelSpec(args.model_path, args.family, args.revision, args.endpoint,
-                     args.served_model, args.load_in_4bit,
-                     DecodeOptions(args.batch_size, args.max_length, args.max_new_tokens),
+                     args.served_model, args.load_in_4bit, decode_options(args),
                      endpoint_options={"api_key_env": args.api_key_env,
                                        "timeout": args.timeout, "cache": args.cache})
+
+
+def describe_constraint(predictor) -> str:
+    """Which grammar and vocabulary a constrained run decodes under (one stderr line)."""
+    vocabulary = predictor.decode.vocabulary
+    values = "free" if vocabulary is None else f"{len(vocabulary)} canonical"
+    return (f"constrained: the {predictor.constraint.fmt} grammar of {predictor.task}, {values} "
+            "medical values")
 
 
 def load_rows(data: str, task: str, split: str) -> list[dict]:
@@ -105,7 +132,10 @@ def main(argv: list[str]) -> int:
     rows = load_rows(args.data, args.task, args.split)[:args.limit]
     if args.upstream:
         rows = cascade_rows(args.task, rows, args.upstream)
-    records = load_predictor(model_spec(args), args.task).predict(rows, progress=True)
+    predictor = load_predictor(model_spec(args), args.task)
+    if predictor.constraint is not None:
+        print(describe_constraint(predictor), file=sys.stderr)
+    records = predictor.predict(rows, progress=True)
     write_predictions(records, out, purpose="predict")
     print(parse_failure_summary(records), file=sys.stderr)
     print(f"wrote {out}")

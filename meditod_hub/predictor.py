@@ -47,14 +47,19 @@ from .tasks import get_task
 class DecodeOptions:
     """How a predictor decodes (greedy, always): every caller's settings go through here.
 
-    `max_length` / `max_new_tokens` None: the budget the run recorded at training. Constrained
-    decoding joins these options: a grammar's logits processor for a local model, a structured-
-    output request for a served one, both applied where `Predictor.generate` runs.
+    `max_length` / `max_new_tokens` None: the budget the run recorded at training.
+    `constrained`: NLU and POL decode under the CMAS grammar (`constrained`), so every answer
+    parses: a grammar's logits processor for a local model, a structured-output request (the
+    field `server_kind` takes) for a served one. `vocabulary`: the canonical medical values
+    allowed (`constrained.resolve_vocabulary`; None: free).
     """
 
     batch_size: int = 16
     max_length: int | None = None
     max_new_tokens: int | None = None
+    constrained: bool = False
+    vocabulary: frozenset[str] | None = None
+    server_kind: str | None = None   # served + constrained: vllm, sglang, llama.cpp, tgi, openai
 
     def applied_to(self, budget: Budget) -> Budget:
         return Budget(self.max_length or budget.max_length,
@@ -80,6 +85,8 @@ class Predictor:
     """One model predicting one task's rows. `generate` is what differs between a model in
     this process and a served one; prompts, budgets and parsing are shared."""
 
+    constraint = None  # what `DecodeOptions.constrained` enforces, in the subclass's terms
+
     def __init__(self, family: Family, task: str, budget: Budget,
                  decode: DecodeOptions = DecodeOptions(), *, name: str = "",
                  info: dict | None = None, folder: str | None = None):
@@ -101,9 +108,10 @@ class Predictor:
             if i in raws:
                 parsed = self.family.parse(self.task, raws[i])
                 records.append(Prediction(row["id"], parsed.value, parsed.ok, raws[i],
-                                          parsed.reason))
+                                          parsed.reason, self.decode.constrained))
             else:
-                records.append(Prediction(row["id"], empty, False, "", unfit[i]))
+                records.append(Prediction(row["id"], empty, False, "", unfit[i],
+                                          self.decode.constrained))
         return records
 
     def generate(self, rows: list[dict], progress: bool) -> tuple[dict[int, str], dict[int, str]]:
@@ -123,6 +131,11 @@ class LocalPredictor(Predictor):
         self.model, self.tokenizer = model, tokenizer
         self._lock = threading.Lock()
         self._threads = torch_threads()
+        self.constraint = None
+        if decode.constrained:
+            from .constrained import constraint
+
+            self.constraint = constraint(family.grammar_format, self.task, decode.vocabulary)
 
     def generate(self, rows, progress):
         prompts, unfit = {}, {}
@@ -137,7 +150,7 @@ class LocalPredictor(Predictor):
             texts = generate_texts(self.model, self.tokenizer, list(prompts.values()),
                                    self.budget.max_new_tokens,
                                    self.family.stop_token_ids(self.tokenizer),
-                                   self.decode.batch_size, progress)
+                                   self.decode.batch_size, progress, self.constraint)
         return dict(zip(prompts, texts)), unfit
 
 
@@ -149,12 +162,19 @@ class ServedPredictor(Predictor):
                  decode: DecodeOptions = DecodeOptions(), **where):
         super().__init__(family, task, budget, decode, **where)
         self.endpoint, self.tokenizer = endpoint, tokenizer
+        self.constraint = None
+        if decode.constrained:  # a usage error (unknown server, no JSON form) before any request
+            from .constrained import ServedConstraint, server_kind_for
+
+            self.constraint = ServedConstraint(
+                server_kind_for(endpoint.base_url, decode.server_kind), family.grammar_format,
+                self.task, decode.vocabulary)
 
     def generate(self, rows, progress):
         from .served import complete_rows
 
         return complete_rows(self.endpoint, self.family, self.task, rows, self.budget,
-                             self.tokenizer)
+                             self.tokenizer, self.constraint)
 
 
 def load_predictor(spec: ModelSpec, task: str) -> Predictor:
@@ -285,11 +305,13 @@ def torch_threads(threads: int | None = None) -> int:
 
 
 def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: int,
-                   stops: list[int], batch_size: int = 16, progress: bool = False) -> list[str]:
+                   stops: list[int], batch_size: int = 16, progress: bool = False,
+                   constraint=None) -> list[str]:
     """Greedy completions of token-id prompts, in input order.
 
     Prompts are batched longest first (less padding, and an out-of-memory shows at once);
-    decoders are left-padded so every answer starts right after its prompt.
+    decoders are left-padded so every answer starts right after its prompt. `constraint`
+    (`constrained.Constraint`): each batch decodes under its grammar.
     """
     import torch
     from tqdm.auto import tqdm
@@ -305,9 +327,12 @@ def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: i
             chunk = order[start:start + batch_size]
             batch = tokenizer.pad({"input_ids": [prompts[i] for i in chunk]}, return_tensors="pt",
                                   padding_side="left" if decoder else "right").to(model.device)
+            processor = constraint and constraint.logits_processor(
+                tokenizer, model.config.vocab_size, stops, max_new_tokens)
             out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
                                  num_beams=1, eos_token_id=stops,
-                                 pad_token_id=tokenizer.pad_token_id)
+                                 pad_token_id=tokenizer.pad_token_id,
+                                 logits_processor=[processor] if processor else None)
             new = out[:, batch["input_ids"].shape[1]:] if decoder else out
             for i, text in zip(chunk, tokenizer.batch_decode(new, skip_special_tokens=True)):
                 texts[i] = text.strip()

@@ -1,11 +1,14 @@
 """The two files that cross stage boundaries, each with one writer and one reader.
 
 Predictions (inference -> evaluation): JSON lines `{"id": "<dialogue_id>-<uttr_id>",
-"prediction": ..., "raw": ..., "parse_ok": true|false}`. `prediction` is already parsed (NLU
-items, actions, or the doctor's text); `parse_ok` false means the model's `raw` text did not
-parse, and the example is scored as empty and counted as a parse failure. Predictions are
+"prediction": ..., "raw": ..., "parse_ok": true|false, "constrained": true|false}`. `prediction`
+is already parsed (NLU items, actions, or the doctor's text); `parse_ok` false means the model's
+`raw` text did not parse, and the example is scored as empty and counted as a parse failure.
+Predictions are
 matched to gold by id, not position (upstream aligned positionally): a missing, duplicate or
-unknown id is an error naming the ids.
+unknown id is an error naming the ids. `constrained` says whether the output was decoded under the
+CMAS grammar (`meditod_hub.constrained`; absent in older files: it was not); one file holds one
+setting, and its results record it.
 
 Results (evaluation -> cards, publishing, reports): `results.json` `{"task", "split", ...scores}`
 and, beside it and named after its stem, a Markdown table (`.md`) and a chart (`.png`).
@@ -40,6 +43,7 @@ class Prediction:
     parse_ok: bool = True
     raw: str | None = None
     reason: str | None = None  # why it did not parse (kept in memory, not written)
+    constrained: bool = False  # decoded under the CMAS grammar
 
     @property
     def label(self) -> Any:
@@ -48,7 +52,7 @@ class Prediction:
 
     def as_json(self) -> dict:
         return {"id": self.id, "prediction": self.prediction, "raw": self.raw,
-                "parse_ok": self.parse_ok}
+                "parse_ok": self.parse_ok, "constrained": self.constrained}
 
 
 def write_predictions(records: Iterable[Prediction], path: str | Path, *, purpose: str) -> Path:
@@ -93,10 +97,15 @@ def read_predictions(path: str | Path) -> dict[str, Prediction]:
         if not isinstance(parse_ok, bool):
             raise PredictionsError(f"{where}: `parse_ok` must be true or false, got "
                                    f"{type(parse_ok).__name__}")
+        constrained = record.get("constrained", False)
+        if not isinstance(constrained, bool):
+            raise PredictionsError(f"{where}: `constrained` must be true or false, got "
+                                   f"{type(constrained).__name__}")
         raw = record.get("raw")
         counts[record["id"]] += 1
         out[record["id"]] = Prediction(record["id"], record["prediction"], parse_ok,
-                                       raw if isinstance(raw, str) else None)
+                                       raw if isinstance(raw, str) else None,
+                                       constrained=constrained)
     duplicates = sorted(i for i, n in counts.items() if n > 1)
     if duplicates:
         raise PredictionsError(f"{path}: duplicate ids: {name_ids(duplicates)}")
@@ -117,6 +126,17 @@ def align(gold_ids: Sequence[str], predictions: dict[str, Prediction],
     if problems:
         raise PredictionsError(f"{source}: " + "; ".join(problems))
     return [predictions[i] for i in gold_ids]
+
+
+def decoding_constrained(predictions: Sequence[Prediction],
+                         source: str | Path = "predictions") -> bool:
+    """The one decoding setting of a predictions file (results report it beside the scores)."""
+    settings = {p.constrained for p in predictions}
+    if len(settings) > 1:
+        constrained = sorted(p.id for p in predictions if p.constrained)
+        raise PredictionsError(f"{source}: mixes constrained ({name_ids(constrained)}) and "
+                               "unconstrained predictions: predict the split in one setting")
+    return settings == {True}
 
 
 def value_at(scores: dict, key: str) -> float | None:

@@ -63,15 +63,19 @@ def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget:
 
 
 def complete_rows(endpoint: Endpoint, family: Family, task: str, rows: list[dict], budget: Budget,
-                  tokenizer=None) -> tuple[dict[int, str], dict[int, str]]:
+                  tokenizer=None, constraint=None) -> tuple[dict[int, str], dict[int, str]]:
     """The stripped answer of each row sent (by index) and why each other row was not sent:
-    what `predictor.Predictor.generate` returns, so records are built as for a local model."""
+    what `predictor.Predictor.generate` returns, so records are built as for a local model.
+    With `constraint` (`constrained.ServedConstraint`) the server decodes under the grammar
+    (its request fields join the cache key) and the answer comes back in the format's syntax."""
     requests, unfit, retokenised = requests_for(family, task, rows, tokenizer, budget)
     if retokenised:
         print(f"note: {len(retokenised)} prompt(s) re-tokenise differently on the server side "
               f"(first: {retokenised[0]}); their predictions may differ from local ones",
               file=sys.stderr)
-    answers = endpoint.complete(requests, Decoding(max_tokens=budget.max_new_tokens),
-                                desc=f"{task} via {endpoint.host}")
-    return ({i: answers[row["id"]].text.strip() for i, row in enumerate(rows)
+    decoding = Decoding(max_tokens=budget.max_new_tokens,
+                        extra_body=constraint.extra_body() if constraint else None)
+    answers = endpoint.complete(requests, decoding, desc=f"{task} via {endpoint.host}")
+    answer = constraint.answer if constraint else (lambda text: text)
+    return ({i: answer(answers[row["id"]].text.strip()) for i, row in enumerate(rows)
              if row["id"] in answers}, unfit)

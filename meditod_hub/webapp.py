@@ -30,7 +30,7 @@ from . import quiet
 from .assistant import OPENING_LINE, Assistant, Conversation
 from .errors import UsageError
 from .files import atomic_write, output_path
-from .predictor import ModelSpec
+from .predictor import DecodeOptions, ModelSpec
 from .state_view import STATE_CSS, actions_line, state_html
 from .tasks import TASK_NAMES
 
@@ -76,7 +76,8 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
             raise UsageError(f"no {task.upper()} model: set MEDITOD_{task.upper()} (a run folder "
                              "or Hub id), or run `make tiny-runs` for the tiny offline models")
         specs.append(ModelSpec(source, env["family"] or entry.get("family"),
-                               env["revision"] or entry.get("revision")))
+                               env["revision"] or entry.get("revision"),
+                               decode=DecodeOptions(constrained=True)))  # as `meditod chat`
     save = environ.get(SAVE_DIR_ENV)
     return AppSettings(tuple(specs), Path(save) if save else None)
 

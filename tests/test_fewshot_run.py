@@ -92,8 +92,8 @@ def test_a_run_writes_predictions_results_and_its_info_then_reruns_from_the_cach
         assert len(server.received) == 4, "the rerun sent nothing"
     assert (out / "predictions.jsonl").read_text() == first
     records = [json.loads(x) for x in first.splitlines()]
-    assert all(set(r) == {"id", "prediction", "raw", "parse_ok"} and r["raw"].startswith("echo ")
-               for r in records)
+    assert all(set(r) == {"id", "prediction", "raw", "parse_ok", "constrained"}
+               and r["raw"].startswith("echo ") for r in records)
     info = json.loads((out / "fewshot_info.json").read_text())
     assert info["endpoint"] == server.url.split("/")[2] and info["requests"] == 0
     assert info["cache_hits"] == 4 and info["shots"] == 2 and info["paper_row"] == "in-context-gpt-4-turbo"
@@ -114,6 +114,36 @@ def test_unparsable_answers_are_counted_as_structure_violations(argv, tmp_path, 
     assert results["structure_violations"] == {"count": 4, "share": 1.0}
     assert "100.00% of the answers break the CMAS structure" in \
         (tmp_path / "out" / "pol" / "results.md").read_text()
+
+
+def test_constrained_is_its_own_setting_and_the_server_receives_the_grammar(argv, embedded_build,
+                                                                           tmp_path, capsys):
+    from meditod_hub import constrained as C
+
+    out = tmp_path / "out" / "nlu-constrained"
+    with ChatServer() as server:
+        assert run_cli(argv("nlu", server.url), capsys)[0] == 0
+        free = list(server.received)
+        assert run_cli(argv("nlu", server.url, "--constrained", "--server_kind", "vllm",
+                            "--out", str(out)), capsys)[0] == 0
+        held = server.received[len(free):]
+        code, _, err = run_cli(argv("nlu", server.url, "--out", str(out)), capsys)
+    assert len(held) == 4, "constrained answers are asked for, not taken from the free ones' cache"
+    grammar = C.grammar("fewshot", "nlu", C.resolve_vocabulary("train", str(embedded_build)))
+    assert all(body["structured_outputs"] == {"grammar": grammar} for body in held)
+    assert not any("structured_outputs" in body for body in free)
+    free_results = json.loads((tmp_path / "out" / "nlu" / "results.json").read_text())
+    results = json.loads((out / "results.json").read_text())
+    assert results["constrained"] is True and free_results["constrained"] is False
+    assert "free decoding" in (tmp_path / "out" / "nlu" / "results.md").read_text()
+    assert "constrained to the CMAS grammar" in (out / "results.md").read_text()
+    info = json.loads((out / "fewshot_info.json").read_text())
+    assert info["constrained"] and info["constraint"]["server_kind"] == "vllm"
+    assert grammar not in json.dumps(info), "run_info holds a hash of the grammar, not the grammar"
+    assert code == 2 and "holds another few-shot run" in _one_line_error(code, err)
+    line = _one_line_error(*run_cli(argv("pol", "http://127.0.0.1:9/v1", "--constrained"),
+                                    capsys)[::2])
+    assert "needs --server_kind" in line
 
 
 def _one_line_error(code: int, err: str) -> str:

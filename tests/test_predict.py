@@ -32,7 +32,8 @@ def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_
             "--max_new_tokens", "12"])
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in lines] == [r["id"] for r in rows(embedded_build, "pol")]
-    assert all(set(r) == {"id", "prediction", "raw", "parse_ok"} for r in lines)
+    assert all(set(r) == {"id", "prediction", "raw", "parse_ok", "constrained"} for r in lines)
+    assert not any(r["constrained"] for r in lines), "the paper's setting by default"
     assert all(isinstance(r["prediction"], list) and isinstance(r["raw"], str) for r in lines)
     failed = sum(not r["parse_ok"] for r in lines)
     assert failed > 0, "12 tokens from a random model cannot close the answer"

@@ -107,13 +107,16 @@ def machine_hosts(host: str) -> list[str]:
 
 
 def build_settings(args: AnnotateArguments):
-    from ..predictor import ModelSpec, load_predictor
+    from ..predictor import DecodeOptions, ModelSpec, load_predictor
     from .assist import Assistant
     from .server import LOOPBACK_HOSTS, PortalSettings
 
+    # suggestions decode under the CMAS grammar, as the assistant's turns do: each one parses
     assistant = Assistant(*(
         load_predictor(ModelSpec(source, getattr(args, f"{task}_family"),
-                                 getattr(args, f"{task}_revision")), task) if source else None
+                                 getattr(args, f"{task}_revision"),
+                                 decode=DecodeOptions(constrained=True)), task)
+        if source else None
         for task, source in (("nlu", args.nlu_model), ("pol", args.pol_model))))
     source = Path(args.source)
     vocabulary = read_vocabulary(args.vocabulary) if args.vocabulary else frozenset()

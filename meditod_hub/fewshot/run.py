@@ -99,8 +99,9 @@ class FewshotArguments:
     timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
         "help": "seconds for all requests, retries included (answers so far stay cached)"})
     request_timeout: float = field(default=REQUEST_TIMEOUT_S, metadata={
-        "help": "seconds per HTTP attempt (at most --timeout)"})
-    max_retries: int = field(default=4, metadata={"help": "retries per request (429/5xx/timeout)"})
+        "above": 0, "help": "seconds per HTTP attempt (at most --timeout)"})
+    max_retries: int = field(default=4, metadata={
+        "min": 0, "help": "retries per request (429/5xx/timeout)"})
     cache: str = field(default=DEFAULT_CACHE, metadata={
         "help": "answer cache (SQLite; '' asks the server again)"})
     retrieval_cache: str = field(default=DEFAULT_CACHE_DIR,
@@ -125,10 +126,20 @@ class FewshotArguments:
     judge_timeout: float = field(default=JUDGE_TIMEOUT_S, metadata={
         "above": 0, "help": "llm judge: seconds for the whole judging, retries included"})
     limit: int | None = field(default=None, metadata={"min": 1, "help": "only the first N rows"})
+    constrained: bool = field(default=False, metadata={
+        "help": "the server decodes NLU/POL under the CMAS grammar (meditod_hub.constrained); "
+                "a separate setting from the paper's free decoding, with its own OUT"})
+    server_kind: str | None = field(default=None, metadata={
+        "help": "--constrained: vllm, sglang, llama.cpp (grammar), tgi or openai (JSON schema); "
+                "default: openai for OpenAI's hosts, else it must be named"})
+    vocabulary: str = field(default="train", metadata={
+        "help": "--constrained: medical values from `train` (the training split of --data), a "
+                "file (one value per line) or `none` (free)"})
 
     def out_dir(self) -> Path:
+        setting = f"{self.task}-constrained" if self.constrained else self.task
         return Path(self.out) if self.out else Path("runs") / "fewshot" / model_folder(self.model) \
-            / self.task
+            / setting
 
     def prices(self) -> Prices:
         paper = PAPER_PRICES.get(self.model, Prices())
@@ -292,8 +303,9 @@ def claim_out(args: FewshotArguments, out: Path) -> None:
     info = out / FEWSHOT_INFO
     if info.exists():
         old = read_json(info, fix="it is not a few-shot run of this kit: choose another --out")
-        theirs = {k: old.get(k) for k in ("model", "task", "split")}
-        mine = {"model": args.model, "task": args.task, "split": args.split}
+        mine = {"model": args.model, "task": args.task, "split": args.split,
+                "constrained": args.constrained}
+        theirs = {k: old.get(k, False if k == "constrained" else None) for k in mine}
         if theirs != mine:
             raise UsageError(f"{out} holds another few-shot run ({theirs}); choose another --out")
         if args.dry_run and (out / "predictions.jsonl").exists():
@@ -324,6 +336,7 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,
                        api_key_env=args.judge_api_key_env, timeout=args.judge_timeout)
     scores = get_task(args.task).score(rows, [r.label for r in records], judge=judge)
+    scores["constrained"] = args.constrained
     violations = structure_violations(args.task, records)
     scores["structure_violations"] = {"count": violations,
                                       "share": violations / len(records) if records else 0.0}
@@ -345,7 +358,8 @@ def beside_the_paper(args: FewshotArguments, results: Results) -> str:
     key = paper_key(args)
     paper = paper_row(key, args.task, args.split) if key else {}
     share = results.scores["structure_violations"]["share"]
-    lines = [f"## In-context: {args.model}, {args.shots} retrieved exemplars", "",
+    setting = "constrained to the CMAS grammar" if args.constrained else "free decoding"
+    lines = [f"## In-context: {args.model}, {args.shots} retrieved exemplars, {setting}", "",
              f"{share:.2%} of the answers break the CMAS structure (did not parse, or broke the "
              "label schema)."]
     if not paper:
@@ -367,6 +381,12 @@ def run(args: FewshotArguments) -> dict:
     if args.shots < 1:
         raise UsageError(f"--shots must be at least 1, got {args.shots}")
     started = time.perf_counter()
+    served = None
+    if args.constrained:
+        from ..constrained import ServedConstraint, resolve_vocabulary, server_kind_for
+
+        served = ServedConstraint(server_kind_for(args.endpoint, args.server_kind), "fewshot",
+                                  args.task, resolve_vocabulary(args.vocabulary, args.data))
     out = args.out_dir()
     claim_out(args, out)
     prices = args.prices()
@@ -381,7 +401,8 @@ def run(args: FewshotArguments) -> dict:
     counter = TokenCounter.for_model(args.model, args.tokenizer)
     window = known_window(args, counter, endpoint)
     built = build_prompts(args.task, rows, pool, args.shots, counter, window, args.max_tokens)
-    decoding = Decoding(max_tokens=args.max_tokens)
+    decoding = Decoding(max_tokens=args.max_tokens,
+                        extra_body=served.extra_body() if served else None)
     prompt_tokens = sum(p.tokens if p.tokens is not None else estimated_tokens(p.messages)
                         for p in built)
     trimmed = [p for p in built if p.dropped]
@@ -393,7 +414,9 @@ def run(args: FewshotArguments) -> dict:
             "rows": len(rows), "shots": args.shots, "retriever": pool.describe(),
             "token_counter": counter.name if counter else
             f"none (the cost is estimated at {CHARS_PER_TOKEN} characters per token)",
-            "decoding": asdict(decoding),
+            "decoding": {k: v for k, v in asdict(decoding).items() if k != "extra_body"},
+            "constrained": args.constrained,
+            **({"constraint": served.describe()} if served else {}),
             "budget": {"context_window": window.tokens if window else None,
                        "window_from": window.source if window else None,
                        "rows_with_fewer_exemplars": len(trimmed),
@@ -425,8 +448,9 @@ def run(args: FewshotArguments) -> dict:
     records = []
     for row in rows:
         raw = answers[row["id"]].text
-        parsed = prompts.parse_answer(args.task, raw)
-        records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason))
+        parsed = prompts.parse_answer(args.task, served.answer(raw) if served else raw)
+        records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason,
+                                  args.constrained))
     results = score(args, rows, records, out)
     info.update(parse_failures=sum(not r.parse_ok for r in records),
                 structure_violations=results.scores["structure_violations"],

