@@ -164,7 +164,7 @@ def bench_engines(tokenizers: dict, data: Path, answers_per_task: int) -> None:
 def bench_throughput(tokenizer, hidden: int, layers: int, new_tokens: int, repeats: int) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from meditod_hub.predict import generate_texts
+    from meditod_hub.predictor import generate_texts
 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden,
@@ -223,7 +223,7 @@ def bench_effect(data: Path, workdir: Path, rows_per_task: int) -> None:
     from transformers import AutoTokenizer
 
     from meditod_hub.dataset import load_split
-    from meditod_hub.predict import predict_rows
+    from meditod_hub.predictor import DecodeOptions, LocalPredictor
     from meditod_hub.release import label_errors
     from meditod_hub.tiny import build_all
 
@@ -236,9 +236,9 @@ def bench_effect(data: Path, workdir: Path, rows_per_task: int) -> None:
     for task in ("nlu", "pol"):
         rows = load_split(data, task, "test")[:rows_per_task]
         outcomes = []
-        for constraint in (None, C.constraint("chat", task)):
-            records = predict_rows(model, tokenizer, family, task, rows, Budget(None, 64), 16,
-                                   constraint=constraint)
+        for constrained in (False, True):
+            records = LocalPredictor(model, tokenizer, family, task, Budget(None, 64),
+                                     DecodeOptions(16, constrained=constrained)).predict(rows)
             outcomes.append((sum(not r.parse_ok for r in records),
                              sum(r.parse_ok and not label_errors(LABEL_KIND[task], r.prediction)
                                  for r in records)))

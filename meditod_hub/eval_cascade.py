@@ -306,7 +306,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
                           "run_info_sha256": run_info_digest(
                               getattr(assistant.predictors[task], "folder", None))}
                    for task, spec in zip(TASK_NAMES, specs)},
-        "constrained": assistant.predictors["nlu"].decode.constrained,
+        "constrained": specs[0].decode.constrained,
         "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
         **{task: {column: score(task, rows[task], run[task][column], args, judge)
                   for column in COLUMNS} for task in CASCADED_TASK_NAMES},
