@@ -131,7 +131,6 @@ class LocalPredictor(Predictor):
         self.model, self.tokenizer = model, tokenizer
         self._lock = threading.Lock()
         self._threads = torch_threads()
-        self.constraint = None
         if decode.constrained:
             from .constrained import constraint
 
@@ -162,7 +161,6 @@ class ServedPredictor(Predictor):
                  decode: DecodeOptions = DecodeOptions(), **where):
         super().__init__(family, task, budget, decode, **where)
         self.endpoint, self.tokenizer = endpoint, tokenizer
-        self.constraint = None
         if decode.constrained:  # a usage error (unknown server, no JSON form) before any request
             from .constrained import ServedConstraint, server_kind_for
 
