@@ -58,7 +58,7 @@ class PredictArguments:
     api_key_env: str | None = field(default=None, metadata={
         "help": "--endpoint: environment variable with its key (default: none for a server of "
                 "your own; api.openai.com, Azure and the Hub's router get their own)"})
-    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={
+    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
         "help": "--endpoint: seconds for all requests, retries included (answers so far stay "
                 "cached)"})
     cache: str = field(default=DEFAULT_CACHE, metadata={

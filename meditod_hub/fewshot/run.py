@@ -98,9 +98,9 @@ class FewshotArguments:
     concurrency: int = field(default=8, metadata={"min": 1, "help": "requests in flight"})
     timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
         "help": "seconds for all requests, retries included (answers so far stay cached)"})
-    request_timeout: float = field(default=REQUEST_TIMEOUT_S, metadata={
+    request_timeout: float = field(default=REQUEST_TIMEOUT_S, metadata={"above": 0,
         "help": "seconds per HTTP attempt (at most --timeout)"})
-    max_retries: int = field(default=4, metadata={"help": "retries per request (429/5xx/timeout)"})
+    max_retries: int = field(default=4, metadata={"min": 0, "help": "retries per request (429/5xx/timeout)"})
     cache: str = field(default=DEFAULT_CACHE, metadata={
         "help": "answer cache (SQLite; '' asks the server again)"})
     retrieval_cache: str = field(default=DEFAULT_CACHE_DIR,
