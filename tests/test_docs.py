@@ -57,7 +57,8 @@ SUBSTITUTIONS = {
 # Folders the docs name as the reader's own, made from the embedded sample, and their files.
 PLACEHOLDER_FOLDERS = ("my-release", "annotator-a", "annotator-b")
 PLACEHOLDER_FILES = {"canonical-values.txt": "coughing\nfever\nwheezing\n"}
-PLACEHOLDER_EMPTY_FOLDERS = ("other",)  # "your other runs" in `make results RUNS="runs other"`
+# the reader's run folders in `make results RUNS="runs other"` (before the README's training)
+PLACEHOLDER_EMPTY_FOLDERS = ("runs", "other")
 
 
 @dataclass(frozen=True)
