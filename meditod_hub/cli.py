@@ -161,6 +161,9 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint) -> N
     elif kind in (int, float):
         kwargs["type"] = _bounded(f.name, kind, f.metadata)
         kwargs["metavar"] = "N" if kind is int else "X"
+    elif typing.get_origin(kind) is list:  # `--runs a b c`
+        (kwargs["type"],) = typing.get_args(kind) or (str,)
+        kwargs["nargs"] = "+" if required else "*"
     else:
         kwargs["type"] = kind
     if "choices" in f.metadata:

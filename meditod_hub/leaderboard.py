@@ -222,10 +222,11 @@ class LeaderboardArguments:
                                            "are listed"})
     models: list[str] = field(default_factory=list, metadata={
         "help": "Hub model ids to read besides those listed for --dataset"})
-    refresh_minutes: float = field(default=30.0, metadata={"help": "read the Hub this often"})
+    refresh_minutes: float = field(default=30.0, metadata={"above": 0,
+                                                           "help": "read the Hub this often"})
     public: bool = field(default=False, metadata={"help": "create the Space public"})
     dry_run: bool = field(default=False, metadata={"help": "list the files, upload nothing"})
-    timeout: float = field(default=600.0, metadata={
+    timeout: float = field(default=600.0, metadata={"above": 0,
         "help": "seconds for the whole upload, retries included (also the limit of each request)"})
 
 
@@ -239,8 +240,6 @@ def plan(args: LeaderboardArguments) -> dict[str, Path | bytes]:
     for name in (args.dataset, *args.models):
         if not hub_id(name):
             raise UsageError(f"{name}: not a Hub id (ORG/NAME)")
-    if not args.refresh_minutes > 0:
-        raise UsageError(f"--refresh_minutes must be positive, got {args.refresh_minutes}")
     data = SpaceCardData(title=TITLE, sdk="gradio", sdk_version=gradio_version(),
                          app_file="app.py", license="apache-2.0", datasets=[args.dataset],
                          tags=["meditod", "leaderboard", "medical", "dialogue"],

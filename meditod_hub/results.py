@@ -423,18 +423,18 @@ def chart_png(task: str, rows: list[Row]) -> bytes:
     return buffer.getvalue()
 
 
-def write_report(report: Report, out: Path) -> list[Path]:
-    """results.md, .csv, .json and one chart per task in `out`; every path checked first."""
-    targets = {name: output_path(out / name, what="results output")
+def write_report(report: Report, out: Path, input_folders: Iterable = ()) -> list[Path]:
+    """results.md, .csv, .json and one chart per task in `out`; every path checked first (never
+    inside the folders the runs were read from, never over a file another command wrote)."""
+    targets = {name: output_path(out / name, purpose="results", input_folders=input_folders,
+                                 what="results output")
                for name in ("results.md", "results.csv", "results.json",
                             *(f"{task}.png" for task in TASK_NAMES))}
-    written = [atomic_write(targets["results.md"], markdown(report)),
-               atomic_write(targets["results.csv"], csv_text(report)),
-               atomic_write(targets["results.json"], json.dumps(report.as_json(), indent=2) + "\n")]
-    for task in TASK_NAMES:
-        rows = [r for r in report.rows if r.task == task]
-        written.append(atomic_write(targets[f"{task}.png"], chart_png(task, rows)))
-    return written
+    texts = {"results.md": markdown(report), "results.csv": csv_text(report),
+             "results.json": json.dumps(report.as_json(), indent=2) + "\n",
+             **{f"{task}.png": chart_png(task, [r for r in report.rows if r.task == task])
+                for task in TASK_NAMES}}
+    return [atomic_write(targets[name], data, purpose="results") for name, data in texts.items()]
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -447,7 +447,7 @@ class ResultsArguments:
     hub_models: list[str] = field(default_factory=list, metadata={
         "help": "Hub model ids to read besides those listed for --hub_dataset"})
     out: Path = field(default=Path("out/results"), metadata={"help": "output folder"})
-    timeout: float = field(default=120.0, metadata={
+    timeout: float = field(default=120.0, metadata={"above": 0,
         "help": "seconds for the whole Hub read, retries included (also the limit of each request)"})
 
 
@@ -456,7 +456,7 @@ def main(argv: list[str]) -> int:
 
     (args,) = parse_args((ResultsArguments,), argv, "meditod results", __doc__.split("\n\n")[0])
     report = build_report(args.runs, args.hub_dataset, args.hub_models, args.timeout)
-    written = write_report(report, args.out)
+    written = write_report(report, args.out, input_folders=[r for r in args.runs if Path(r).is_dir()])
     for problem in report.skipped:
         print(f"skipped: {problem}", file=sys.stderr)
     print(markdown(report))

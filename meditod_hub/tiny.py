@@ -28,18 +28,13 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (
-    BioGptConfig,
-    BioGptForCausalLM,
-    LlamaConfig,
-    LlamaForCausalLM,
-    PreTrainedTokenizerFast,
-    T5Config,
-    T5ForConditionalGeneration,
-)
+from transformers import PreTrainedTokenizerFast
+
+if TYPE_CHECKING:  # the models import torch: only once one is built (`meditod tiny -h` stays light)
+    from transformers import BioGptForCausalLM, LlamaForCausalLM, T5ForConditionalGeneration
 
 from .dataset import load_split
 from .errors import UsageError, run_main
@@ -122,6 +117,8 @@ def t5_tokenizer(texts: Iterable[str], markers: Iterable[str] = ()) -> PreTraine
 
 
 def llama_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> LlamaForCausalLM:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     config = LlamaConfig(vocab_size=vocab_size, hidden_size=HIDDEN["hidden"],
                          intermediate_size=HIDDEN["ffn"], num_hidden_layers=HIDDEN["layers"],
                          num_attention_heads=HIDDEN["heads"], num_key_value_heads=2,
@@ -132,6 +129,8 @@ def llama_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> LlamaForCausal
 
 
 def biogpt_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> BioGptForCausalLM:
+    from transformers import BioGptConfig, BioGptForCausalLM
+
     config = BioGptConfig(vocab_size=vocab_size, hidden_size=HIDDEN["hidden"],
                           intermediate_size=HIDDEN["ffn"], num_hidden_layers=HIDDEN["layers"],
                           num_attention_heads=HIDDEN["heads"], max_position_embeddings=2048,
@@ -142,6 +141,9 @@ def biogpt_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> BioGptForCaus
 
 
 def t5_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> T5ForConditionalGeneration:
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration
+
     config = T5Config(vocab_size=vocab_size, d_model=HIDDEN["hidden"], d_kv=32,
                       d_ff=HIDDEN["ffn"], num_layers=HIDDEN["layers"],
                       num_heads=HIDDEN["heads"], feed_forward_proj="gated-gelu", dropout_rate=0.0,
@@ -156,6 +158,8 @@ def t5_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> T5ForConditionalG
 
 def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
     """Train the tokenizer, initialise the model with `seed`, save both under `out/name`."""
+    import torch
+
     tokenizer, make_model = {
         "tiny-llama": (llama_tokenizer, llama_model),
         "tiny-biogpt": (biogpt_tokenizer, biogpt_model),
@@ -187,6 +191,7 @@ def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
 
 def build_retriever(texts: Iterable[str], out: Path, seed: int = 0) -> Path:
     """A tiny BERT sentence embedder (CLS pooling + Normalize, like bge) saved under `out`."""
+    import torch
     from sentence_transformers import SentenceTransformer
     try:
         from sentence_transformers.sentence_transformer import modules as st_models  # >= 6

@@ -156,7 +156,9 @@ def test_every_cmas_name_has_its_question_and_no_question_names_anything_else():
 def test_the_page_learns_which_task_labels_each_speaker_and_under_which_key(embedded_release):
     """The schema the page reads names, per speaker, the task whose model suggests its labels and
     the utterance key the release keeps them under (the page spells neither)."""
-    labels = annotate_schema.schema()["labels"]
+    schema = annotate_schema.schema()
+    labels = {speaker: {"task": schema[speaker]["task"], "key": schema[speaker]["label_key"]}
+              for speaker in ("patient", "doctor")}
     assert labels == {"patient": {"task": "nlu", "key": "nlu"},
                       "doctor": {"task": "pol", "key": "actions"}}
     dialogues = json.loads((embedded_release / "dialogs.json").read_text(encoding="utf-8"))

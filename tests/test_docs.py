@@ -57,6 +57,8 @@ SUBSTITUTIONS = {
 # Folders the docs name as the reader's own, made from the embedded sample, and their files.
 PLACEHOLDER_FOLDERS = ("my-release", "annotator-a", "annotator-b")
 PLACEHOLDER_FILES = {"canonical-values.txt": "coughing\nfever\nwheezing\n"}
+# the reader's run folders in `make results RUNS="runs other"` (before the README's training)
+PLACEHOLDER_EMPTY_FOLDERS = ("runs", "other")
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,8 @@ def sandbox(tmp_path_factory, embedded_release):
         shutil.copytree(embedded_release, root / name)
     for name, text in PLACEHOLDER_FILES.items():
         (root / name).write_text(text, encoding="utf-8")
+    for name in PLACEHOLDER_EMPTY_FOLDERS:
+        (root / name).mkdir()
     _split_by_domain(embedded_release, root / "in-domain-sample", root / "ood-sample")
     with HubServer() as hub, ChatServer() as chat:
         env = hub.client_env(root.parent)
