@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Protocol
 
 from . import predict
+from .adapters import SharedModels
 from .errors import MeditodError, UsageError
 from .families import FAMILY_NAMES, get_family
 from .records import Prediction
 from .release import label_errors
-from .runs import run_settings
+from .runs import run_settings, run_tasks
 from .tasks import TASK_NAMES
 from .views import cascade_nlg_rows, cascade_pol_rows, to_nlu, to_pol
 
@@ -105,7 +106,7 @@ class LocalBackend:
     The one place this module calls into predict.py: model loading, budgets, generation.
     """
 
-    def __init__(self, spec: ModelSpec, task: str):
+    def __init__(self, spec: ModelSpec, task: str, models: SharedModels | None = None):
         self.spec = spec
         self.folder = folder = resolve_source(spec)
         info, recipe = run_settings(folder)
@@ -114,20 +115,23 @@ class LocalBackend:
             raise UsageError(f"{spec.source} has no run_info.json: name its model family "
                              f"(one of {', '.join(FAMILY_NAMES)})")
         self.family = get_family(spec.family or info["family"])
-        if info.get("task", task) != task:
+        if "task" in info and task not in run_tasks(info):  # multi-task runs answer all three
             raise UsageError(f"{spec.source} was trained for {info['task']}, not {task}: "
                              f"give the {task} model here")
         self.budget = self.family.budget(recipe, spec.max_length, spec.max_new_tokens)
-        self.model, self.tokenizer = predict.load_model(
-            folder, self.family, load_in_4bit=info.get("quantization") is not None)
+        # [adapters] stages whose runs are adapters of one base share it (meditod_hub.adapters)
+        self.stage = (models or SharedModels()).load(
+            folder, self.family, info.get("quantization") is not None, task)
+        self.model, self.tokenizer = self.stage.model, self.stage.tokenizer
         self.threads = predict.torch_threads()
 
     def predict(self, task: str, rows: list[dict]) -> list[Prediction]:
         if not rows:
             return []
         predict.torch_threads(self.threads)  # the app answers in worker threads
-        return predict.predict_rows(self.model, self.tokenizer, self.family, task, rows,
-                                    self.budget, self.spec.batch_size)
+        with self.stage.active() as model:  # [adapters] this stage's adapter switched on
+            return predict.predict_rows(model, self.tokenizer, self.family, task, rows,
+                                        self.budget, self.spec.batch_size)
 
 
 def resolve_source(spec: ModelSpec) -> str:
@@ -153,13 +157,13 @@ def resolve_source(spec: ModelSpec) -> str:
                            "the id, the revision and HF_TOKEN, or pass a local folder") from None
 
 
-def load_backend(spec: ModelSpec, task: str) -> Backend:
+def load_backend(spec: ModelSpec, task: str, models: SharedModels | None = None) -> Backend:
     """The backend for `spec`. The seam for served models: an endpoint client with
     `predict(task, rows) -> records` is returned here for an http(s) source."""
     if spec.source.startswith(("http://", "https://")):
         raise UsageError(f"{spec.source}: served endpoints need the endpoint backend, which this "
                          "build does not have yet; give a run folder or a Hub id")
-    return LocalBackend(spec, task)
+    return LocalBackend(spec, task, models)
 
 
 @dataclass(frozen=True)
@@ -223,14 +227,18 @@ class Assistant:
     """NLU, POL and NLG backends run as one system, per turn and across conversations."""
 
     def __init__(self, nlu: Backend, pol: Backend, nlg: Backend,
-                 max_patient_chars: int = MAX_PATIENT_CHARS):
+                 max_patient_chars: int = MAX_PATIENT_CHARS, loading: Sequence[str] = ()):
         self.backends = {"nlu": nlu, "pol": pol, "nlg": nlg}
         self.max_patient_chars = max_patient_chars
+        self.loading = tuple(loading)  # how the models were loaded (shared base or why not)
 
     @classmethod
     def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs) -> Assistant:
-        return cls(load_backend(nlu, "nlu"), load_backend(pol, "pol"), load_backend(nlg, "nlg"),
-                   **kwargs)
+        # [adapters] one SharedModels for the three stages: one base, one folder loaded once
+        models = SharedModels()
+        backends = [load_backend(spec, task, models)
+                    for spec, task in zip((nlu, pol, nlg), TASK_NAMES)]
+        return cls(*backends, loading=models.notes, **kwargs)
 
     def new_conversation(self, dialogue_id: str = "chat",
                          opening: str = OPENING_LINE) -> Conversation:

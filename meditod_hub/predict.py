@@ -26,7 +26,7 @@ from .families import FAMILY_NAMES, Budget, Family, get_family
 from .files import output_path
 from .formats.fit import BudgetError
 from .records import Prediction, read_predictions, write_predictions
-from .runs import CHECKPOINTS, run_settings
+from .runs import CHECKPOINTS, run_settings, run_tasks
 from .tasks import TASK_NAMES, get_task
 
 
@@ -138,8 +138,17 @@ def is_adapter(model_path: str) -> bool:
 
 def load_model(model_path: str, family: Family, load_in_4bit: bool = False):
     """Model and tokenizer; an adapter brings its base model (named in its adapter config)."""
-    import torch
     from transformers import AutoTokenizer
+
+    model = family.auto_model(is_adapter(model_path)).from_pretrained(
+        model_path, **load_kwargs(load_in_4bit))
+    return model, AutoTokenizer.from_pretrained(model_path)
+
+
+def load_kwargs(load_in_4bit: bool = False) -> dict:
+    """`from_pretrained` settings of every inference load (also a shared base's,
+    `adapters.SharedModels`): bf16 on a GPU, NF4 4-bit for a run trained on a 4-bit base."""
+    import torch
 
     cuda = torch.cuda.is_available()
     kwargs = {"device_map": "auto"} if cuda else {}
@@ -151,8 +160,7 @@ def load_model(model_path: str, family: Family, load_in_4bit: bool = False):
             bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
     elif cuda:
         kwargs["dtype"] = torch.bfloat16
-    model = family.auto_model(is_adapter(model_path)).from_pretrained(model_path, **kwargs)
-    return model, AutoTokenizer.from_pretrained(model_path)
+    return kwargs
 
 
 def check_model_path(model_path: str) -> None:
@@ -200,7 +208,7 @@ def resolve(args: PredictArguments) -> tuple[Family, Budget, bool]:
     if "family" not in info and args.family is None:
         raise UsageError(f"{args.model_path} has no run_info.json: pass --family "
                          f"({', '.join(FAMILY_NAMES)})")
-    if info.get("task", args.task) != args.task:
+    if "task" in info and args.task not in run_tasks(info):  # multi-task runs answer all three
         raise UsageError(f"{args.model_path} was trained for {info['task']}, not {args.task}")
     family = get_family(args.family or info["family"])
     budget = family.budget(recipe, args.max_length, args.max_new_tokens)

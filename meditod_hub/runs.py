@@ -21,7 +21,7 @@ from .errors import MeditodError
 from .families import Family, get_family
 from .files import atomic_write
 from .records import Results, ResultsError
-from .tasks import TASKS
+from .tasks import MULTITASK, TASKS, tasks_of
 
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
 EVAL_SPLITS = ("test", "test_ood")
@@ -89,7 +89,7 @@ def read_run(path: str | Path, require_results: bool = True) -> Run:
     missing = [key for key in REQUIRED_INFO if key not in info]
     if missing:
         raise RunError(f"{info_file}: missing keys {', '.join(missing)}")
-    if info["task"] not in TASKS:
+    if info["task"] not in TASKS and info["task"] != MULTITASK:
         raise RunError(f"{info_file}: unknown task {info['task']!r}")
     run = Run(path, info, recipe_file.read_text(encoding="utf-8"))
     for split in EVAL_SPLITS:
@@ -115,6 +115,12 @@ def run_settings(model_path: str | Path) -> tuple[dict, dict]:
     recipe = yaml.safe_load((path / RECIPE).read_text(encoding="utf-8")) \
         if (path / RECIPE).is_file() else {}
     return info, recipe or {}
+
+
+def run_tasks(info: dict) -> tuple[str, ...]:
+    """The tasks a run answers, from its run_info.json: one, or all three for a multi-task run
+    (empty for a model without run_info.json: the caller names the task)."""
+    return tasks_of(info["task"]) if "task" in info else ()
 
 
 def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:

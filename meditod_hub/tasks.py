@@ -103,6 +103,14 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          "bleu4", _NLG),
 )}
 TASK_NAMES = tuple(TASKS)
+# A recipe's `task: multitask` trains one model on the three tasks' examples together (the chat
+# format tells them apart by their system message); it is not a task of its own.
+MULTITASK = "multitask"
+
+
+def tasks_of(recipe_task: str) -> tuple[str, ...]:
+    """The tasks a recipe's (or run's) `task` trains: all three for `multitask`."""
+    return TASK_NAMES if recipe_task == MULTITASK else (get_task(recipe_task).name,)
 
 
 def get_task(name: str) -> Task:

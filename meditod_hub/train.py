@@ -47,7 +47,7 @@ import trl
 import yaml
 from accelerate import PartialState
 from accelerate.utils import gather_object
-from datasets import Dataset
+from datasets import Dataset, concatenate_datasets
 from peft import get_peft_model, prepare_model_for_kbit_training
 from transformers import AutoTokenizer, DataCollatorForSeq2Seq, Seq2SeqTrainer, TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -61,7 +61,7 @@ from .files import atomic_write
 from .formats.fit import BudgetError
 from .predict import predict_rows
 from .runs import CHECKPOINTS, write_run_files
-from .tasks import TASK_NAMES, get_task
+from .tasks import MULTITASK, TASK_NAMES, get_task, tasks_of
 
 logger = logging.getLogger("meditod_hub.train")
 
@@ -74,7 +74,9 @@ PAD_CANDIDATES = ("<|finetune_right_pad_id|>", "<|reserved_special_token_0|>", "
 class MeditodArguments:
     """The MediTOD part of a recipe; the trainer's and TRL's dataclasses hold the rest."""
 
-    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
+    task: str = field(metadata={"help": "nlu, pol, nlg, or multitask: one model trained on the "
+                                        "three tasks' examples together",
+                                "choices": [*TASK_NAMES, MULTITASK]})
     family: str = field(metadata={"help": "input/output format and trainer (meditod_hub.families)",
                                   "choices": list(FAMILY_NAMES)})
     model: str = field(metadata={"help": "recipe model name, e.g. llama3-8b (run_info.json)"})
@@ -118,7 +120,8 @@ class Recipe:
 
 def _read_recipe(path: Path) -> dict:
     if not path.is_file():
-        models = sorted(p.name for p in Path("recipes").glob("*") if (p / "nlu.yaml").is_file())
+        models = sorted(p.name for p in Path("recipes").glob("*")
+                        if (p / "nlu.yaml").is_file() or (p / f"{MULTITASK}.yaml").is_file())
         raise UsageError(f"no recipe {path}" + (f"; models: {', '.join(models)}" if models else ""))
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -198,6 +201,21 @@ def encode(family: Family, task: str, rows: list[dict], tokenizer, budget: Budge
         examples.append(example.features)
     return Encoded(Dataset.from_list(examples) if examples else None, truncated, state_cut,
                    skipped)
+
+
+def encode_tasks(family: Family, rows_by_task: dict[str, list[dict]], tokenizer,
+                 budget: Budget) -> Encoded:
+    """The examples of one or several tasks under one budget, in one dataset (a multi-task run's
+    tasks are mixed by the trainer's shuffling sampler); skipped ids name their task."""
+    parts = {task: encode(family, task, rows, tokenizer, budget)
+             for task, rows in rows_by_task.items()}
+    found = [part.dataset for part in parts.values() if part.dataset is not None]
+    several = len(parts) > 1
+    return Encoded(concatenate_datasets(found) if found else None,
+                   sum(part.truncated for part in parts.values()),
+                   sum(part.state_cut for part in parts.values()),
+                   [f"{task}:{i}" if several else i
+                    for task, part in parts.items() for i in part.skipped])
 
 
 def ensure_pad_token(tokenizer, family: Family) -> None:
@@ -296,6 +314,20 @@ class ValidationScorer:
         gathered = dict(gather_object([(i, r.label) for i, r in zip(mine, records)]))
         scores = get_task(self.task).score(self.rows, [gathered[i] for i in range(len(self.rows))])
         return {"f1": scores["f1"], "parse_failures": scores["parse_failures"]}
+
+
+@dataclass
+class MultiTaskScorer:
+    """A multi-task run's validation: each structured task's F1 and their mean as `f1` (what
+    `metric_for_best_model: f1` selects on)."""
+
+    scorers: list[ValidationScorer]
+
+    def __call__(self, model, accelerator) -> dict:
+        scores = {s.task: s(model, accelerator) for s in self.scorers}
+        return {"f1": sum(v["f1"] for v in scores.values()) / len(scores),
+                "parse_failures": sum(v["parse_failures"] for v in scores.values()),
+                **{f"{task}_f1": v["f1"] for task, v in scores.items()}}
 
 
 class GenerationEvalMixin:
@@ -439,23 +471,25 @@ def framework_versions() -> dict:
 
 
 def prepare_data(recipe: Recipe, tokenizer, budget: Budget):
-    """Fitted train / validation examples and, for NLU and POL, the generating F1 scorer."""
+    """Fitted train / validation examples and, for NLU and POL, the generating F1 scorer (of
+    every task a multi-task recipe trains)."""
     script, training, family = recipe.script, recipe.training, recipe.family
-    train = encode(family, script.task,
-                   load_split(script.dataset_name, script.task, script.dataset_train_split),
-                   tokenizer, budget)
+    tasks = tasks_of(script.task)
+    train = encode_tasks(family, {t: load_split(script.dataset_name, t, script.dataset_train_split)
+                                  for t in tasks}, tokenizer, budget)
     if train.dataset is None:
         raise MeditodError(f"{script.dataset_name}: no {script.task} training example fits "
                            f"within {budget.max_length} tokens; raise the budget")
     _log_fit("train", train, budget)
     if not script.dataset_eval_split or training.eval_strategy == "no":
         return train, None, None
-    rows = load_split(script.dataset_name, script.task, script.dataset_eval_split)
-    evaluation = encode(family, script.task, rows, tokenizer, budget)
+    rows = {t: load_split(script.dataset_name, t, script.dataset_eval_split) for t in tasks}
+    evaluation = encode_tasks(family, rows, tokenizer, budget)
     _log_fit(script.dataset_eval_split, evaluation, budget)
-    scorer = None if not get_task(script.task).structured else ValidationScorer(
-        family, script.task, rows[:script.eval_max_examples], tokenizer, budget,
-        training.per_device_eval_batch_size)
+    scorers = [ValidationScorer(family, t, rows[t][:script.eval_max_examples], tokenizer, budget,
+                                training.per_device_eval_batch_size)
+               for t in tasks if get_task(t).structured]
+    scorer = (MultiTaskScorer(scorers) if len(tasks) > 1 else scorers[0]) if scorers else None
     return train, evaluation, scorer
 
 
@@ -500,7 +534,8 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     trainer.save_model(str(run_dir))  # the best checkpoint's weights with load_best_model_at_end
     trainer.save_state()              # checkpoints/trainer_state.json: loss and eval history
     info = {
-        "model": script.model, "task": script.task, "family": family.name,
+        "model": script.model, "task": script.task, "tasks": list(tasks_of(script.task)),
+        "family": family.name,
         "base_model": recipe.model.model_name_or_path, "adapter": recipe.model.use_peft,
         "quantization": recipe.model.bnb_4bit_quant_type if recipe.model.load_in_4bit else None,
         "global_step": trainer.state.global_step,

@@ -45,13 +45,13 @@ class LocalModel:
     def __init__(self, path: str, task: str, family: str | None = None):
         from .. import predict
         from ..families import FAMILY_NAMES, get_family
-        from ..runs import run_settings
+        from ..runs import run_settings, run_tasks
 
         info, recipe = run_settings(path)
         if family is None and "family" not in info:
             raise MeditodError(f"{path} has no run_info.json: pass the model family "
                                f"(--{task}_family, one of {', '.join(FAMILY_NAMES)})")
-        if info.get("task", task) != task:
+        if "task" in info and task not in run_tasks(info):  # multi-task runs answer all three
             raise MeditodError(f"{path} was trained for {info['task']}, not {task}: give a "
                                f"{task} model")
         self.family = get_family(family or info["family"])
