@@ -25,7 +25,10 @@ HERE = Path(__file__).resolve().parent
 def main(argv: list[str]) -> int:
     settings = webapp.settings(base=HERE)
     print("loading the NLU, POL and NLG models ...", file=sys.stderr)
-    demo = webapp.build(Assistant.load(*settings.specs), settings.save_dir)
+    assistant = Assistant.load(*settings.specs)
+    for note in assistant.loading:  # which stages share a base, and why others do not
+        print(f"  {note}", file=sys.stderr)
+    demo = webapp.build(assistant, settings.save_dir)
     webapp.launch(demo)
     return 0
 

@@ -24,7 +24,7 @@ Models run through a `Backend`: anything with `predict(task, rows) -> records` (
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -70,6 +70,8 @@ class ModelSpec:
     batch_size: int = 16
     max_length: int | None = None     # default: the run's recipe, else the family's default
     max_new_tokens: int | None = None
+    endpoint: str | None = None       # an OpenAI-compatible base URL serving it (source: the run)
+    served_model: str | None = None   # its name at the endpoint (default: the task's name)
 
 
 def _optional(help_: str):
@@ -92,12 +94,24 @@ class PipelineArguments:
     batch_size: int = field(default=16, metadata={"help": "rows per generate call"})
     max_new_tokens: int | None = field(default=None, metadata={
         "help": "generation budget of every module (default: each run's recipe)"})
+    endpoint: str | None = _optional(
+        "OpenAI-compatible base URL serving the three models under three names (vLLM "
+        "--enable-lora --lora-modules nlu=... pol=... nlg=...); --nlu/--pol/--nlg still name "
+        "the runs (family, budgets)")
+    served_models: str = field(default="nlu,pol,nlg", metadata={
+        "help": "with --endpoint: the NLU, POL and NLG model names there, comma-separated "
+                "(one name three times for a multi-task adapter)"})
 
     def specs(self) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
+        names = self.served_models.split(",")
+        if self.endpoint and len(names) != len(TASK_NAMES):
+            raise UsageError(f"--served_models {self.served_models!r}: give three names "
+                             "(NLU,POL,NLG)")
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
                                getattr(self, f"{task}_revision"), self.batch_size,
-                               max_new_tokens=self.max_new_tokens)
-                     for task in TASK_NAMES)
+                               max_new_tokens=self.max_new_tokens, endpoint=self.endpoint,
+                               served_model=name if self.endpoint else None)
+                     for task, name in zip(TASK_NAMES, names))
 
 
 class LocalBackend:
@@ -108,30 +122,52 @@ class LocalBackend:
 
     def __init__(self, spec: ModelSpec, task: str, models: SharedModels | None = None):
         self.spec = spec
-        self.folder = folder = resolve_source(spec)
-        info, recipe = run_settings(folder)
-        self.info = info  # run_info.json ({} for a plain model folder)
-        if spec.family is None and "family" not in info:
-            raise UsageError(f"{spec.source} has no run_info.json: name its model family "
-                             f"(one of {', '.join(FAMILY_NAMES)})")
-        self.family = get_family(spec.family or info["family"])
-        if "task" in info and task not in run_tasks(info):  # multi-task runs answer all three
-            raise UsageError(f"{spec.source} was trained for {info['task']}, not {task}: "
-                             f"give the {task} model here")
-        self.budget = self.family.budget(recipe, spec.max_length, spec.max_new_tokens)
+        self.folder, self.info, self.family, self.budget = stage_settings(spec, task)
+        folder, info = self.folder, self.info
         # [adapters] stages whose runs are adapters of one base share it (meditod_hub.adapters)
         self.stage = (models or SharedModels()).load(
             folder, self.family, info.get("quantization") is not None, task)
         self.model, self.tokenizer = self.stage.model, self.stage.tokenizer
         self.threads = predict.torch_threads()
 
-    def predict(self, task: str, rows: list[dict]) -> list[Prediction]:
+    def predict(self, task: str, rows: list[dict],
+                stream: Callable[[str], None] | None = None) -> list[Prediction]:
+        """`stream`: called with each new piece of the output's text (one row only)."""
         if not rows:
             return []
         predict.torch_threads(self.threads)  # the app answers in worker threads
+        streamer = callback_streamer(self.tokenizer, stream) if stream else None
         with self.stage.active() as model:  # [adapters] this stage's adapter switched on
             return predict.predict_rows(model, self.tokenizer, self.family, task, rows,
-                                        self.budget, self.spec.batch_size)
+                                        self.budget, self.spec.batch_size, streamer=streamer)
+
+
+def callback_streamer(tokenizer, callback: Callable[[str], None]):
+    """transformers' TextStreamer (the generated text only, in whole words) handing each
+    piece to `callback` instead of printing it."""
+    from transformers import TextStreamer
+
+    class CallbackStreamer(TextStreamer):
+        def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+            if text:
+                callback(text)
+
+    return CallbackStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+
+
+def stage_settings(spec: ModelSpec, task: str):
+    """A stage's run folder, its run_info.json ({} for a plain model folder), family and budget
+    (the same for a local model and for one served at an endpoint)."""
+    folder = resolve_source(spec)
+    info, recipe = run_settings(folder)
+    if spec.family is None and "family" not in info:
+        raise UsageError(f"{spec.source} has no run_info.json: name its model family "
+                         f"(one of {', '.join(FAMILY_NAMES)})")
+    family = get_family(spec.family or info["family"])
+    if "task" in info and task not in run_tasks(info):  # multi-task runs answer all three
+        raise UsageError(f"{spec.source} was trained for {info['task']}, not {task}: "
+                         f"give the {task} model here")
+    return folder, info, family, family.budget(recipe, spec.max_length, spec.max_new_tokens)
 
 
 def resolve_source(spec: ModelSpec) -> str:
@@ -161,8 +197,14 @@ def load_backend(spec: ModelSpec, task: str, models: SharedModels | None = None)
     """The backend for `spec`. The seam for served models: an endpoint client with
     `predict(task, rows) -> records` is returned here for an http(s) source."""
     if spec.source.startswith(("http://", "https://")):
-        raise UsageError(f"{spec.source}: served endpoints need the endpoint backend, which this "
-                         "build does not have yet; give a run folder or a Hub id")
+        raise UsageError(f"{spec.source}: give the run folder (or Hub id) as the model and the "
+                         "server's URL as its endpoint (--endpoint)")
+    if spec.endpoint:  # [adapters] a model name at an endpoint, e.g. vLLM's multi-LoRA layout
+        from .served import ServedBackend
+
+        folder, info, family, budget = stage_settings(spec, task)
+        return ServedBackend(spec.endpoint, spec.served_model or task, folder, info, family,
+                             budget)
     return LocalBackend(spec, task, models)
 
 
@@ -244,21 +286,32 @@ class Assistant:
                          opening: str = OPENING_LINE) -> Conversation:
         return Conversation(dialogue_id, opening)
 
-    def run_stage(self, task: str, rows: list[dict]) -> tuple[list[Prediction], float]:
-        """One batched call of a module's backend, and its wall time."""
+    def run_stage(self, task: str, rows: list[dict],
+                  stream: Callable[[str], None] | None = None) -> tuple[list[Prediction], float]:
+        """One batched call of a module's backend, and its wall time. `stream` (one row):
+        the output's text as it is generated, where the backend can stream (else nothing)."""
         start = time.perf_counter()
-        records = self.backends[task].predict(task, rows)
+        backend = self.backends[task]
+        records = backend.predict(task, rows, stream=stream) if stream and isinstance(
+            backend, LocalBackend) else backend.predict(task, rows)
         if len(records) != len(rows):
             raise MeditodError(f"the {task} backend answered {len(records)} records for "
                                f"{len(rows)} rows")
         return records, time.perf_counter() - start
 
-    def respond(self, conversation: Conversation, patient_text: str) -> Turn:
-        return self.respond_many([conversation], [patient_text])[0]
+    def respond(self, conversation: Conversation, patient_text: str,
+                stream: Callable[[str], None] | None = None) -> Turn:
+        """One turn; `stream` gets the NLG reply's text piece by piece as it is generated (the
+        turn's `reply` is the whole, parsed one)."""
+        return self.respond_many([conversation], [patient_text], stream)[0]
 
     def respond_many(self, conversations: Sequence[Conversation],
-                     patient_texts: Sequence[str]) -> list[Turn]:
-        """One turn of several conversations, each module batched across them."""
+                     patient_texts: Sequence[str],
+                     stream: Callable[[str], None] | None = None) -> list[Turn]:
+        """One turn of several conversations, each module batched across them (`stream`: one
+        conversation only)."""
+        if stream and len(conversations) > 1:
+            raise ValueError("a reply streams for one conversation at a time")
         if len({id(c) for c in conversations}) != len(conversations):
             raise ValueError("a conversation can take one patient line per batch")
         texts = [str(t)[:self.max_patient_chars] for t in patient_texts]
@@ -278,7 +331,7 @@ class Assistant:
         pol_records, pol_seconds = self.run_stage("pol", pol_rows)
         nlg_rows = [cascade_nlg_rows([row], {row["id"]: _label(record)})[0]
                     for row, record in zip(pol_rows, pol_records)]
-        nlg_records, nlg_seconds = self.run_stage("nlg", nlg_rows)
+        nlg_records, nlg_seconds = self.run_stage("nlg", nlg_rows, stream)
 
         turns = []
         for n, conversation in enumerate(conversations):

@@ -93,6 +93,8 @@ def main(argv: list[str]) -> int:
                                 __doc__.split("\n\n")[0])
     print("loading the NLU, POL and NLG models ...", file=sys.stderr)
     assistant = Assistant.load(*pipeline.specs(), max_patient_chars=args.max_patient_chars)
+    for note in assistant.loading:  # which stages share a base, and why others do not
+        print(f"  {note}", file=sys.stderr)
     try:
         converse(assistant, sys.stdin, sys.stdout, args.show_state, sys.stdin.isatty())
     except KeyboardInterrupt:

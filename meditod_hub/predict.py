@@ -67,12 +67,16 @@ def torch_threads(threads: int | None = None) -> int:
 
 
 def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: int,
-                   stops: list[int], batch_size: int = 16, progress: bool = False) -> list[str]:
+                   stops: list[int], batch_size: int = 16, progress: bool = False,
+                   streamer=None) -> list[str]:
     """Greedy completions of token-id prompts, in input order.
 
     Prompts are batched longest first (less padding, and an out-of-memory shows at once);
-    decoders are left-padded so every answer starts right after its prompt.
+    decoders are left-padded so every answer starts right after its prompt. A transformers
+    `streamer` sees the text as it is generated (one prompt only: streamers take one sequence).
     """
+    if streamer is not None and len(prompts) > 1:
+        raise ValueError("a streamer follows one prompt at a time")
     import torch
     from tqdm.auto import tqdm
 
@@ -89,7 +93,7 @@ def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: i
                                   padding_side="left" if decoder else "right").to(model.device)
             out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
                                  num_beams=1, eos_token_id=stops,
-                                 pad_token_id=tokenizer.pad_token_id)
+                                 pad_token_id=tokenizer.pad_token_id, streamer=streamer)
             new = out[:, batch["input_ids"].shape[1]:] if decoder else out
             for i, text in zip(chunk, tokenizer.batch_decode(new, skip_special_tokens=True)):
                 texts[i] = text.strip()
@@ -98,7 +102,8 @@ def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: i
 
 
 def predict_rows(model, tokenizer, family: Family, task: str, rows: list[dict], budget: Budget,
-                 batch_size: int = 16, progress: bool = False) -> list[Prediction]:
+                 batch_size: int = 16, progress: bool = False,
+                 streamer=None) -> list[Prediction]:
     """Prediction records (the evaluation contract) for dataset rows.
 
     A row whose fixed input parts alone overflow the budget is not generated: it is recorded
@@ -112,7 +117,7 @@ def predict_rows(model, tokenizer, family: Family, task: str, rows: list[dict], 
             unfit[i] = f"input does not fit: {exc}"
     raws = dict(zip(prompts, generate_texts(model, tokenizer, list(prompts.values()),
                                             budget.max_new_tokens, family.stop_token_ids(tokenizer),
-                                            batch_size, progress)))
+                                            batch_size, progress, streamer)))
     empty = get_task(task).empty_label
     records = []
     for i, row in enumerate(rows):

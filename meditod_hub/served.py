@@ -71,3 +71,30 @@ def predict_rows_via_endpoint(endpoint: Endpoint, family: Family, task: str, row
         parsed = family.parse(task, raw)
         records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason))
     return records
+
+
+class ServedBackend:
+    """One assistant stage answered by a model name at an endpoint (the assistant's `Backend`).
+
+    The vLLM multi-LoRA layout serves three adapters of one base as three model names at one
+    endpoint (`vllm serve BASE --enable-lora --lora-modules nlu=... pol=... nlg=...`); each stage
+    sends its prompts to its own name. `folder` is the run (local or downloaded; `info` its
+    run_info.json): its family, budgets and, for plain-prompt families, its tokenizer. Answers
+    are never cached to disk: they hold what a patient typed.
+    """
+
+    def __init__(self, endpoint: str, served_model: str, folder: str, info: dict,
+                 family: Family, budget: Budget):
+        self.family, self.budget, self.folder, self.info = family, budget, folder, info
+        self.tokenizer = None
+        if family.served_as == "completion":
+            from transformers import AutoTokenizer
+
+            self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.endpoint = Endpoint(endpoint, served_model, cache=None)
+
+    def predict(self, task: str, rows: list[dict]) -> list[Prediction]:
+        if not rows:
+            return []
+        return predict_rows_via_endpoint(self.endpoint, self.family, task, rows, self.budget,
+                                         self.tokenizer)

@@ -129,3 +129,26 @@ def test_a_multitask_run_learns_the_three_tasks_and_serves_every_stage(multitask
     rows = load_split(embedded_build, "nlu", "train")
     turn = assistant.respond(assistant.new_conversation(), rows[0]["patient_text"])
     assert turn.nlu.parse_ok and turn.pol.parse_ok and turn.reply
+
+
+def test_the_served_layout_one_endpoint_three_model_names(tmp_path):
+    """vLLM's multi-LoRA layout: each stage's prompts go to its own name at one endpoint."""
+    from chat_server import ChatServer, answer_for
+
+    from meditod_hub.assistant import PipelineArguments
+    from meditod_hub.runs import write_run_files
+
+    for task in TASKS:  # the runs give family and budgets; the weights are the server's
+        write_run_files(tmp_path / task, {"model": "m", "task": task, "family": "llama",
+                                          "base_model": "b", "adapter": True}, {})
+    with ChatServer(models=["meditod-nlu", "meditod-pol", "meditod-nlg"]) as server:
+        pipeline = PipelineArguments(*(str(tmp_path / t) for t in TASKS), endpoint=server.url,
+                                     served_models="meditod-nlu,meditod-pol,meditod-nlg")
+        assistant = Assistant.load(*pipeline.specs())
+        turn = assistant.respond(assistant.new_conversation(), "I have had a cough for a week.")
+    assert [body["model"] for body in server.received] == ["meditod-nlu", "meditod-pol",
+                                                          "meditod-nlg"]
+    systems = [body["messages"][0]["content"] for body in server.received]
+    assert len(set(systems)) == 3, "each stage sends its own task's prompt"
+    assert turn.reply == answer_for(server.received[-1])
+    assert not turn.nlu.parse_ok and "NLU output unusable" in turn.notes[0]
