@@ -18,7 +18,11 @@ Generation is greedy (`predict.predict_rows`), so a turn is deterministic.
 
 Models run through a `Backend`: anything with `predict(task, rows) -> records` (the records of
 `predict.predict_rows`). `LocalBackend` loads a run folder, a model folder or a Hub id (at a
-`revision`; an adapter brings its base). A served endpoint plugs in at `load_backend`.
+`revision`; an adapter brings its base); `Assistant.load` shares one base among adapters of it
+and loads a multi-task run once (`adapters.SharedModels`; `Assistant.loading` says how).
+`served.ServedBackend` sends a stage's prompts to a model name at an endpoint (`ModelSpec.
+endpoint`), e.g. three adapters served by one vLLM. NLG's reply can stream (`respond(...,
+stream=callback)`).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from .errors import UsageError, run_main
 from .files import atomic_write
 from .hub import KEEP_ON_HUB, HubError, check_timeout, deadline, hub_session
 from .model_card import base_label, card_identity, paper_row, render_model_card
-from .runs import EVAL_SPLITS, PUBLISHED, Run, RunError, eval_dir, read_run
+from .runs import EVAL_SPLITS, PUBLISHED, Run, RunError, read_run
 from .tasks import get_task
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
@@ -104,10 +104,11 @@ def run_files(run: Run, merged: bool = False) -> dict[str, Path]:
                        f"{', '.join(missing)} is missing")
     if merged:
         check_mergeable(run)
-    for split in run.results:
-        folder = eval_dir(run.path, split)
-        files.update({f"eval/{split}/{name}": path
-                      for name, path in _top_level(folder, EVAL_FILES).items()})
+    for task, by_split in run.task_results.items():
+        for split in by_split:
+            folder = run.eval_folder(split, task)
+            files.update({f"{folder}/{name}": path
+                          for name, path in _top_level(run.path / folder, EVAL_FILES).items()})
     return files
 
 
@@ -270,10 +271,12 @@ def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | 
         return "\n".join(lines + ["", str(card)])
     card_dir.mkdir(parents=True, exist_ok=True)
     card.save(card_dir / "README.md")
-    for split in run.results:
-        if chart := run.chart(split):
-            (card_dir / "eval" / split).mkdir(parents=True, exist_ok=True)
-            (card_dir / "eval" / split / chart.name).write_bytes(chart.read_bytes())
+    for task, by_split in run.task_results.items():
+        for split in by_split:
+            if chart := run.chart(split, task):
+                (card_dir / run.eval_folder(split, task)).mkdir(parents=True, exist_ok=True)
+                (card_dir / run.eval_folder(split, task) / chart.name).write_bytes(
+                    chart.read_bytes())
     return "\n".join(lines + [f"model card written to {card_dir / 'README.md'}"])
 
 
@@ -284,15 +287,18 @@ def published_table(runs: Path) -> str:
     for record_file in sorted(Path(runs).rglob(PUBLISHED)):
         record = json.loads(record_file.read_text(encoding="utf-8"))
         run = read_run(record_file.parent)
-        metric = get_task(run.task).headline_metric
-        cells = [run.results[s].value(metric.key) if s in run.results else None
-                 for s in EVAL_SPLITS]
-        cells.append(paper_row(run, "test").get(metric.key))
-        shown = ["—" if v is None else format(v, metric.fmt) for v in cells]
         revision = "main" if record["on_main"] else record["revision"]
         link = record["url"] if record["on_main"] else f"{record['url']}/tree/{revision}"
         where = f"[{record['repo']}]({link}) (`{revision}`)"
-        rows.append(f"| {run.model} | {run.task} | {where} | {metric.name} | {' | '.join(shown)} |")
+        for task in run.tasks:  # a multi-task run: a row per task
+            by_split = run.task_results.get(task, {})
+            metric = get_task(task).headline_metric
+            cells = [by_split[s].value(metric.key) if s in by_split else None
+                     for s in EVAL_SPLITS]
+            cells.append(paper_row(run, "test", task).get(metric.key))
+            shown = ["—" if v is None else format(v, metric.fmt) for v in cells]
+            rows.append(f"| {run.model} | {task} | {where} | {metric.name} | "
+                        f"{' | '.join(shown)} |")
     return "\n".join(rows)
 
 

@@ -9,6 +9,10 @@ A recipe is YAML whose keys are fields of the trainer's own dataclasses (TRL `SF
 decoders, transformers `Seq2SeqTrainingArguments` for encoder-decoders), TRL `ModelConfig`
 (model, LoRA, 4-bit) and `MeditodArguments` below; every key can be overridden as `--key=value`.
 Full fine-tuning vs QLoRA is `use_peft` + `load_in_4bit` (ModelConfig's own flags).
+`task: multitask` trains one model on the NLU, POL and NLG examples together (each fitted as in
+its single-task run, under the recipe's one budget, mixed by the trainer's shuffling sampler);
+run_info.json records `"task": "multitask"` and `"tasks"`, and NLU/POL validation reports each
+task's F1 and their mean as `f1`.
 
 Data flow: dataset rows -> the family's training example (`families`: its format, fitted to
 the token budget before the trainer sees anything, since TRL would silently cut or drop long

@@ -169,7 +169,7 @@ def test_conversations_in_one_batch_stay_apart():
 
 # --- sources: run folders, model folders, Hub ids at a revision, the endpoint seam ---------------
 def test_sources_that_cannot_work_are_refused_in_one_line(tiny_models, tiny_runs, tmp_path):  # noqa: F811
-    with pytest.raises(UsageError, match="endpoint backend"):
+    with pytest.raises(UsageError, match="the server.s URL as its endpoint"):
         load_backend(ModelSpec("http://127.0.0.1:9/v1"), "nlu")
     with pytest.raises(UsageError, match="name its model family"):
         LocalBackend(ModelSpec(str(tiny_models / "tiny-llama")), "nlu")
