@@ -20,15 +20,20 @@ Generation is greedy, so a turn is deterministic.
 Each module is a `predictor.Predictor` (anything with `predict(rows) -> records`, one
 `records.Prediction` per row): `Assistant.load` reaches a run folder, a model folder, a Hub id
 at a revision or a served endpoint through `predictor.load_predictor`, as every command does.
+`Assistant.load` shares one base among stages whose runs are LoRA adapters of it and loads a
+multi-task run once (`adapters.SharedModels`; `Assistant.loading` says how). With an endpoint,
+each stage sends its prompts to its own model name there, e.g. three adapters served by one
+vLLM. NLG's reply can stream (`respond(..., stream=callback)`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from .errors import MeditodError
+from .adapters import SharedModels
+from .errors import MeditodError, UsageError
 from .predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
 from .records import Prediction
 from .release import label_errors
@@ -69,16 +74,31 @@ class PipelineArguments:
     constrained: bool | None = field(default=None, metadata={
         "help": "decode under the CMAS grammar (meditod_hub.constrained), so NLU and POL always "
                 "parse (default: on for the assistant, off for eval-cascade, as in the paper)"})
+    endpoint: str | None = _optional(
+        "OpenAI-compatible base URL serving the three models under three names (vLLM "
+        "--enable-lora --lora-modules nlu=... pol=... nlg=...); --nlu/--pol/--nlg still name "
+        "the runs (family, budgets)")
+    served_models: str = field(default="nlu,pol,nlg", metadata={
+        "help": "with --endpoint: the NLU, POL and NLG model names there, comma-separated "
+                "(one name three times for a multi-task adapter)"})
 
     def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
         """The three specs; `constrained` is the command's default when the flag is not given
         (medical values stay free: a conversation has no training split to draw them from)."""
+        names = self.served_models.split(",")
+        if self.endpoint and len(names) != len(TASK_NAMES):
+            raise UsageError(f"--served_models {self.served_models!r}: give three names "
+                             "(NLU,POL,NLG)")
         setting = constrained if self.constrained is None else self.constrained
         decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
                                constrained=setting)
+        # a patient's words are never cached to disk
+        served = {"cache": None} if self.endpoint else {}
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
-                               getattr(self, f"{task}_revision"), decode=decode)
-                     for task in TASK_NAMES)
+                               getattr(self, f"{task}_revision"), endpoint=self.endpoint,
+                               served_model=name if self.endpoint else None, decode=decode,
+                               endpoint_options=served)
+                     for task, name in zip(TASK_NAMES, names))
 
 
 @dataclass(frozen=True)
@@ -145,34 +165,48 @@ class Assistant:
     """NLU, POL and NLG predictors run as one system, per turn and across conversations."""
 
     def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
-                 max_patient_chars: int = MAX_PATIENT_CHARS):
+                 max_patient_chars: int = MAX_PATIENT_CHARS, loading: Sequence[str] = ()):
         self.predictors = {"nlu": nlu, "pol": pol, "nlg": nlg}
         self.max_patient_chars = max_patient_chars
+        self.loading = tuple(loading)  # how the models were loaded (shared base or why not)
 
     @classmethod
     def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs) -> Assistant:
-        return cls(*(load_predictor(spec, task) for spec, task in zip((nlu, pol, nlg), TASK_NAMES)),
-                   **kwargs)
+        # one SharedModels for the three stages: one base for its adapters, a folder loaded once
+        models = SharedModels()
+        predictors = [load_predictor(spec, task, models)
+                      for spec, task in zip((nlu, pol, nlg), TASK_NAMES)]
+        return cls(*predictors, loading=models.notes, **kwargs)
 
     def new_conversation(self, dialogue_id: str = "chat",
                          opening: str = OPENING_LINE) -> Conversation:
         return Conversation(dialogue_id, opening)
 
-    def run_stage(self, task: str, rows: list[dict]) -> tuple[list[Prediction], float]:
-        """One batched call of a module's predictor, and its wall time."""
+    def run_stage(self, task: str, rows: list[dict],
+                  stream: Callable[[str], None] | None = None) -> tuple[list[Prediction], float]:
+        """One batched call of a module's predictor, and its wall time. `stream` (one row):
+        the output's text as it is generated, where the predictor can stream (else nothing)."""
         start = time.perf_counter()
-        records = self.predictors[task].predict(rows)
+        predictor = self.predictors[task]
+        records = predictor.predict(rows, stream=stream) if stream else predictor.predict(rows)
         if len(records) != len(rows):
             raise MeditodError(f"the {task} predictor answered {len(records)} records for "
                                f"{len(rows)} rows")
         return records, time.perf_counter() - start
 
-    def respond(self, conversation: Conversation, patient_text: str) -> Turn:
-        return self.respond_many([conversation], [patient_text])[0]
+    def respond(self, conversation: Conversation, patient_text: str,
+                stream: Callable[[str], None] | None = None) -> Turn:
+        """One turn; `stream` gets the NLG reply's text piece by piece as it is generated (the
+        turn's `reply` is the whole, parsed one)."""
+        return self.respond_many([conversation], [patient_text], stream)[0]
 
     def respond_many(self, conversations: Sequence[Conversation],
-                     patient_texts: Sequence[str]) -> list[Turn]:
-        """One turn of several conversations, each module batched across them."""
+                     patient_texts: Sequence[str],
+                     stream: Callable[[str], None] | None = None) -> list[Turn]:
+        """One turn of several conversations, each module batched across them (`stream`: one
+        conversation only)."""
+        if stream and len(conversations) > 1:
+            raise ValueError("a reply streams for one conversation at a time")
         if len({id(c) for c in conversations}) != len(conversations):
             raise ValueError("a conversation can take one patient line per batch")
         texts = [str(t)[:self.max_patient_chars] for t in patient_texts]
@@ -192,7 +226,7 @@ class Assistant:
         pol_records, pol_seconds = self.run_stage("pol", pol_rows)
         nlg_rows = [cascade_nlg_rows([row], {row["id"]: _label(record)})[0]
                     for row, record in zip(pol_rows, pol_records)]
-        nlg_records, nlg_seconds = self.run_stage("nlg", nlg_rows)
+        nlg_records, nlg_seconds = self.run_stage("nlg", nlg_rows, stream)
 
         turns = []
         for n, conversation in enumerate(conversations):

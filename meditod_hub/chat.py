@@ -112,6 +112,8 @@ def main(argv: list[str]) -> int:
     assistant = Assistant.load(*pipeline.specs(), max_patient_chars=args.max_patient_chars)
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="surrogateescape")  # a bad line is skipped, not fatal
+    for note in assistant.loading:  # which stages share a base, and why others do not
+        print(f"  {note}", file=sys.stderr)
     try:
         converse(assistant, sys.stdin, sys.stdout, args.show_state, sys.stdin.isatty())
     except KeyboardInterrupt:

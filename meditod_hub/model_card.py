@@ -20,7 +20,7 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData, constants
 
 from . import about, paper_results
-from .runs import EVAL_SPLITS, Run
+from .runs import EVAL_SPLITS, Run, run_tasks
 from .tasks import Metric, get_task
 
 TEMPLATE = Path(__file__).resolve().parent / "cards" / "model_card.md"
@@ -110,20 +110,22 @@ def base_model(run: Run) -> BaseModel | None:
     return BASE_MODELS.get(Path(run.info["base_model"]).name)
 
 
-def paper_row(run: Run, split: str) -> dict[str, float]:
+def paper_row(run: Run, split: str, task: str | None = None) -> dict[str, float]:
+    """The paper's row for the run's base on `task` (a multi-task run: each of its tasks)."""
     base = base_model(run)
-    return paper_results.paper_row(base.paper_model, run.task, split) if base else {}
+    return paper_results.paper_row(base.paper_model, task or run.task, split) if base else {}
 
 
 def eval_results(run: Run) -> list[EvalResult]:
     dataset = hub_id(run.info.get("dataset")) or "meditod"
-    return [EvalResult(task_type=run.family.pipeline_tag, task_name=f"MediTOD {run.task.upper()}",
+    return [EvalResult(task_type=run.family.pipeline_tag, task_name=f"MediTOD {task.upper()}",
                        dataset_type=dataset, dataset_name=about.PRETTY_NAME,
-                       dataset_config=run.task, dataset_split=split,
+                       dataset_config=task, dataset_split=split,
                        metric_type=metric.type, metric_name=metric.name, metric_config=metric.key,
                        metric_value=round(value, 6))
-            for split, results in run.results.items()
-            for metric in get_task(run.task).metrics
+            for task, by_split in run.task_results.items()
+            for split, results in by_split.items()
+            for metric in get_task(task).metrics
             if (value := results.value(metric.key)) is not None]
 
 
@@ -132,15 +134,19 @@ def _cell(value: float | None, metric: Metric) -> str:
 
 
 def _results_rows(run: Run, splits: list[str]) -> list[dict]:
+    """Metric rows of every task the run answers (named with the task in a multi-task card)."""
     rows = []
-    for metric in get_task(run.task).metrics:
-        cells = []
-        for split in splits:
-            ours = run.results[split].value(metric.key) if split in run.results else None
-            paper = paper_row(run, split).get(metric.key)
-            cells += [_cell(ours, metric), _cell(paper, metric)]
-        if any(cell != "—" for cell in cells):
-            rows.append({"name": metric.name, "cells": cells})
+    for task in run.tasks:
+        ours_by_split = run.task_results.get(task, {})
+        for metric in get_task(task).metrics:
+            cells = []
+            for split in splits:
+                ours = ours_by_split[split].value(metric.key) if split in ours_by_split else None
+                paper = paper_row(run, split, task).get(metric.key)
+                cells += [_cell(ours, metric), _cell(paper, metric)]
+            if any(cell != "—" for cell in cells):
+                name = f"{task.upper()} {metric.name}" if run.multitask else metric.name
+                rows.append({"name": name, "cells": cells})
     return rows
 
 
@@ -188,7 +194,10 @@ def _training_data(info: dict) -> str:
         ("train_examples", "training examples"), ("truncated_examples", "cut to fit the token "
          "budget"), ("state_cut_examples", "of them losing old state entries"),
         ("skipped_examples", "skipped (over budget)")) if key in info)
-    return f"{where}, `{info['task']}` config, train split; {counts}; seed {info.get('seed')}."
+    tasks = run_tasks(info)
+    configs = (f"`{tasks[0]}` config" if len(tasks) == 1 else
+               ", ".join(f"`{t}`" for t in tasks) + " configs (their examples mixed)")
+    return f"{where}, {configs}, train split; {counts}; seed {info.get('seed')}."
 
 
 def _hyperparameters(recipe_text: str) -> list[tuple[str, object]]:
@@ -198,7 +207,7 @@ def _hyperparameters(recipe_text: str) -> list[tuple[str, object]]:
 
 def _loading(run: Run, repo_id: str, revision: str | None, merged: bool) -> tuple[str, str]:
     """How to load this repo and run it on dataset rows, through the project's own inference."""
-    task = run.task
+    task = run.tasks[0]
     adapter = run.info["adapter"] and not merged
     auto = ("AutoPeftModelFor" if adapter else "AutoModelFor") + run.family.auto_model_name
     text = (f"A LoRA adapter: `peft.{auto}` loads its base model "
@@ -238,7 +247,10 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
     info, task = run.info, run.task
     base = base_model(run)
     adapter = info["adapter"] and not merged
-    splits = [s for s in EVAL_SPLITS if s in run.results or paper_row(run, s)]
+    splits = [s for s in EVAL_SPLITS if any(s in r for r in run.task_results.values())
+              or any(paper_row(run, s, t) for t in run.tasks)]
+    evaluated = [(t, split) for t, by_split in run.task_results.items() for split in by_split]
+    first_test = next(r["test"] for r in run.task_results.values() if "test" in r)
     # the splits whose decoding was constrained (results' `constrained`): the leaderboard reads it
     constrained = [s for s, results in run.results.items() if results.scores.get("constrained")]
     card_data = ModelCardData(
@@ -246,9 +258,11 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         library_name="peft" if adapter else "transformers", pipeline_tag=run.family.pipeline_tag,
         license=base.license if base else None, language="en",
         datasets=[d] if (d := hub_id(info.get("dataset"))) else None,
-        tags=["meditod", f"meditod-{task}", "medical", "dialogue", "task-oriented-dialogue",
-              info["family"]] + (["lora"] if info["adapter"] else []),
-        metrics=sorted({m.type for m in get_task(task).metrics}), eval_results=eval_results(run),
+        tags=["meditod", *(f"meditod-{t}" for t in run.tasks), "medical", "dialogue",
+              "task-oriented-dialogue", info["family"]] + (["lora"] if info["adapter"] else [])
+        + (["multitask"] if run.multitask else []),
+        metrics=sorted({m.type for t in run.tasks for m in get_task(t).metrics}),
+        eval_results=eval_results(run),
         **{CARD_KEY: {"model": run.model, "task": task, "run_id": run_id, "merged": merged,
                       **({"constrained": constrained} if constrained else {})}})
     load_text, load_code = _loading(run, repo_id, revision, merged)
@@ -258,17 +272,22 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
     return ModelCard.from_template(
         card_data, template_path=str(TEMPLATE),
         title=f"MediTOD {task.upper()}: {run.model}", weights_summary=weights + base_name,
-        task_upper=task.upper(), task_description=get_task(task).description, paper=about.PAPER,
+        task_upper=" / ".join(t.upper() for t in run.tasks),
+        task_description=("one model for all three, which its system message tells apart: "
+                          if run.multitask else "") + "; ".join(get_task(t).description
+                                                                for t in run.tasks),
+        paper=about.PAPER,
         run_id=run_id, revision=revision, licence_note=about.LICENCE_NOTE,
         load_text=load_text, load_code=load_code,
-        predict_command=_predict_command(repo_id, revision, task),
+        predict_command="\n".join(_predict_command(repo_id, revision, t) for t in run.tasks),
         splits=splits, results_rows=_results_rows(run, splits),
         paper_source=paper_results.SOURCE,
-        has_paper_row=bool(paper_row(run, "test")),
-        scoring_note=_scoring_note(run.results["test"].scores),
-        charts=[{"path": f"eval/{s}/results.png", "alt": f"F1 per slot type, {s}"}
-                for s in run.results if run.chart(s)],
-        results_files=[f"eval/{s}/results.json" for s in run.results],
+        has_paper_row=any(paper_row(run, "test", t) for t in run.tasks),
+        scoring_note=_scoring_note(first_test.scores),
+        charts=[{"path": f"{run.eval_folder(s, t)}/results.png",
+                 "alt": (f"{t.upper()} " if run.multitask else "") + f"F1 per slot type, {s}"}
+                for t, s in evaluated if run.chart(s, t)],
+        results_files=[f"{run.eval_folder(s, t)}/results.json" for t, s in evaluated],
         training_data=_training_data(info), hardware=info.get("hardware", "unknown"),
         wall_clock=_wall_clock(info.get("train_runtime_s")), global_step=info.get("global_step"),
         quantization=info.get("quantization") or "none",

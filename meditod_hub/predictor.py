@@ -32,15 +32,20 @@ predictions everywhere. What it settles, once:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import MeditodError, UsageError, load_failure
 from .families import FAMILY_NAMES, Budget, Family, get_family
 from .formats.fit import BudgetError
 from .records import Prediction
-from .runs import CHECKPOINTS, run_budget, run_settings
+from .runs import CHECKPOINTS, run_budget, run_settings, run_tasks
 from .tasks import get_task
+
+if TYPE_CHECKING:
+    from .adapters import SharedModels
 
 
 @dataclass(frozen=True)
@@ -97,11 +102,16 @@ class Predictor:
         self.info = info or {}    # run_info.json ({} for a model without run files)
         self.folder = folder      # the local folder holding the run files, if any
 
-    def predict(self, rows: list[dict], progress: bool = False) -> list[Prediction]:
-        """One record per row, in order (the evaluation contract, `records.Prediction`)."""
+    def predict(self, rows: list[dict], progress: bool = False,
+                stream: Callable[[str], None] | None = None) -> list[Prediction]:
+        """One record per row, in order (the evaluation contract, `records.Prediction`).
+        `stream` (one row): called with each new piece of the output's text, where the model
+        runs in this process (a served model answers whole)."""
         if not rows:
             return []
-        raws, unfit = self.generate(rows, progress)
+        if stream is not None and len(rows) > 1:
+            raise ValueError("a streamed output follows one row at a time")
+        raws, unfit = self.generate(rows, progress, stream)
         empty = get_task(self.task).empty_label
         records = []
         for i, row in enumerate(rows):
@@ -114,7 +124,9 @@ class Predictor:
                                           self.decode.constrained))
         return records
 
-    def generate(self, rows: list[dict], progress: bool) -> tuple[dict[int, str], dict[int, str]]:
+    def generate(self, rows: list[dict], progress: bool,
+                 stream: Callable[[str], None] | None = None
+                 ) -> tuple[dict[int, str], dict[int, str]]:
         """The stripped output text of each row that was generated (by index), and why each
         other row was not."""
         raise NotImplementedError
@@ -123,20 +135,24 @@ class Predictor:
 class LocalPredictor(Predictor):
     """A transformers model in this process. One generate at a time per model, under the torch
     thread count it was loaded with (a server answers in worker threads, whose OpenMP count is
-    the machine's: a different reduction order can flip a near-tied greedy step)."""
+    the machine's: a different reduction order can flip a near-tied greedy step).
+
+    Predictors of adapters on one shared base (`adapters.SharedModels`) are given that base's
+    `lock` and their own `adapter` name: each switches to its adapter under the lock."""
 
     def __init__(self, model, tokenizer, family: Family, task: str, budget: Budget,
-                 decode: DecodeOptions = DecodeOptions(), **where):
+                 decode: DecodeOptions = DecodeOptions(), *, adapter: str | None = None,
+                 lock: threading.Lock | None = None, **where):
         super().__init__(family, task, budget, decode, **where)
-        self.model, self.tokenizer = model, tokenizer
-        self._lock = threading.Lock()
+        self.model, self.tokenizer, self.adapter = model, tokenizer, adapter
+        self._lock = lock or threading.Lock()
         self._threads = torch_threads()
         if decode.constrained:
             from .constrained import constraint
 
             self.constraint = constraint(family.grammar_format, self.task, decode.vocabulary)
 
-    def generate(self, rows, progress):
+    def generate(self, rows, progress, stream=None):
         prompts, unfit = {}, {}
         for i, row in enumerate(rows):
             try:
@@ -144,12 +160,15 @@ class LocalPredictor(Predictor):
                                                 self.budget).input_ids
             except BudgetError as exc:
                 unfit[i] = f"input does not fit: {exc}"
+        streamer = callback_streamer(self.tokenizer, stream) if stream else None
         with self._lock:
             torch_threads(self._threads)
+            if self.adapter is not None:
+                self.model.set_adapter(self.adapter)
             texts = generate_texts(self.model, self.tokenizer, list(prompts.values()),
                                    self.budget.max_new_tokens,
                                    self.family.stop_token_ids(self.tokenizer),
-                                   self.decode.batch_size, progress, self.constraint)
+                                   self.decode.batch_size, progress, self.constraint, streamer)
         return dict(zip(prompts, texts)), unfit
 
 
@@ -168,15 +187,17 @@ class ServedPredictor(Predictor):
                 server_kind_for(endpoint.base_url, decode.server_kind), family.grammar_format,
                 self.task, decode.vocabulary)
 
-    def generate(self, rows, progress):
+    def generate(self, rows, progress, stream=None):
         from .served import complete_rows
 
         return complete_rows(self.endpoint, self.family, self.task, rows, self.budget,
                              self.tokenizer, self.constraint)
 
 
-def load_predictor(spec: ModelSpec, task: str) -> Predictor:
-    """The predictor of `task` for `spec` (see the module docstring for what it settles)."""
+def load_predictor(spec: ModelSpec, task: str, models: SharedModels | None = None) -> Predictor:
+    """The predictor of `task` for `spec` (see the module docstring for what it settles).
+    `models`: the loads of the predictors that run together (the assistant's, eval-cascade's
+    three stages), so that adapters of one base share it and one folder loads once."""
     get_task(task)
     folder = resolve_source(spec)
     info, recipe = run_settings(folder)
@@ -201,8 +222,12 @@ def load_predictor(spec: ModelSpec, task: str) -> Predictor:
         return ServedPredictor(endpoint, tokenizer, family, task, budget, spec.decode, **where)
     quantized = info.get("quantization") is not None if spec.load_in_4bit is None \
         else spec.load_in_4bit
-    model, tokenizer = load_model(folder, family, quantized)
-    return LocalPredictor(model, tokenizer, family, task, budget, spec.decode, **where)
+    if models is None:
+        model, tokenizer = load_model(folder, family, quantized)
+        return LocalPredictor(model, tokenizer, family, task, budget, spec.decode, **where)
+    stage = models.load(folder, family, quantized, task)
+    return LocalPredictor(stage.model, stage.tokenizer, family, task, budget, spec.decode,
+                          adapter=stage.adapter, lock=stage.lock, **where)
 
 
 def model_family(spec: ModelSpec, info: dict, task: str) -> Family:
@@ -211,7 +236,7 @@ def model_family(spec: ModelSpec, info: dict, task: str) -> Family:
         raise UsageError(f"{spec.source} has no run_info.json: pass --family (predict) or "
                          f"--{task}_family (chat, eval-cascade, annotate): one of "
                          f"{', '.join(FAMILY_NAMES)}")
-    if info.get("task", task) != task:
+    if "task" in info and task not in run_tasks(info):  # a multi-task run answers all three
         raise UsageError(f"{spec.source} was trained for {info['task']}, not {task}: give the "
                          f"{task} model here")
     return get_family(spec.family or info["family"])
@@ -268,8 +293,25 @@ def load_model(folder: str, family: Family, load_in_4bit: bool = False):
     """Model and tokenizer of a local model folder for inference; an adapter brings its base
     model (named in its adapter config). PEFT is imported only for an adapter, bitsandbytes
     only for a 4-bit base."""
-    import torch
     from transformers import AutoTokenizer
+
+    try:
+        model = family.auto_model(is_adapter(folder)).from_pretrained(folder,
+                                                                      **load_kwargs(load_in_4bit))
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except MeditodError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - safetensors, pickle, JSON, config: one message
+        raise MeditodError(f"{folder}: cannot load the model or tokenizer "
+                           f"({load_failure(exc)}): its files are damaged or incomplete; retrain "
+                           "or download it again") from None
+    return model, tokenizer
+
+
+def load_kwargs(load_in_4bit: bool = False) -> dict:
+    """`from_pretrained` settings of every inference load (also a shared base's,
+    `adapters.SharedModels`): bf16 on a GPU, NF4 4-bit for a run trained on a 4-bit base."""
+    import torch
 
     cuda = torch.cuda.is_available()
     kwargs = {"device_map": "auto"} if cuda else {}
@@ -281,16 +323,20 @@ def load_model(folder: str, family: Family, load_in_4bit: bool = False):
             bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
     elif cuda:
         kwargs["dtype"] = torch.bfloat16
-    try:
-        model = family.auto_model(is_adapter(folder)).from_pretrained(folder, **kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-    except MeditodError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - safetensors, pickle, JSON, config: one message
-        raise MeditodError(f"{folder}: cannot load the model or tokenizer "
-                           f"({load_failure(exc)}): its files are damaged or incomplete; retrain "
-                           "or download it again") from None
-    return model, tokenizer
+    return kwargs
+
+
+def callback_streamer(tokenizer, callback: Callable[[str], None]):
+    """transformers' TextStreamer (the generated text only, in whole words) handing each
+    piece to `callback` instead of printing it."""
+    from transformers import TextStreamer
+
+    class CallbackStreamer(TextStreamer):
+        def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+            if text:
+                callback(text)
+
+    return CallbackStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
 
 
 def torch_threads(threads: int | None = None) -> int:
@@ -304,13 +350,16 @@ def torch_threads(threads: int | None = None) -> int:
 
 def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: int,
                    stops: list[int], batch_size: int = 16, progress: bool = False,
-                   constraint=None) -> list[str]:
+                   constraint=None, streamer=None) -> list[str]:
     """Greedy completions of token-id prompts, in input order.
 
     Prompts are batched longest first (less padding, and an out-of-memory shows at once);
     decoders are left-padded so every answer starts right after its prompt. `constraint`
-    (`constrained.Constraint`): each batch decodes under its grammar.
+    (`constrained.Constraint`): each batch decodes under its grammar. A transformers
+    `streamer` sees the text as it is generated (one prompt only: streamers take one sequence).
     """
+    if streamer is not None and len(prompts) > 1:
+        raise ValueError("a streamer follows one prompt at a time")
     import torch
     from tqdm.auto import tqdm
 
@@ -329,7 +378,7 @@ def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: i
                 tokenizer, model.config.vocab_size, stops, max_new_tokens)
             out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
                                  num_beams=1, eos_token_id=stops,
-                                 pad_token_id=tokenizer.pad_token_id,
+                                 pad_token_id=tokenizer.pad_token_id, streamer=streamer,
                                  logits_processor=[processor] if processor else None)
             new = out[:, batch["input_ids"].shape[1]:] if decoder else out
             for i, text in zip(chunk, tokenizer.batch_decode(new, skip_special_tokens=True)):

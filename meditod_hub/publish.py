@@ -55,7 +55,7 @@ from .hub import (
     upload_plan,
 )
 from .model_card import base_label, card_identity, paper_row, render_model_card
-from .runs import EVAL_SPLITS, PUBLISHED, RECIPE, RUN_INFO, Run, RunError, eval_dir, read_run
+from .runs import EVAL_SPLITS, PUBLISHED, RECIPE, RUN_INFO, Run, RunError, read_run
 from .tasks import get_task
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
@@ -120,10 +120,11 @@ def run_files(run: Run, merged: bool = False) -> dict[str, Path]:
                        f"{', '.join(missing)} is missing")
     if merged:
         check_mergeable(run)
-    for split in run.results:
-        folder = eval_dir(run.path, split)
-        files.update({f"eval/{split}/{name}": path
-                      for name, path in _top_level(folder, EVAL_FILES).items()})
+    for task, by_split in run.task_results.items():
+        for split in by_split:
+            folder = run.eval_folder(split, task)
+            files.update({f"{folder}/{name}": path
+                          for name, path in _top_level(run.path / folder, EVAL_FILES).items()})
     return files
 
 
@@ -287,8 +288,11 @@ def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | 
     if not card_dir:
         return "\n".join(lines + ["", str(card)])
     atomic_write(card_dir / "README.md", str(card), purpose="publish")
-    for name, chart in charts.items():
-        atomic_write(card_dir / name, chart.read_bytes(), purpose="publish")
+    for task, by_split in run.task_results.items():
+        for split in by_split:
+            if chart := run.chart(split, task):
+                atomic_write(card_dir / run.eval_folder(split, task) / chart.name,
+                             chart.read_bytes(), purpose="publish")
     return "\n".join(lines + [f"model card written to {card_dir / 'README.md'}"])
 
 
@@ -303,15 +307,18 @@ def published_table(runs: Path) -> str:
             raise RunError(f"{record_file}: not a publish record of this kit; publish the run "
                            "again to rewrite it")
         run = read_run(record_file.parent)
-        metric = get_task(run.task).headline_metric
-        cells = [run.results[s].value(metric.key) if s in run.results else None
-                 for s in EVAL_SPLITS]
-        cells.append(paper_row(run, "test").get(metric.key))
-        shown = ["—" if v is None else format(v, metric.fmt) for v in cells]
         revision = "main" if record["on_main"] else record["revision"]
         link = record["url"] if record["on_main"] else f"{record['url']}/tree/{revision}"
         where = f"[{record['repo']}]({link}) (`{revision}`)"
-        rows.append(f"| {run.model} | {run.task} | {where} | {metric.name} | {' | '.join(shown)} |")
+        for task in run.tasks:  # a multi-task run: a row per task
+            by_split = run.task_results.get(task, {})
+            metric = get_task(task).headline_metric
+            cells = [by_split[s].value(metric.key) if s in by_split else None
+                     for s in EVAL_SPLITS]
+            cells.append(paper_row(run, "test", task).get(metric.key))
+            shown = ["—" if v is None else format(v, metric.fmt) for v in cells]
+            rows.append(f"| {run.model} | {task} | {where} | {metric.name} | "
+                        f"{' | '.join(shown)} |")
     return "\n".join(rows)
 
 

@@ -7,6 +7,7 @@
       adapter_model.safetensors | model.safetensors, config files, tokenizer
       checkpoints/         trainer checkpoints (never published)
       eval/<split>/        predictions.jsonl, results.json (+ .md, .png) for test and test_ood
+                           (a multi-task run: eval/<split>/<task>/, one folder per task)
       published.json       where `meditod publish` put it
 """
 
@@ -23,7 +24,7 @@ from .errors import MeditodError
 from .families import Budget, Family, get_family
 from .files import atomic_write
 from .records import Results, ResultsError
-from .tasks import TASKS
+from .tasks import MULTITASK, TASKS, tasks_of
 
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
 # What a `meditod fewshot` output was (never a key): no training run behind it, so not RUN_INFO.
@@ -42,6 +43,20 @@ class Run:
     info: dict
     recipe_text: str
     results: dict[str, Results] = field(default_factory=dict)  # split -> eval/<split>/results.json
+    # task -> split -> Results: every task's (a single-task run: {task: results})
+    task_results: dict[str, dict[str, Results]] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return run_tasks(self.info)
+
+    @property
+    def multitask(self) -> bool:
+        return self.info["task"] == MULTITASK
+
+    def eval_folder(self, split: str, task: str) -> str:
+        """Where a task's evaluation of `split` sits, relative to the run (and in its repo)."""
+        return f"eval/{split}/{task}" if self.multitask else f"eval/{split}"
 
     @property
     def model(self) -> str:
@@ -59,11 +74,11 @@ class Run:
     def recipe(self) -> dict:
         return yaml.safe_load(self.recipe_text) or {}
 
-    def results_path(self, split: str) -> Path:
-        return eval_dir(self.path, split) / "results.json"
+    def results_path(self, split: str, task: str | None = None) -> Path:
+        return self.path / self.eval_folder(split, task or self.task) / "results.json"
 
-    def chart(self, split: str) -> Path | None:
-        path = self.results_path(split).with_suffix(".png")
+    def chart(self, split: str, task: str | None = None) -> Path | None:
+        path = self.results_path(split, task).with_suffix(".png")
         return path if path.is_file() else None
 
 
@@ -93,21 +108,26 @@ def read_run(path: str | Path, require_results: bool = True) -> Run:
     missing = [key for key in REQUIRED_INFO if key not in info]
     if missing:
         raise RunError(f"{info_file}: missing keys {', '.join(missing)}")
-    if info["task"] not in TASKS:
+    if info["task"] not in TASKS and info["task"] != MULTITASK:
         raise RunError(f"{info_file}: unknown task {info['task']!r}")
     run = Run(path, info, recipe_file.read_text(encoding="utf-8"))
-    for split in EVAL_SPLITS:
-        if run.results_path(split).is_file():
+    for task in run.tasks:
+        for split in EVAL_SPLITS:
+            results_path = run.results_path(split, task)
+            if not results_path.is_file():
+                continue
             try:
-                results = Results.read(run.results_path(split))
+                results = Results.read(results_path)
             except ResultsError as exc:
                 raise RunError(str(exc)) from None
-            if results.task != run.task:
-                raise RunError(f"{run.results_path(split)}: {results.task} results in a "
-                               f"{run.task} run; evaluate the run on its own task")
-            run.results[split] = results
-    if require_results and "test" not in run.results:
-        raise RunError(f"{path}: no evaluation results (eval/test/results.json); run `meditod "
+            if results.task != task:
+                raise RunError(f"{results_path}: {results.task} results where {task} results "
+                               "belong; evaluate the run on its own task")
+            run.task_results.setdefault(task, {})[split] = results
+    run.results = {} if run.multitask else run.task_results.get(run.task, {})
+    if require_results and not any("test" in r for r in run.task_results.values()):
+        where = "eval/test/<task>/results.json" if run.multitask else "eval/test/results.json"
+        raise RunError(f"{path}: no evaluation results ({where}); run `meditod "
                        "predict` and `meditod evaluate` on the test split first")
     return run
 
@@ -150,6 +170,12 @@ def run_info_digest(folder: str | Path | None) -> str | None:
     and a push compare it), without writing a local path anywhere."""
     info = Path(folder) / RUN_INFO if folder else None
     return hashlib.sha256(info.read_bytes()).hexdigest() if info and info.is_file() else None
+
+
+def run_tasks(info: dict) -> tuple[str, ...]:
+    """The tasks a run answers, from its run_info.json: one, or all three for a multi-task run
+    (empty for a model without run_info.json: the caller names the task)."""
+    return tasks_of(info["task"]) if "task" in info else ()
 
 
 def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:

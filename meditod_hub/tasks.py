@@ -125,6 +125,14 @@ TASKS: dict[str, Task] = {task.name: task for task in (
 TASK_NAMES = tuple(TASKS)
 LABELLED_TASK_NAMES = tuple(name for name, task in TASKS.items() if task.structured)  # NLU, POL
 CASCADED_TASK_NAMES = tuple(name for name, task in TASKS.items() if task.upstream)   # POL, NLG
+# A recipe's `task: multitask` trains one model on the three tasks' examples together (the chat
+# format tells them apart by their system message); it is not a task of its own.
+MULTITASK = "multitask"
+
+
+def tasks_of(recipe_task: str) -> tuple[str, ...]:
+    """The tasks a recipe's (or run's) `task` trains: all three for `multitask`."""
+    return TASK_NAMES if recipe_task == MULTITASK else (get_task(recipe_task).name,)
 
 
 def get_task(name: str) -> Task:

@@ -2,11 +2,12 @@
 
     meditod train llama3-8b nlu                     # recipes/llama3-8b/nlu.yaml -> runs/llama3-8b/nlu
     meditod train tiny-llama                        # nlu, pol and nlg in turn
+    meditod train llama3-8b-multitask               # recipes/llama3-8b-multitask/multitask.yaml
     meditod train flan-t5-base nlu --gpus 2         # accelerate launch, recipes/accelerate/ddp.yaml
     meditod train recipes/tiny-llama/nlu.yaml --num_train_epochs=2 --output_dir=runs/x
     torchrun --nproc_per_node 2 -m meditod_hub.train recipes/...   # CPU: gloo
 
-`MODEL [TASK]` names a folder of `recipes/` (and one of its tasks; all three without one), as
+`MODEL [TASK]` names a folder of `recipes/` (and one of its tasks; all its tasks without one), as
 `trl sft` takes a model name; a recipe path works too. `--gpus N` (N > 1) relaunches the same
 command under `accelerate launch` with `--accelerate_config` (default the DDP config; the FSDP
 and ZeRO-3 ones shard); `--out DIR` puts the run folders at DIR/<task>. The tiny recipes' bases
@@ -16,6 +17,10 @@ A recipe is YAML whose keys are fields of the trainer's own dataclasses (TRL `SF
 decoders, transformers `Seq2SeqTrainingArguments` for encoder-decoders), TRL `ModelConfig`
 (model, LoRA, 4-bit) and `MeditodArguments` below; every key can be overridden as `--key=value`.
 Full fine-tuning vs QLoRA is `use_peft` + `load_in_4bit` (ModelConfig's own flags).
+`task: multitask` trains one model on the NLU, POL and NLG examples together (each fitted as in
+its single-task run, under the recipe's one budget, mixed by the trainer's shuffling sampler);
+run_info.json records `"task": "multitask"` and `"tasks"`, and NLU/POL validation reports each
+task's F1 and their mean as `f1`.
 
 Data flow: dataset rows -> the family's training example (`families`: its format, fitted to
 the token budget before the trainer sees anything, since TRL would silently cut or drop long
@@ -55,7 +60,7 @@ import trl
 import yaml
 from accelerate import PartialState
 from accelerate.utils import gather_object
-from datasets import Dataset
+from datasets import Dataset, concatenate_datasets
 from peft import get_peft_model, prepare_model_for_kbit_training
 from transformers import AutoTokenizer, DataCollatorForSeq2Seq, Seq2SeqTrainer, TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -70,7 +75,7 @@ from .files import atomic_write, output_folder, read_json
 from .formats.fit import BudgetError
 from .predictor import DecodeOptions, LocalPredictor
 from .runs import CHECKPOINTS, budget_record, write_run_files
-from .tasks import TASK_NAMES, get_task
+from .tasks import MULTITASK, TASK_NAMES, get_task, tasks_of
 from .train_settings import USAGE, MeditodArguments, train_help, wants_help
 
 logger = logging.getLogger("meditod_hub.train")
@@ -101,8 +106,8 @@ class Recipe:
 
 def _read_recipe(path: Path) -> dict:
     if not path.is_file():
-        models = sorted(p.name for p in Path("recipes").glob("*") if (p / "nlu.yaml").is_file())
-        raise UsageError(f"no recipe {path}" + (f"; models: {', '.join(models)}" if models else ""))
+        models = _models()
+        raise UsageError(f"no recipe {path}" + (f"; models: {models}" if models else ""))
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
@@ -188,6 +193,21 @@ def encode(family: Family, task: str, rows: list[dict], tokenizer, budget: Budge
         examples.append(example.features)
     return Encoded(Dataset.from_list(examples) if examples else None, truncated, state_cut,
                    skipped)
+
+
+def encode_tasks(family: Family, rows_by_task: dict[str, list[dict]], tokenizer,
+                 budget: Budget) -> Encoded:
+    """The examples of one or several tasks under one budget, in one dataset (a multi-task run's
+    tasks are mixed by the trainer's shuffling sampler); skipped ids name their task."""
+    parts = {task: encode(family, task, rows, tokenizer, budget)
+             for task, rows in rows_by_task.items()}
+    found = [part.dataset for part in parts.values() if part.dataset is not None]
+    several = len(parts) > 1
+    return Encoded(concatenate_datasets(found) if found else None,
+                   sum(part.truncated for part in parts.values()),
+                   sum(part.state_cut for part in parts.values()),
+                   [f"{task}:{i}" if several else i
+                    for task, part in parts.items() for i in part.skipped])
 
 
 def ensure_pad_token(tokenizer, family: Family) -> None:
@@ -287,6 +307,20 @@ class ValidationScorer:
         gathered = dict(gather_object([(i, r.label) for i, r in zip(mine, records)]))
         scores = get_task(self.task).score(self.rows, [gathered[i] for i in range(len(self.rows))])
         return {"f1": scores["f1"], "parse_failures": scores["parse_failures"]}
+
+
+@dataclass
+class MultiTaskScorer:
+    """A multi-task run's validation: each structured task's F1 and their mean as `f1` (what
+    `metric_for_best_model: f1` selects on)."""
+
+    scorers: list[ValidationScorer]
+
+    def __call__(self, model, accelerator) -> dict:
+        scores = {s.task: s(model, accelerator) for s in self.scorers}
+        return {"f1": sum(v["f1"] for v in scores.values()) / len(scores),
+                "parse_failures": sum(v["parse_failures"] for v in scores.values()),
+                **{f"{task}_f1": v["f1"] for task, v in scores.items()}}
 
 
 class GenerationEvalMixin:
@@ -438,23 +472,25 @@ def framework_versions() -> dict:
 
 
 def prepare_data(recipe: Recipe, tokenizer, budget: Budget):
-    """Fitted train / validation examples and, for NLU and POL, the generating F1 scorer."""
+    """Fitted train / validation examples and, for NLU and POL, the generating F1 scorer (of
+    every task a multi-task recipe trains)."""
     script, training, family = recipe.script, recipe.training, recipe.family
-    train = encode(family, script.task,
-                   load_split(script.dataset_name, script.task, script.dataset_train_split),
-                   tokenizer, budget)
+    tasks = tasks_of(script.task)
+    train = encode_tasks(family, {t: load_split(script.dataset_name, t, script.dataset_train_split)
+                                  for t in tasks}, tokenizer, budget)
     if train.dataset is None:
         raise MeditodError(f"{script.dataset_name}: no {script.task} training example fits "
                            f"within {budget.max_length} tokens; raise the budget")
     _log_fit("train", train, budget)
     if not script.dataset_eval_split or training.eval_strategy == "no":
         return train, None, None
-    rows = load_split(script.dataset_name, script.task, script.dataset_eval_split)
-    evaluation = encode(family, script.task, rows, tokenizer, budget)
+    rows = {t: load_split(script.dataset_name, t, script.dataset_eval_split) for t in tasks}
+    evaluation = encode_tasks(family, rows, tokenizer, budget)
     _log_fit(script.dataset_eval_split, evaluation, budget)
-    scorer = None if not get_task(script.task).structured else ValidationScorer(
-        family, script.task, rows[:script.eval_max_examples], tokenizer, budget,
-        training.per_device_eval_batch_size)
+    scorers = [ValidationScorer(family, t, rows[t][:script.eval_max_examples], tokenizer, budget,
+                                training.per_device_eval_batch_size)
+               for t in tasks if get_task(t).structured]
+    scorer = (MultiTaskScorer(scorers) if len(tasks) > 1 else scorers[0]) if scorers else None
     return train, evaluation, scorer
 
 
@@ -514,7 +550,8 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     trainer.save_model(str(run_dir))  # the best checkpoint's weights with load_best_model_at_end
     trainer.save_state()              # checkpoints/trainer_state.json: loss and eval history
     info = {
-        "model": script.model, "task": script.task, "family": family.name,
+        "model": script.model, "task": script.task, "tasks": list(tasks_of(script.task)),
+        "family": family.name,
         "base_model": recipe.model.model_name_or_path, "adapter": recipe.model.use_peft,
         "quantization": recipe.model.bnb_4bit_quant_type if recipe.model.load_in_4bit else None,
         "global_step": trainer.state.global_step,
@@ -562,8 +599,16 @@ class TrainCommand:
                 "-m", "meditod_hub.train"]
 
 
+RECIPE_TASKS = (*TASK_NAMES, MULTITASK)  # a recipes/ folder holds the three, or `multitask`
+
+
+def _folder_tasks(folder: Path) -> list[str]:
+    """The tasks a recipes/ folder has a recipe for, in order (none: not a recipes/ folder)."""
+    return [task for task in RECIPE_TASKS if (folder / f"{task}.yaml").is_file()]
+
+
 def _models() -> str:
-    return ", ".join(sorted(p.name for p in RECIPES.glob("*") if (p / "nlu.yaml").is_file()))
+    return ", ".join(sorted(p.name for p in RECIPES.glob("*") if _folder_tasks(p)))
 
 
 def _pop_flag(args: list[str], key: str) -> str | None:
@@ -601,15 +646,16 @@ def resolve_command(argv: list[str]) -> TrainCommand:
         parse_recipe(args)
     target, rest = args[0], args[1:]
     path = Path(target)
-    folder = path if (path / "nlu.yaml").is_file() else RECIPES / target  # recipes/MODEL works too
+    folder = path if _folder_tasks(path) else RECIPES / target  # recipes/MODEL works too
     if path.suffix in (".yaml", ".yml") or path.is_file():
         recipes = [path]
     elif folder.is_dir():
-        tasks = list(TASK_NAMES)
+        tasks = _folder_tasks(folder)
         if rest and not rest[0].startswith("-"):
-            if rest[0] not in TASK_NAMES:
-                raise UsageError(f"no task {rest[0]!r}: give one of {', '.join(TASK_NAMES)}, or "
-                                 "none to train all three in turn")
+            if rest[0] not in tasks:
+                raise UsageError(f"no task {rest[0]!r} in {folder}: give one of "
+                                 f"{', '.join(tasks)}, or none to train "
+                                 + ("all three in turn" if len(tasks) > 1 else "it"))
             tasks, rest = [rest[0]], rest[1:]
         recipes = [folder / f"{task}.yaml" for task in tasks]
     else:

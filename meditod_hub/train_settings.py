@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from .families import FAMILY_NAMES
-from .tasks import TASK_NAMES
+from .tasks import MULTITASK, TASK_NAMES
 
 USAGE = "usage: meditod train <recipe.yaml> [--key=value ...]"
 HELP_FLAGS = ("-h", "--help", "--help_all", "--help-all")
@@ -27,7 +27,9 @@ HELP_FLAGS = ("-h", "--help", "--help_all", "--help-all")
 class MeditodArguments:
     """The MediTOD part of a recipe; the trainer's and TRL's dataclasses hold the rest."""
 
-    task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
+    task: str = field(metadata={"help": "nlu, pol, nlg, or multitask: one model trained on the "
+                                        "three tasks' examples together",
+                                "choices": [*TASK_NAMES, MULTITASK]})
     family: str = field(metadata={"help": "input/output format and trainer (meditod_hub.families)",
                                   "choices": list(FAMILY_NAMES)})
     model: str = field(metadata={"help": "recipe model name, e.g. llama3-8b (run_info.json)"})

@@ -7,7 +7,15 @@
 Models come from, in order: environment variables `MEDITOD_NLU`, `MEDITOD_POL`, `MEDITOD_NLG`
 (a run folder, a model folder or a Hub id; `MEDITOD_<TASK>_REVISION` and `MEDITOD_<TASK>_FAMILY`
 beside them), the `meditod_app.json` settings file beside app.py (`make space` writes it), and
-by default the tiny local runs `runs/tiny-llama/{nlu,pol,nlg}` (`make tiny-runs`).
+by default the tiny local runs `runs/tiny-llama/{nlu,pol,nlg}` (`make tiny-runs`). Runs that are
+adapters of one base share it (`meditod_hub.adapters`). With `MEDITOD_ENDPOINT` (an OpenAI-
+compatible base URL), the three stages are answered there under the names `nlu`, `pol`, `nlg`
+(or `MEDITOD_<TASK>_SERVED_MODEL`): the vLLM multi-LoRA layout of recipes/llama3-8b/README.md.
+
+The page streams the doctor's reply into the chat as NLG generates it, lists the actions chosen
+on every turn, and exports the conversation with its tracked state as JSON or as a readable
+transcript (on request only: the file is written to a temporary folder for the download,
+removed when the app exits, and Gradio's cached copy after EXPORT_LIFETIME_S).
 
 Privacy: nothing is stored by default. Gradio's run history (calls kept in the browser) and
 its telemetry are off; the conversation lives in the page's session state and is gone when the
@@ -21,7 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import sys
+import tempfile
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +42,11 @@ from .assistant import OPENING_LINE, Assistant, Conversation
 from .errors import UsageError
 from .files import atomic_write, output_path
 from .predictor import DecodeOptions, ModelSpec
-from .state_view import STATE_CSS, actions_line, state_html
+from .state_view import STATE_CSS, actions_line, state_html, state_lines
 from .tasks import TASK_NAMES
 
 SETTINGS_FILE = "meditod_app.json"
+EXPORT_LIFETIME_S = 3600
 DEFAULT_RUNS = "runs/tiny-llama"
 SAVE_DIR_ENV = "MEDITOD_SAVE_DIR"
 BANNER = ("**Research demo, not medical advice.** This assistant imitates a doctor taking a "
@@ -63,11 +75,12 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
             raise UsageError(f"{base / SETTINGS_FILE}: invalid JSON ({exc.msg}); fix or delete "
                              "it") from None
     specs = []
+    endpoint = environ.get("MEDITOD_ENDPOINT") or stored.get("endpoint")
     for task in TASK_NAMES:
         entry = stored.get(task, {})
         env = {key: environ.get(f"MEDITOD_{task.upper()}{suffix}")
                for key, suffix in (("source", ""), ("revision", "_REVISION"),
-                                   ("family", "_FAMILY"))}
+                                   ("family", "_FAMILY"), ("served_model", "_SERVED_MODEL"))}
         stored_source = entry.get("source")
         if stored_source and (base / stored_source).is_dir():  # a folder beside the app
             stored_source = str(base / stored_source)
@@ -76,7 +89,9 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
             raise UsageError(f"no {task.upper()} model: set MEDITOD_{task.upper()} (a run folder "
                              "or Hub id), or run `make tiny-runs` for the tiny offline models")
         specs.append(ModelSpec(source, env["family"] or entry.get("family"),
-                               env["revision"] or entry.get("revision"),
+                               env["revision"] or entry.get("revision"), endpoint=endpoint,
+                               served_model=env["served_model"] or entry.get("served_model")
+                               or (task if endpoint else None),
                                decode=DecodeOptions(constrained=True)))  # as `meditod chat`
     save = environ.get(SAVE_DIR_ENV)
     return AppSettings(tuple(specs), Path(save) if save else None)
@@ -87,43 +102,106 @@ def opening_history() -> list[dict]:
     return [{"role": "assistant", "content": OPENING_LINE}]
 
 
-def panels(conversation: Conversation | None) -> tuple[str, str, str]:
-    """State panel HTML, actions text, turn status text of a conversation's last turn."""
+def action_history(conversation: Conversation | None) -> str:
+    """Every turn's chosen actions, oldest first (the panel beside the chat)."""
     if not conversation or not conversation.turns:
-        return state_html({}), "Actions: none yet.", "No turn yet."
+        return "Actions: none yet."
+    return "\n".join(f"{n}. {actions_line(turn.actions)}"
+                     for n, turn in enumerate(conversation.turns, 1))
+
+
+def panels(conversation: Conversation | None) -> tuple[str, str, str]:
+    """State panel HTML (the last turn's), the action history, the last turn's status."""
+    if not conversation or not conversation.turns:
+        return state_html({}), action_history(None), "No turn yet."
     turn = conversation.turns[-1]
     status = [f"Turn {len(conversation.turns)}: " + ", ".join(
         f"{name} {'parsed' if stage.parse_ok else 'did not parse'}"
         for name, stage in (("NLU", turn.nlu), ("POL", turn.pol), ("NLG", turn.nlg)))]
     status += [f"- {note}" for note in turn.notes]
-    return (state_html(turn.state), f"Actions this turn: {actions_line(turn.actions)}",
-            "\n".join(status))
+    return state_html(turn.state), action_history(conversation), "\n".join(status)
+
+
+def respond_stream(assistant: Assistant, save_dir: Path | None, message: str, history: list,
+                   conversation: Conversation | None, save: bool):
+    """One patient message, yielded as it goes: the chat with the reply so far while NLG
+    generates (where its backend streams), then the finished turn with the three panels."""
+    conversation = conversation or assistant.new_conversation(f"chat-{uuid.uuid4().hex[:12]}")
+    history = list(history or opening_history()) + [{"role": "user", "content": message or ""}]
+    pieces: queue.Queue = queue.Queue()
+    outcome: dict = {}
+
+    def turn() -> None:
+        try:
+            outcome["turn"] = assistant.respond(conversation, message or "", stream=pieces.put)
+        except BaseException as exc:  # raised again in the handler, where Gradio reports it
+            outcome["error"] = exc
+        finally:
+            pieces.put(None)
+
+    threading.Thread(target=turn, daemon=True).start()
+    partial = ""
+    while (piece := pieces.get()) is not None:
+        partial += piece
+        yield ("", history + [{"role": "assistant", "content": partial}], conversation,
+               *panels(conversation))
+    if "error" in outcome:
+        raise outcome["error"]
+    history.append({"role": "assistant", "content": outcome["turn"].reply})
+    if save and save_dir:
+        save_transcript(conversation, save_dir)
+    yield ("", history, conversation, *panels(conversation))
 
 
 def respond(assistant: Assistant, save_dir: Path | None, message: str, history: list,
             conversation: Conversation | None, save: bool):
     """One patient message: the new chat history, the conversation, the three panels."""
-    conversation = conversation or assistant.new_conversation(f"chat-{uuid.uuid4().hex[:12]}")
-    turn = assistant.respond(conversation, message or "")
-    history = list(history or opening_history()) + [
-        {"role": "user", "content": message or ""},
-        {"role": "assistant", "content": turn.reply}]
-    if save and save_dir:
-        save_transcript(conversation, save_dir)
-    return ("", history, conversation, *panels(conversation))
+    *_, last = respond_stream(assistant, save_dir, message, history, conversation, save)
+    return last
 
 
 def reset():
     return ("", opening_history(), None, *panels(None))
 
 
+def conversation_record(conversation: Conversation) -> dict:
+    """The conversation with its tracked state, as saved and exported: every turn's patient
+    line, state, actions, reply and stage outputs."""
+    return {"id": conversation.dialogue_id, "opening": conversation.opening,
+            "turns": [t.to_dict() for t in conversation.turns]}
+
+
+def transcript_text(conversation: Conversation) -> str:
+    """The conversation as people read it: each line, then the state and actions it led to."""
+    lines = [f"{TITLE}: conversation {conversation.dialogue_id}",
+             "A research demo, not medical advice.", "", f"Doctor: {conversation.opening}"]
+    for n, turn in enumerate(conversation.turns, 1):
+        lines += ["", f"Patient: {turn.patient_text}", f"Doctor: {turn.reply}",
+                  f"  [turn {n}] actions: {actions_line(turn.actions)}", "  state:"]
+        lines += [f"    {line}" for line in state_lines(turn.state)]
+        lines += [f"  note: {note}" for note in turn.notes]
+    return "\n".join(lines) + "\n"
+
+
 def save_transcript(conversation: Conversation, folder: Path) -> Path:
     """The conversation's turns as JSON, replaced whole after each turn (opt-in only)."""
     path = output_path(folder / f"{conversation.dialogue_id}.json", purpose="chat",
                        what="transcript")
-    return atomic_write(path, json.dumps({"id": conversation.dialogue_id, "opening": OPENING_LINE,
-                                          "turns": [t.to_dict() for t in conversation.turns]},
-                                         ensure_ascii=False, indent=1), purpose="chat")
+    return atomic_write(path, json.dumps(conversation_record(conversation), ensure_ascii=False,
+                                         indent=1), purpose="chat")
+
+
+def export(conversation: Conversation | None, kind: str, folder: Path) -> str | None:
+    """A download of the conversation (`json`: the record with its tracked state; `txt`: the
+    readable transcript) written under `folder` for Gradio to serve; None before a turn."""
+    if not conversation or not conversation.turns:
+        return None
+    text = (json.dumps(conversation_record(conversation), ensure_ascii=False, indent=1)
+            if kind == "json" else transcript_text(conversation))
+    path = folder / uuid.uuid4().hex / f"{conversation.dialogue_id}.{kind}"
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    return str(path)
 
 
 # --- the Blocks app ----------------------------------------------------------------------------
@@ -138,7 +216,12 @@ def theme():
 def build(assistant: Assistant, save_dir: Path | None = None):
     import gradio as gr
 
-    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+    # Exports live here until the app exits; Gradio's copies in its cache are deleted after
+    # EXPORT_LIFETIME_S (delete_cache).
+    exports = tempfile.TemporaryDirectory(prefix="meditod-exports-")
+    with gr.Blocks(title=TITLE, analytics_enabled=False,
+                   delete_cache=(EXPORT_LIFETIME_S, EXPORT_LIFETIME_S)) as demo:
+        demo.meditod_exports = exports  # lives as long as the app
         gr.Markdown(f"# {TITLE}")
         gr.Markdown(BANNER, elem_id="banner")
         conversation = gr.State(None)
@@ -158,12 +241,23 @@ def build(assistant: Assistant, save_dir: Path | None = None):
             with gr.Column(scale=2):
                 gr.Markdown("### Patient state (tracked so far)")
                 state_panel = gr.HTML(state_html({}), elem_id="state-panel")
-                actions = gr.Markdown("Actions: none yet.", elem_id="actions-panel")
+                gr.Markdown("### Actions chosen, turn by turn")
+                actions = gr.Markdown(action_history(None), elem_id="actions-panel")
                 status = gr.Markdown("No turn yet.", elem_id="turn-status")
+                with gr.Row():
+                    export_json = gr.Button("Export JSON", elem_id="export-json", size="sm")
+                    export_text = gr.Button("Export transcript", elem_id="export-text",
+                                            size="sm")
+                exported = gr.File(label="Export (the conversation with its tracked state)",
+                                   elem_id="export-file", interactive=False)
         outputs = [message, chatbot, conversation, state_panel, actions, status]
 
         def on_message(text, history, current, save_it):
-            return respond(assistant, save_dir, text, history, current, save_it)
+            yield from respond_stream(assistant, save_dir, text, history, current, save_it)
+
+        for button, kind in ((export_json, "json"), (export_text, "txt")):
+            button.click(lambda current, kind=kind: export(current, kind, Path(exports.name)),
+                         conversation, exported)
 
         for trigger in (message.submit, send.click):
             trigger(on_message, [message, chatbot, conversation, save], outputs)
@@ -195,6 +289,9 @@ def main(argv: list[str], base: Path | None = None) -> int:
     app_settings = settings(base=base)
     quiet.progress_bars_off()
     print("loading the NLU, POL and NLG models ...", file=sys.stderr)
-    demo = build(Assistant.load(*app_settings.specs), app_settings.save_dir)
+    assistant = Assistant.load(*app_settings.specs)
+    for note in assistant.loading:  # which stages share a base, and why others do not
+        print(f"  {note}", file=sys.stderr)
+    demo = build(assistant, app_settings.save_dir)
     launch(demo)
     return 0

@@ -126,8 +126,11 @@ class ScriptedPredictor:
     def __init__(self, script: Scripted, task: str):
         self.script, self.task = script, task
 
-    def predict(self, rows):
-        return self.script.answers(self.task, rows)
+    def predict(self, rows, stream=None):
+        records = self.script.answers(self.task, rows)
+        if stream:  # the whole answer as one piece, as a streamed output ends
+            stream(records[0].raw)
+        return records
 
 
 def scripted_assistant(answer, **kwargs) -> tuple[Assistant, Scripted]:

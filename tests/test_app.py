@@ -79,10 +79,11 @@ def test_a_message_updates_chat_state_actions_and_status_and_reset_clears_them(t
                                       {"role": "user", "content": "I cough"},
                                       {"role": "assistant", "content": "Since when?"}]
     assert 'data-entries="1"' in state and 'data-polarity="yes"' in state
-    assert actions == "Actions this turn: inquire" and status.startswith("Turn 1: NLU parsed")
-    _, history, conversation, state, *_ = webapp.respond(assistant, None, "no fever", history,
-                                                         conversation, save=False)
+    assert actions == "1. inquire" and status.startswith("Turn 1: NLU parsed")
+    _, history, conversation, state, actions, _ = webapp.respond(
+        assistant, None, "no fever", history, conversation, save=False)
     assert len(history) == 5 and 'data-polarity="no"' in state and 'data-entries="2"' in state
+    assert actions == "1. inquire\n2. inquire", "every turn's actions, not only the last's"
     assert webapp.reset() == ("", webapp.opening_history(), None, *webapp.panels(None))
     assert list(tmp_path.iterdir()) == [], "nothing is stored without a save folder"
 
@@ -96,6 +97,22 @@ def test_transcripts_are_written_only_when_the_user_opts_in(tmp_path):
     transcript = json.loads(saved.read_text())
     assert saved.name == f"{conversation.dialogue_id}.json" and len(transcript["turns"]) == 2
     assert transcript["turns"][1]["patient_text"] == "no fever"
+
+
+def test_exports_hold_the_conversation_and_its_tracked_state(tmp_path):
+    assistant = assistant_for_app()
+    assert webapp.export(None, "json", tmp_path) is None, "nothing to export before a turn"
+    *_, conversation, _, _, _ = webapp.respond(assistant, None, "I cough", None, None, False)
+    webapp.respond(assistant, None, "no fever", None, conversation, False)
+    record = json.loads(Path(webapp.export(conversation, "json", tmp_path)).read_text())
+    assert [t["patient_text"] for t in record["turns"]] == ["I cough", "no fever"]
+    assert record["turns"][1]["state"] == conversation.state
+    assert [t["actions"] for t in record["turns"]] == [[{"action": "inquire"}]] * 2
+    text = Path(webapp.export(conversation, "txt", tmp_path)).read_text()
+    assert text.index("Patient: I cough") < text.index("Doctor: Since when?") < text.index(
+        "Patient: no fever")
+    assert "actions: inquire" in text and "+ symptom: cough (yes)" in text
+    assert "− symptom: fever (no)" in text
 
 
 # --- the browser -----------------------------------------------------------------------------------
@@ -232,3 +249,61 @@ def test_the_app_in_a_browser_two_tabs_two_conversations(app_url, embedded_build
         for path in (p for p in folder.rglob("*") if p.is_file()):
             content = path.read_bytes()
             assert first["9001"].encode() not in content and b"nothing else" not in content, path
+
+
+def test_the_reply_streams_and_the_action_history_and_exports_hold_the_conversation(
+        app_url, embedded_build, tmp_path):
+    from datasets import load_dataset
+    from playwright.sync_api import sync_playwright
+
+    url, _ = app_url
+    nlu = [r for r in load_dataset(str(embedded_build), "nlu", split="train")
+           if r["dialogue_id"] == "9001"]
+    lines = [nlu[0]["patient_text"], nlu[1]["patient_text"]]
+    with sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+            headless=True)
+        browser.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
+                      else route.abort())
+        page = browser.new_page()
+        page.goto(url)
+        page.wait_for_selector("#patient-input textarea", timeout=60_000)
+        page.evaluate("""() => { window.seen = [];
+            new MutationObserver(() => {
+              const bots = document.querySelectorAll('#chat [data-testid="bot"]');
+              const text = bots.length > 1 ? bots[bots.length - 1].innerText : null;
+              if (text !== null && window.seen[window.seen.length - 1] !== text) window.seen.push(text);
+            }).observe(document.querySelector('#chat'),
+                       {subtree: true, childList: true, characterData: true}); }""")
+        for n, line in enumerate(lines, 1):
+            _send(page, line, n)
+            page.wait_for_function("n => document.querySelector('#turn-status').innerText"
+                                   ".includes('Turn ' + n)", arg=n, timeout=120_000)
+        replies = _bot(page)[1:]
+        seen = [t.strip() for t in page.evaluate("window.seen")]
+        first_parts = seen[:seen.index(replies[0].strip())]
+        assert any(part and replies[0].startswith(part) and len(part) < len(replies[0])
+                   for part in first_parts), f"no partial reply seen before {replies[0]!r}: {seen}"
+        history = page.locator("#actions-panel li").all_inner_texts()
+        assert len(history) == 2, history
+
+        def download(button: str, suffix: str) -> str:
+            page.click(button)
+            page.wait_for_function("s => [...document.querySelectorAll('#export-file a')]"
+                                   ".some(a => a.href.endsWith(s))", arg=suffix, timeout=60_000)
+            href = page.eval_on_selector_all("#export-file a", "as => as.map(a => a.href)")
+            href = next(h for h in href if h.endswith(suffix))
+            with urllib.request.urlopen(href, timeout=30) as response:
+                return response.read().decode()
+
+        record = json.loads(download("#export-json", ".json"))
+        text = download("#export-text", ".txt")
+        browser.close()
+    assert [t["patient_text"] for t in record["turns"]] == lines
+    assert [t["reply"] for t in record["turns"]] == [r.strip() for r in replies]
+    from meditod_hub.state_view import actions_line
+
+    assert [actions_line(t["actions"]) for t in record["turns"]] == history
+    for line, reply in zip(lines, replies):
+        assert f"Patient: {line}" in text and f"Doctor: {reply.strip()}" in text

@@ -79,6 +79,16 @@ def test_model_alone_trains_the_three_tasks_in_turn(in_project):
     assert flags_first.recipes == [Path("recipes/tiny-t5/nlg.yaml")]
 
 
+def test_a_multitask_model_names_its_one_recipe(in_project):
+    assert T.resolve_command(["llama3-8b-multitask"]).recipes == [
+        Path("recipes/llama3-8b-multitask/multitask.yaml")]
+    assert T.resolve_command(["tiny-llama-multitask", "multitask"]).recipes == [
+        Path("recipes/tiny-llama-multitask/multitask.yaml")]
+    with pytest.raises(UsageError, match="no task 'nlu' in recipes/llama3-8b-multitask: give "
+                                         "one of multitask"):
+        T.resolve_command(["llama3-8b-multitask", "nlu"])
+
+
 def test_a_recipe_path_still_works_and_out_places_each_task(in_project, tmp_path):
     command = T.resolve_command(["recipes/tiny-llama/nlg.yaml", "--out", str(tmp_path)])
     assert command.argv(command.recipes[0]) == ["recipes/tiny-llama/nlg.yaml",
@@ -107,7 +117,7 @@ def test_a_failed_launch_stops_the_remaining_tasks(in_project, monkeypatch):
 
 @pytest.mark.parametrize("argv,message", [
     (["no-such-model"], "no recipe or model 'no-such-model': give a recipes/ folder (biogpt"),
-    (["tiny-llama", "dst"], "no task 'dst': give one of nlu, pol, nlg"),
+    (["tiny-llama", "dst"], "no task 'dst' in recipes/tiny-llama: give one of nlu, pol, nlg"),
     (["tiny-llama", "--gpus", "two"], "--gpus takes a number of processes, got 'two'"),
     (["tiny-llama", "--gpus", "0"], "--gpus must be at least 1"),
     (["tiny-llama", "--gpus", "2", "--accelerate_config", "nope.yaml"], "no accelerate config nope.yaml"),

@@ -67,6 +67,24 @@ def test_card_sets_results_beside_the_paper_row(tmp_path):
     assert "P@K: the authors' definition" in text
 
 
+def test_a_multitask_card_reports_each_task_beside_the_papers_rows(tmp_path):
+    run_dir = write_run(tmp_path, task="multitask", model="llama3-8b-multitask", splits={})
+    for task in TASKS:  # evaluated per task: eval/<split>/<task>/
+        (run_dir / "eval" / "test" / task).mkdir(parents=True)
+        (run_dir / "eval" / "test" / task / "results.json").write_text(
+            json.dumps({"task": task, "split": "test", **RESULTS[task]}))
+    run = read_run(run_dir)
+    assert run.tasks == tuple(TASKS) and set(run.task_results) == set(TASKS)
+    text = str(_render(run_dir))
+    assert "| NLU Overall F1 | 0.5614 | 0.7139 |" in text   # ours, then the paper's Llama3 8B
+    assert "| POL Overall F1 | 0.5614 | 0.2389 |" in text
+    assert "| NLG BLEU-4 (NLTK, x100) | 9.25 | 17.50 |" in text
+    assert "`eval/test/pol/results.json`" in text and "NLU / POL / NLG" in text
+    card = ModelCard(text)
+    assert {r.dataset_config for r in card.data.eval_results} == set(TASKS)
+    assert card_identity(card)["task"] == "multitask"
+
+
 def test_card_flags_scoring_that_differs_from_the_paper(tmp_path):
     results = {**POL_RESULTS, "precision_at_k_mode": "medical_present",
                "judge": {"name": "llm", "model": "judge-model-x", "endpoint": "http://127.0.0.1:1/v1"}}

@@ -41,7 +41,12 @@ def test_the_fifteen_paper_recipes_and_the_tiny_ones_exist():
     for model in PAPER_MODELS + FULL_VARIANTS:
         assert {(model, t) for t in TASKS} <= names, model
     assert {("tiny-llama", t) for t in TASKS} | {("tiny-t5", t) for t in TASKS} <= names
-    for model in PAPER_MODELS + FULL_VARIANTS + ("tiny-llama", "tiny-t5"):
+    assert {("tiny-llama-lora", t) for t in TASKS} <= names
+    assert {(f"{m}-multitask", "multitask") for m in ("llama3-8b", "openbiollm-8b",
+                                                      "tiny-llama")} <= names
+    for model in PAPER_MODELS + FULL_VARIANTS + ("tiny-llama", "tiny-t5", "tiny-llama-lora",
+                                                 "llama3-8b-multitask", "openbiollm-8b-multitask",
+                                                 "tiny-llama-multitask"):
         readme = RECIPES / model / "README.md"
         assert readme.is_file(), readme
         assert f"recipes/{model}/" in readme.read_text(), f"{readme} lacks the exact command"
@@ -143,11 +148,24 @@ def test_effective_batch_arithmetic_holds_for_one_and_two_processes(parsed):
 
 
 def test_tiny_recipes_train_all_weights_without_gpu_defaults(parsed):
+    """All weights, except `tiny-llama-lora` (the adapter path of one base, on CPU)."""
     for (model, _task), r in parsed.items():
         if model.startswith("tiny-"):
-            assert not r.model.use_peft and not r.model.load_in_4bit
+            assert r.model.use_peft == model.endswith("-lora") and not r.model.load_in_4bit
             assert not r.training.bf16 and not r.training.gradient_checkpointing
-            assert r.model.model_name_or_path == f"build/tiny-models/{model}"
+            base = model.removesuffix("-lora").removesuffix("-multitask")
+            assert r.model.model_name_or_path == f"build/tiny-models/{base}"
+
+
+@pytest.mark.parametrize("model", ["llama3-8b", "openbiollm-8b", "tiny-llama"])
+def test_multitask_recipes_are_the_single_task_recipe_on_all_three_tasks(model, parsed):
+    """The same model, LoRA and schedule as the model's POL recipe (the largest budget)."""
+    multi, pol = parsed[f"{model}-multitask", "multitask"], parsed[model, "pol"]
+    assert multi.script.task == "multitask"
+    for ours, theirs in ((vars(multi.model), vars(pol.model)),
+                         (multi.training.to_dict(), pol.training.to_dict())):
+        differ = {k for k in ours if ours[k] != theirs.get(k)} - {"output_dir", "logging_dir"}
+        assert not differ, f"{model}-multitask differs from {model}/pol in {sorted(differ)}"
 
 
 def test_overrides_win_over_the_recipe_and_are_recorded():
