@@ -214,7 +214,8 @@ class AnswerCache:
         self.path = Path(path)
         self.flag = flag  # the command's flag that names the cache, for the hint
         if self.path.is_dir():
-            raise EndpointError(f"{self.path} is a folder: give {flag} a file path")
+            raise EndpointError(f"{self.path} is a folder, not an answer cache: give {flag} "
+                                "another file")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)

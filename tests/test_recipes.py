@@ -49,7 +49,9 @@ def test_the_fifteen_paper_recipes_and_the_tiny_ones_exist():
                                                  "tiny-llama-multitask"):
         readme = RECIPES / model / "README.md"
         assert readme.is_file(), readme
-        assert f"recipes/{model}/" in readme.read_text(), f"{readme} lacks the exact command"
+        text = readme.read_text()
+        assert f"recipes/{model}/" in text or f"meditod train {model}" in text, \
+            f"{readme} lacks the exact command"
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -82,7 +84,9 @@ def test_header_states_hardware_wall_clock_batch_and_paper_row(path, parsed):
     if paper_model in PAPER_MODELS:
         row = paper_results.paper_row(paper_model, path.stem, "test")
         assert row, paper_model
-        for metric, value in row.items():
+        for metric, value in row.items():  # the main tables' numbers (the appendix's precision
+            if metric.endswith(("precision", "recall")):  # and recall need not be quoted)
+                continue
             assert f"{value}" in header, f"{path}: paper {metric} {value} not quoted"
 
 
