@@ -75,7 +75,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
     files.update(package_files())
     settings, shown = {}, []
     for task in TASK_NAMES:
-        source = getattr(args, task) or str(PROJECT / "runs" / "tiny-llama" / task)
+        source = getattr(args, task) or f"runs/tiny-llama/{task}"  # where `make tiny-runs` puts them
         revision = getattr(args, f"{task}_revision")
         if Path(source).is_dir():
             if revision:

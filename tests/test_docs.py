@@ -151,6 +151,7 @@ def sandbox(tmp_path_factory, embedded_release):
     with HubServer() as hub, ChatServer() as chat:
         env = hub.client_env(root.parent)
         env["PATH"] = f"{root / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
+        env["PYTHONPATH"] = str(root)  # the sandbox's copy of the kit, also for `meditod`
         env.pop("MAKEFLAGS", None)
         yield root, env, {"chat": chat.url}
 
@@ -239,6 +240,7 @@ def dry_run(block: Block, root: Path, env: dict, values: dict) -> None:
         assert result.returncode == 0, f"{block.name}: {result.stderr[-2000:]}"
         return
     for line in command_lines(substituted(block.text, values)):
+        line = re.sub(r"\s+#.*$", "", line)  # a trailing comment would swallow the -h
         words = line.split()
         if words[0] == "make":
             check = ["bash", "-c", "make -n " + line[len("make"):]]
@@ -256,7 +258,7 @@ def dry_run(block: Block, root: Path, env: dict, values: dict) -> None:
 
 def serve_lines(block: Block, root: Path, env: dict, values: dict) -> None:
     for line in command_lines(substituted(block.text, values)):
-        server = subprocess.Popen(["bash", "-c", line], cwd=root, env=env, text=True,
+        server = subprocess.Popen(["bash", "-c", line], cwd=root, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -274,18 +276,19 @@ def serve_lines(block: Block, root: Path, env: dict, values: dict) -> None:
 
 def _first_url(server: subprocess.Popen, what: str) -> str:
     """The first http://127.0.0.1:PORT/ URL the server prints, within SERVER_TIMEOUT."""
+    import selectors
+
     deadline = time.monotonic() + SERVER_TIMEOUT
-    os.set_blocking(server.stdout.fileno(), False)
-    buffer = ""
-    while time.monotonic() < deadline and server.poll() is None:
-        chunk = server.stdout.read()
-        if chunk:
-            buffer += chunk
+    fd, buffer = server.stdout.fileno(), ""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline and server.poll() is None:
+            if not selector.select(timeout=1.0):
+                continue
+            buffer += os.read(fd, 65536).decode("utf-8", "replace")
             found = re.search(r"http://(?:127\.0\.0\.1|localhost):\d+/?", buffer)
             if found:
                 return found.group(0)
-        else:
-            time.sleep(0.2)
     raise AssertionError(f"{what} printed no URL within {SERVER_TIMEOUT} s (exit "
                          f"{server.poll()}); output:\n{buffer[-2000:]}")
 
