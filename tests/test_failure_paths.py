@@ -29,6 +29,7 @@ from meditod_hub import predict as P
 from meditod_hub import publish as U
 from meditod_hub import train as T
 from meditod_hub.errors import run_main
+from meditod_hub.files import record_output
 from meditod_hub.synthetic import generate_release
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -547,11 +548,11 @@ def fake_model_run(tmp_path) -> Path:
 
 
 def _no_model_loads(monkeypatch):
-    from meditod_hub import predict
+    from meditod_hub import predictor
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded: the damaged file went unnoticed")
-    monkeypatch.setattr(predict, "load_model", refuse)
+    monkeypatch.setattr(predictor, "load_model", refuse)
 
 
 # (command, file damaged, damages, argv builder(ctx) -> (main, argv, damaged path, protect))
@@ -670,6 +671,7 @@ def _train_resume_record(ctx):
     recipe = PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"
     checkpoint = ctx.tmp / "run" / "checkpoints" / "checkpoint-1"
     checkpoint.mkdir(parents=True)
+    record_output(ctx.tmp / "run", "train")  # an earlier `meditod train` run, as the guard knows it
     (checkpoint / "meditod_resume.json").write_text("{}")
     return T.main, [recipe, f"--dataset_name={ctx.build}", f"--output_dir={ctx.tmp / 'run'}",
                     "--model_name_or_path=no/such-model-is-loaded"], \
@@ -827,7 +829,7 @@ def test_chat_skips_a_line_that_is_not_utf8_and_goes_on(capsys):
     out = io.StringIO()
     replies = converse(echo_assistant(), stdin, out, show_state=False, interactive=False)
     err = capsys.readouterr().err
-    assert replies == 2 and out.getvalue().count("doctor: ") == 2
+    assert replies == 2 and out.getvalue().count("doctor: ") == 1 + 2  # the opening, 2 replies
     assert "not UTF-8 text, so no model saw it" in err
     record("chat: a non-UTF-8 line", "clear")
 
@@ -844,7 +846,7 @@ def test_chat_reads_stdin_so_that_a_bad_byte_cannot_end_it(monkeypatch, capsys):
     monkeypatch.setattr(chat.Assistant, "load", lambda *a, **k: echo_assistant())
     code = run_main(chat.main, ["--nlu", "a/b", "--pol", "a/b", "--nlg", "a/b"])
     captured = capsys.readouterr()
-    assert code == 0 and captured.out.count("doctor: ") == 1, captured
+    assert code == 0 and captured.out.count("doctor: ") == 1 + 1, captured  # opening + reply
     assert captured.err.count("not UTF-8 text") == 2 and "unexpected" not in captured.err
     record("chat: command with non-UTF-8 lines on stdin", "clear")
 
@@ -856,10 +858,10 @@ def test_annotate_damaged_provenance_refuses_the_save_before_writing(damage, emb
     from fastapi.testclient import TestClient
     from test_annotate_app import labels_of
 
-    from meditod_hub.annotate.app import LOOPBACK_HOSTS, AppSettings, create_app
+    from meditod_hub.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
 
     release = release_copy(embedded_release)
-    client = TestClient(create_app(AppSettings(source=release, allowed_hosts=LOOPBACK_HOSTS)),
+    client = TestClient(create_app(PortalSettings(source=release, allowed_hosts=LOOPBACK_HOSTS)),
                         base_url="http://127.0.0.1")
     opened = client.get("/api/dialogues/9001").json()
     labels = labels_of(opened)
@@ -1007,6 +1009,7 @@ def damaged_checkpoint(embedded_build, tiny_models, tmp_path):
             f"--output_dir={tmp_path / 'run'}", "--max_steps=1", "--save_steps=1"]
     checkpoint = tmp_path / "run" / "checkpoints" / "checkpoint-1"
     shutil.copytree(tiny_models / "tiny-llama", checkpoint)
+    record_output(tmp_path / "run", "train")
     record_ = T.run_fingerprint(T.parse_recipe(argv))
     (checkpoint / "meditod_resume.json").write_text(json.dumps({**record_, "runtime_s": 1.0}))
     (checkpoint / "trainer_state.json").write_text(json.dumps(
