@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import meditod_hub  # noqa: F401  (installs the log filters, as every command does)
 from meditod_hub import quiet
@@ -38,35 +41,32 @@ def test_unsmoothed_bleu_of_no_overlap_is_zero_without_nltks_warning():
     assert not [w for w in caught if "n-gram overlaps" in str(w.message)]
 
 
+def _fresh(code: str) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter: launching Gradio and switching library-wide bars are
+    process state that other tests of the session must neither see nor set."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parent.parent)
+
+
 def test_progress_bars_off_keeps_the_hubs_download_bars():
-    from huggingface_hub.utils import are_progress_bars_disabled
-    from transformers.utils import logging as transformers_logging
-
-    shown = not are_progress_bars_disabled()
-    quiet.progress_bars_off()
-    try:
-        assert not transformers_logging.is_progress_bar_enabled()
-        assert (not are_progress_bars_disabled()) == shown
-    finally:
-        transformers_logging.enable_progress_bar()
-        if not shown:
-            from huggingface_hub.utils import disable_progress_bars
-
-            disable_progress_bars()
+    done = _fresh("from huggingface_hub.utils import are_progress_bars_disabled\n"
+                  "from transformers.utils import logging\n"
+                  "from meditod_hub import quiet\n"
+                  "shown = not are_progress_bars_disabled()\n"
+                  "quiet.progress_bars_off()\n"
+                  "assert not logging.is_progress_bar_enabled()\n"
+                  "assert (not are_progress_bars_disabled()) == shown\n")
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_the_app_prints_its_address_and_never_gradios_share_hint(capfd):
+def test_the_app_prints_its_address_and_never_gradios_share_hint():
     """(before: `* To create a public link, set share=True in launch()`)"""
-    import gradio as gr
-
-    from meditod_hub import webapp
-
-    with gr.Blocks() as demo:
-        gr.Markdown("x")
-    webapp.launch(demo, server_name="127.0.0.1", prevent_thread_lock=True)
-    try:
-        out, err = capfd.readouterr()
-        assert "share=True" not in out + err and "public link" not in out + err
-        assert f"the assistant is at {demo.local_url}" in err
-    finally:
-        demo.close()
+    done = _fresh("import gradio as gr\nfrom meditod_hub import webapp\n"
+                  "with gr.Blocks() as demo:\n    gr.Markdown('x')\n"
+                  "webapp.launch(demo, server_name='127.0.0.1', prevent_thread_lock=True)\n"
+                  "print('URL', demo.local_url, flush=True)\ndemo.close()\n")
+    assert done.returncode == 0, done.stderr[-2000:]
+    url = done.stdout.split("URL ", 1)[1].split()[0]
+    assert "share=True" not in done.stdout + done.stderr
+    assert "public link" not in done.stdout + done.stderr
+    assert f"the assistant is at {url}" in done.stderr
