@@ -90,6 +90,8 @@ class PipelineArguments:
             raise UsageError(f"--served_models {self.served_models!r}: give three names "
                              "(NLU,POL,NLG)")
         setting = constrained if self.constrained is None else self.constrained
+        if self.endpoint and self.constrained is None:
+            setting = False  # a served grammar needs the server's kind: ask with --constrained
         decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
                                constrained=setting)
         # a patient's words are never cached to disk

@@ -163,7 +163,7 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint) -> N
         kwargs["metavar"] = "N" if kind is int else "X"
     elif typing.get_origin(kind) is list:  # `--runs a b c`
         (kwargs["type"],) = typing.get_args(kind) or (str,)
-        kwargs["nargs"] = "+" if required else "*"
+        kwargs["nargs"] = "+"  # given, it names at least one; not given, the default
     else:
         kwargs["type"] = kind
     if "choices" in f.metadata:

@@ -128,7 +128,7 @@ def test_evaluate_never_writes_into_its_data_or_over_another_file(embedded_build
     predictions = _gold_predictions(data, tmp_path / "preds.jsonl")
     before = digests(data)
     base = ["--task", "nlu", "--split", "test", "--data", data, "--predictions", predictions,
-            "--chart", "false"]
+            "--no_chart"]
     parquet = data / "nlu" / "test-00000-of-00001.parquet"
     refused(E.main, [*base, "--out", parquet], capsys, "inside the input folder")
     refused(E.main, [*base, "--out", predictions], capsys, "also an input")
