@@ -31,6 +31,7 @@ predictions everywhere. What it settles, once:
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -275,6 +276,11 @@ def resolve_source(spec: ModelSpec) -> str:
         return snapshot_download(spec.source, revision=spec.revision, allow_patterns=files)
     except Exception as exc:  # the Hub's own errors (missing repo, revision, no network) vary
         where = f" at revision {spec.revision}" if spec.revision else ""
+        if spec.endpoint and spec.family:  # served, family named: the run files are optional
+            print(f"note: cannot download {spec.source}{where} ({type(exc).__name__}): its "
+                  f"run files are unknown, so the {spec.family} family's default budget is used",
+                  file=sys.stderr)
+            return spec.source
         raise MeditodError(f"cannot download {spec.source}{where} ({type(exc).__name__}): check "
                            "the id, the revision and HF_TOKEN, or pass a local folder") from None
 

@@ -21,7 +21,6 @@ the CPU tests and `make demo` need.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -235,7 +234,9 @@ def build_all(data: str | Path, out: str | Path, names: Iterable[str] = FAMILY_O
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="meditod tiny", description=__doc__.split("\n\n")[0])
+    from .cli import _Parser
+
+    parser = _Parser(prog="meditod tiny", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="meditod", help="built dataset folder (meditod build)")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--models", nargs="+", default=list(FAMILY_OF), choices=list(FAMILY_OF))

@@ -26,7 +26,6 @@ nothing else) is written there as `<conversation id>.json`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import queue
@@ -281,7 +280,9 @@ def launch(demo, **kwargs):
 
 def main(argv: list[str], base: Path | None = None) -> int:
     """`meditod app`: settings from the environment and `base` (default the working folder)."""
-    argparse.ArgumentParser(prog="meditod app", description=__doc__.split("\n\n")[0] + " Models: "
+    from .cli import _Parser
+
+    _Parser(prog="meditod app", description=__doc__.split("\n\n")[0] + " Models: "
                             "MEDITOD_NLU/POL/NLG (run folders or Hub ids), default "
                             f"{DEFAULT_RUNS}/<task>; MEDITOD_SAVE_DIR: opt-in transcripts."
                             ).parse_args(argv)

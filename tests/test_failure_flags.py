@@ -76,9 +76,11 @@ def flag_cases() -> list[tuple[str, list[str], str]]:
                 elif kind is bool:
                     cases.append((command, [f"--{f.name}=yes"], f"argument --{f.name}: ignored "
                                                                 "explicit argument"))
-                if kind is not bool:
-                    cases.append((command, [f"--{f.name}"], f"argument --{f.name}: expected one "
-                                                            "argument"))
+                if kind is not bool:  # a list flag names at least one value
+                    expected = "at least one argument" if typing.get_origin(kind) is list \
+                        else "one argument"
+                    cases.append((command, [f"--{f.name}"], f"argument --{f.name}: expected "
+                                                            f"{expected}"))
     return cases
 
 
