@@ -62,7 +62,7 @@ class Server:
         self.socket = listening_socket("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}/"
         self.server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning",
-                                                    access_log=False))
+                                                    access_log=False, log_config=None))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
                                        daemon=True)
 

@@ -175,7 +175,10 @@ def main(argv: list[str]) -> int:
               + " (--allowed_hosts adds others)", file=sys.stderr)
     print(f"annotating {settings.source or settings.workdir}: open {link} "
           "(every committed edit is saved at once; Ctrl+C stops)", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    # log_config=None: uvicorn's own dictConfig would close every logging handler already
+    # installed in the process (absl's, from rouge_score, closes the stream it writes to).
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                           log_config=None))
     try:
         server.run(sockets=[sock])
     finally:
