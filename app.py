@@ -2,7 +2,7 @@
 
     python app.py                                   # the same as `meditod app`, settings beside this file
 
-Settings, privacy and storage: see `meditod_hub/webapp.py`. A research demo, not medical advice.
+Settings, privacy and storage: see `meditod_hub/apps/webapp.py`. A research demo, not medical advice.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry, no version check
 
-from meditod_hub import webapp  # noqa: E402
+from meditod_hub.apps import webapp  # noqa: E402
 from meditod_hub.errors import run_main  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,7 @@
     # upload: private and gated unless the build is synthetic; --public to make it public
     python meditod.py push --folder meditod --repo my-org/meditod
 
-The same as `meditod build` / `meditod push` (meditod_hub.build, meditod_hub.hub): the output
+The same as `meditod build` / `meditod push` (meditod_hub.data.build, meditod_hub.publishing.hub): the output
 folder holds one Parquet file per config and split, the dataset card (`README.md`, whose YAML
 `configs:` lets `datasets` load it without a script), `dataset_infos.json` and the build manifest.
 """
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import sys
 
-from meditod_hub.build import BuildArguments, build
 from meditod_hub.cli import COMMANDS
 from meditod_hub.cli import main as cli_main
+from meditod_hub.data.build import BuildArguments, build
 from meditod_hub.errors import EXIT_USAGE
 
 __all__ = ["BuildArguments", "build"]

@@ -8,7 +8,7 @@
    (patient lines one at a time, as in a chat): median and p95 seconds per turn and each
    module's share of the time.
 2. Cascaded generation on the test split of the paper-scale synthetic corpus
-   (`meditod_hub.synthetic`): NLU -> POL -> NLG as three `meditod_hub.predict` runs one after
+   (`meditod_hub.data.synthetic`): NLU -> POL -> NLG as three `meditod_hub.models.predict` runs one after
    another (each loads its model, reads the split, writes its predictions; POL and NLG with
    `--upstream`, as `make predict` would), against `eval_cascade.cascade` (one process, every
    module batched across all dialogues and turns), and against a turn-synchronous schedule
@@ -34,13 +34,13 @@ from datasets import disable_progress_bars, load_dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub import predict  # noqa: E402
-from meditod_hub.assistant import Assistant, PipelineArguments  # noqa: E402
-from meditod_hub.build import BuildArguments, build  # noqa: E402
-from meditod_hub.eval_cascade import EvalCascadeArguments, cascade, evaluate_cascade, load_split  # noqa: E402
-from meditod_hub.predictor import DecodeOptions, ModelSpec  # noqa: E402
-from meditod_hub.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
-from meditod_hub.views import cascade_nlg_rows, cascade_pol_rows  # noqa: E402
+from meditod_hub.apps.assistant import Assistant, PipelineArguments  # noqa: E402
+from meditod_hub.data.build import BuildArguments, build  # noqa: E402
+from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
+from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows  # noqa: E402
+from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, cascade, evaluate_cascade, load_split  # noqa: E402
+from meditod_hub.models import predict  # noqa: E402
+from meditod_hub.models.predictor import DecodeOptions, ModelSpec  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
 TASKS = ("nlu", "pol", "nlg")

@@ -12,7 +12,7 @@ in a FRESH subprocess (peak RSS is per process) and replays patient lines of the
 
 * single    - one stage's adapter on its base: the baseline (the most one model needs);
 * separate  - three adapters each loaded with its own base (what the assistant did before);
-* shared    - the three adapters on one base (`meditod_hub.adapters`, `Assistant.load`);
+* shared    - the three adapters on one base (`meditod_hub.models.adapters`, `Assistant.load`);
 * multitask - one adapter serving the three stages.
 
 Printed: peak RSS (and CUDA peak when a GPU is used), each arm's ratio to `single`, and turn
@@ -59,9 +59,9 @@ def make_runs(work: Path, size: str, max_new_tokens: int) -> int:
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from meditod_hub.build import BuildArguments, build
-    from meditod_hub.runs import write_run_files
-    from meditod_hub.tiny import corpus, llama_tokenizer
+    from meditod_hub.data.build import BuildArguments, build
+    from meditod_hub.models.runs import write_run_files
+    from meditod_hub.models.tiny import corpus, llama_tokenizer
 
     build(BuildArguments(source=PROJECT / "data" / "sample", out=work / "meditod"))
     tokenizer = llama_tokenizer(list(corpus(work / "meditod")))
@@ -93,10 +93,10 @@ def run_arm(arm: str, work: Path, turns: int) -> dict:
     import torch
     from datasets import disable_progress_bars
 
-    from meditod_hub.adapters import SharedModels
-    from meditod_hub.assistant import Assistant
-    from meditod_hub.dataset import load_split
-    from meditod_hub.predictor import LocalPredictor, ModelSpec, load_predictor
+    from meditod_hub.apps.assistant import Assistant
+    from meditod_hub.data.dataset import load_split
+    from meditod_hub.models.adapters import SharedModels
+    from meditod_hub.models.predictor import LocalPredictor, ModelSpec, load_predictor
 
     disable_progress_bars()
     imported = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

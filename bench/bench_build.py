@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
+from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
 
 TARGET_RATIO = 5.0
 LOAD = ("import json, sys, pathlib\n"

@@ -1,4 +1,4 @@
-"""Constrained decoding cost and effect: the figures behind `meditod_hub.constrained`'s choices.
+"""Constrained decoding cost and effect: the figures behind `meditod_hub.models.constrained`'s choices.
 
     .venv/bin/python bench/bench_constrained.py            # all parts (~10 min on 2 cores)
     .venv/bin/python bench/bench_constrained.py --quick    # small sizes: that the bench runs
@@ -31,9 +31,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub import constrained as C  # noqa: E402
-from meditod_hub.families import FAMILIES, Budget  # noqa: E402
-from meditod_hub.formats import chat  # noqa: E402
+from meditod_hub.models import constrained as C  # noqa: E402
+from meditod_hub.models.families import FAMILIES, Budget  # noqa: E402
+from meditod_hub.models.formats import chat  # noqa: E402
 
 EMBEDDED = Path(__file__).resolve().parent.parent / "data" / "sample"
 FORMATS = {"chat": "llama", "span": "flan-t5", "pptod": "pptod"}
@@ -50,7 +50,7 @@ def llama3_tokenizer():
 
 
 def gold_answers(data: Path, fmt: str, task: str, limit: int) -> list[str]:
-    from meditod_hub.dataset import load_split
+    from meditod_hub.data.dataset import load_split
 
     family = FAMILIES[FORMATS[fmt]]
     rows = [r for split in ("train", "test") for r in load_split(data, task, split)][:limit]
@@ -164,7 +164,7 @@ def bench_engines(tokenizers: dict, data: Path, answers_per_task: int) -> None:
 def bench_throughput(tokenizer, hidden: int, layers: int, new_tokens: int, repeats: int) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from meditod_hub.predictor import generate_texts
+    from meditod_hub.models.predictor import generate_texts
 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden,
@@ -222,10 +222,10 @@ def bench_throughput(tokenizer, hidden: int, layers: int, new_tokens: int, repea
 def bench_effect(data: Path, workdir: Path, rows_per_task: int) -> None:
     from transformers import AutoTokenizer
 
-    from meditod_hub.dataset import load_split
-    from meditod_hub.predictor import DecodeOptions, LocalPredictor
-    from meditod_hub.release import label_errors
-    from meditod_hub.tiny import build_all
+    from meditod_hub.data.dataset import load_split
+    from meditod_hub.data.release import label_errors
+    from meditod_hub.models.predictor import DecodeOptions, LocalPredictor
+    from meditod_hub.models.tiny import build_all
 
     path = build_all(data, workdir, ["tiny-llama"])["tiny-llama"]
     family = FAMILIES["llama"]
@@ -255,7 +255,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(args.data) if args.data else None
         if data is None:
-            from meditod_hub.build import BuildArguments, build
+            from meditod_hub.data.build import BuildArguments, build
 
             data = Path(tmp) / "meditod"
             build(BuildArguments(source=EMBEDDED, out=data))

@@ -9,14 +9,14 @@ scale.
    own process, so it does not compete with the client for the GIL): the same batch with 1
    and with 8 requests in flight. Target: 8 in flight >= 6x the requests/s of 1 (the server
    answers in parallel, so the client's concurrency is what is measured).
-2. Retrieval over the paper-scale synthetic corpus (`meditod_hub.synthetic`: 175 train
+2. Retrieval over the paper-scale synthetic corpus (`meditod_hub.data.synthetic`: 175 train
    dialogues, ~8.4k patient turns in the NLU pool) with the tiny offline retriever
-   (`meditod_hub.tiny.build_retriever`): embedding the pool once, reloading it from the cache,
+   (`meditod_hub.models.tiny.build_retriever`): embedding the pool once, reloading it from the cache,
    and the per-query search of every test row (query embedding included). Baselines in the same
    run: cache reload vs embedding, search vs embedding the query alone.
 3. Prompt lengths of the authors' sample (`../shared/meditod-sample`, NLU test rows, 5
    exemplars from its train split, retrieved by the bundled all-MiniLM-L6-v2 since bge is not on
-   this machine) counted with the packaged Llama-3 tokenizer (`meditod_hub.llama3`) against the
+   this machine) counted with the packaged Llama-3 tokenizer (`meditod_hub.models.llama3`) against the
    4-characters-per-token estimate the kit used before: how many prompts + 200 answer tokens
    pass 4,096 tokens (the rows an estimate would have trimmed), and the time per count with
    the estimate's as the baseline.
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from chat_server import ChatServer  # noqa: E402
 
-from meditod_hub.endpoint import Decoding, Endpoint, Request  # noqa: E402
+from meditod_hub.models.endpoint import Decoding, Endpoint, Request  # noqa: E402
 
 RATIO_TARGET = 6.0
 
@@ -85,11 +85,11 @@ def bench_concurrency(delay: float, count: int) -> None:
 def bench_retrieval(seed: int, dialogues: int) -> None:
     from datasets import Dataset
 
-    from meditod_hub.fewshot.prompts import last_turn
-    from meditod_hub.fewshot.retrieval import ExemplarPool, Retriever
-    from meditod_hub.synthetic import generate_dialogues, split_ids
-    from meditod_hub.tiny import build_retriever
-    from meditod_hub.views import features, view_rows
+    from meditod_hub.data.synthetic import generate_dialogues, split_ids
+    from meditod_hub.data.views import features, view_rows
+    from meditod_hub.evaluation.fewshot.prompts import last_turn
+    from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool, Retriever
+    from meditod_hub.models.tiny import build_retriever
 
     generated = generate_dialogues(seed, dialogues)
     rows = {split: [r for d in ids for r in view_rows("nlu", d, generated[d])]
@@ -121,13 +121,13 @@ def bench_retrieval(seed: int, dialogues: int) -> None:
 
 
 def bench_llama3_lengths(sample: Path) -> None:
-    from meditod_hub.build import BuildArguments, build
-    from meditod_hub.dataset import fingerprint, load_split
-    from meditod_hub.fewshot import prompts
-    from meditod_hub.fewshot.retrieval import ExemplarPool, Retriever
-    from meditod_hub.fewshot.run import PAPER_MAX_TOKENS, TokenCounter, estimated_tokens
-    from meditod_hub.llama3 import llama3_tokenizer
-    from meditod_hub.metrics.judges import bundled_minilm_path
+    from meditod_hub.data.build import BuildArguments, build
+    from meditod_hub.data.dataset import fingerprint, load_split
+    from meditod_hub.evaluation.fewshot import prompts
+    from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool, Retriever
+    from meditod_hub.evaluation.fewshot.run import PAPER_MAX_TOKENS, TokenCounter, estimated_tokens
+    from meditod_hub.evaluation.metrics.judges import bundled_minilm_path
+    from meditod_hub.models.llama3 import llama3_tokenizer
 
     if not (sample / "dialogs.json").is_file():
         print(f"llama-3 prompt lengths: skipped ({sample} is not the authors' sample)")
@@ -159,7 +159,7 @@ def bench_llama3_lengths(sample: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from meditod_hub.synthetic import PAPER_DIALOGUES
+    from meditod_hub.data.synthetic import PAPER_DIALOGUES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay", type=float, default=0.25, help="server seconds per answer "

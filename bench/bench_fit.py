@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tokenizers import Tokenizer, models, pre_tokenizers, processors  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
-from meditod_hub.build import BuildArguments, build  # noqa: E402
-from meditod_hub.dataset import load_split  # noqa: E402
-from meditod_hub.families import SPAN_FAMILIES  # noqa: E402
-from meditod_hub.formats.fit import BudgetError, fit_to_budget, special_ids  # noqa: E402
-from meditod_hub.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
+from meditod_hub.data.build import BuildArguments, build  # noqa: E402
+from meditod_hub.data.dataset import load_split  # noqa: E402
+from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
+from meditod_hub.models.families import SPAN_FAMILIES  # noqa: E402
+from meditod_hub.models.formats.fit import BudgetError, fit_to_budget, special_ids  # noqa: E402
 
 AUTHORS_SAMPLE = Path(__file__).resolve().parent.parent.parent / "shared" / "meditod-sample"
 UPSTREAM_BUDGET = 512

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_formats.py            # 233 dialogues (paper Table 3), seed 0
 
-Rows are the `nlu` and `nlg` views of `meditod_hub.synthetic` (paper-shaped, ~11k rows each).
+Rows are the `nlu` and `nlg` views of `meditod_hub.data.synthetic` (paper-shaped, ~11k rows each).
 Per family (flan-t5, biogpt, pptod, chat), over all three tasks: render (input + target) and
 parse (every target). Then fit: Flan-T5 NLU inputs, whole context, into 512 tokens with a
 word-level tokenizer trained here. Baselines in the same process: json dumps + loads of the same
@@ -25,10 +25,10 @@ from transformers import PreTrainedTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub.families import FAMILIES  # noqa: E402
-from meditod_hub.formats.fit import fit_to_budget  # noqa: E402
-from meditod_hub.synthetic import PAPER_DIALOGUES, generate_dialogues  # noqa: E402
-from meditod_hub.views import view_rows  # noqa: E402
+from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues  # noqa: E402
+from meditod_hub.data.views import view_rows  # noqa: E402
+from meditod_hub.models.families import FAMILIES  # noqa: E402
+from meditod_hub.models.formats.fit import fit_to_budget  # noqa: E402
 
 TARGET_SECONDS = 5.0
 MAX_LENGTH = 512

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_metrics.py            # seed 0, test + validation dialogues
     .venv/bin/python bench/bench_metrics.py --authors_metrics /path/to/MediTOD/metrics
 
-Gold rows come from the synthetic corpus (`meditod_hub.synthetic`, paper-shaped; its test and
+Gold rows come from the synthetic corpus (`meditod_hub.data.synthetic`, paper-shaped; its test and
 validation splits give ~1,800 rows per task). Predictions are the gold labels perturbed
 deterministically (dropped items, changed values, flipped polarity, the next turn's actions,
 unparsed outputs, reworded replies), so every code path of the scorers runs.
@@ -29,9 +29,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub.metrics import bleu, nlu_f1, nlu_tuples, pol_f1, pol_precision_at_k, pol_tuples, rouge  # noqa: E402
-from meditod_hub.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
-from meditod_hub.views import view_rows  # noqa: E402
+from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
+from meditod_hub.data.views import view_rows  # noqa: E402
+from meditod_hub.evaluation.metrics import (  # noqa: E402
+    bleu,
+    nlu_f1,
+    nlu_tuples,
+    pol_f1,
+    pol_precision_at_k,
+    pol_tuples,
+    rouge,
+)
 
 SPLITS = ("test", "validation")
 TARGETS = {"NLU + POL": 1.0, "BLEU + ROUGE": 3.0}

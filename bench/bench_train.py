@@ -4,8 +4,8 @@
     .venv/bin/python bench/bench_train.py --dialogues 40    # a quicker look
 
 Examples are the Llama chat format (`recipes/llama3-8b/<task>.yaml`: its budgets, per-device
-batch 8, accumulation 2) of the train split of `meditod_hub.synthetic`, tokenised by a tiny Llama tokenizer
-trained here; batches come from the real trainer (TRL SFTTrainer's sampler and collator).
+batch 8, accumulation 2) of the train split of `meditod_hub.data.synthetic`, tokenised by a tiny
+Llama tokenizer trained here; batches come from the real trainer (TRL SFTTrainer's sampler and collator).
 
 1. Real-token share per batch over one epoch: the recipe's batching (`group_by_length`; on CUDA
    with FlashAttention it is padding-free, 100% by construction) vs plain padding (random
@@ -35,12 +35,12 @@ from transformers.utils import logging as hf_logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub import tiny  # noqa: E402
-from meditod_hub import train as T  # noqa: E402
-from meditod_hub.families import FAMILIES, Budget  # noqa: E402
-from meditod_hub.predictor import generate_texts  # noqa: E402
-from meditod_hub.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
-from meditod_hub.views import view_rows  # noqa: E402
+from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
+from meditod_hub.data.views import view_rows  # noqa: E402
+from meditod_hub.models import tiny  # noqa: E402
+from meditod_hub.models import train as T  # noqa: E402
+from meditod_hub.models.families import FAMILIES, Budget  # noqa: E402
+from meditod_hub.models.predictor import generate_texts  # noqa: E402
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes" / "llama3-8b"
 TASK_ROWS = {"nlu": "nlu", "pol": "pol", "nlg": "nlg"}

@@ -1,5 +1,5 @@
 """MediTOD Hub kit: the dataset, its models, their evaluation and the apps (`meditod -h`)."""
 
-from . import quiet
+from meditod_hub import quiet
 
 quiet.install()

@@ -29,29 +29,29 @@ import sys
 import typing
 from collections.abc import Callable
 
-from . import quiet
-from .errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
+from meditod_hub import quiet
+from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
 
 # name -> (module with main(argv), one-line help); the order is the order data flows.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "annotate": ("meditod_hub.annotate.serve", "label dialogues in the browser into a release folder"),
-    "agreement": ("meditod_hub.agreement", "score two annotators' releases of the same dialogues"),
-    "build": ("meditod_hub.build", "validate a release and write the Hub-ready dataset folder"),
-    "push": ("meditod_hub.hub", "upload a built dataset folder to the Hub (private, gated)"),
-    "tiny": ("meditod_hub.tiny", "build the tiny offline models the tiny-* recipes train on CPU"),
-    "train": ("meditod_hub.train", "train MODEL [TASK] (a recipes/ folder) into run folders"),
-    "predict": ("meditod_hub.predict", "greedy predictions of a run (or Hub model) on a split"),
-    "fewshot": ("meditod_hub.fewshot.run", "the paper's in-context baseline of a served model"),
-    "evaluate": ("meditod_hub.evaluate", "score a predictions file: results .json/.md/.png"),
-    "publish": ("meditod_hub.publish", "push an evaluated run with its model card to the Hub"),
-    "results": ("meditod_hub.results", "the paper's tables beside your runs and the Hub's models "
+    "annotate": ("meditod_hub.apps.annotate.serve", "label dialogues in the browser into a release folder"),
+    "agreement": ("meditod_hub.evaluation.agreement", "score two annotators' releases of the same dialogues"),
+    "build": ("meditod_hub.data.build", "validate a release and write the Hub-ready dataset folder"),
+    "push": ("meditod_hub.publishing.hub", "upload a built dataset folder to the Hub (private, gated)"),
+    "tiny": ("meditod_hub.models.tiny", "build the tiny offline models the tiny-* recipes train on CPU"),
+    "train": ("meditod_hub.models.train", "train MODEL [TASK] (a recipes/ folder) into run folders"),
+    "predict": ("meditod_hub.models.predict", "greedy predictions of a run (or Hub model) on a split"),
+    "fewshot": ("meditod_hub.evaluation.fewshot.run", "the paper's in-context baseline of a served model"),
+    "evaluate": ("meditod_hub.evaluation.evaluate", "score a predictions file: results .json/.md/.png"),
+    "publish": ("meditod_hub.publishing.publish", "push an evaluated run with its model card to the Hub"),
+    "results": ("meditod_hub.evaluation.results", "the paper's tables beside your runs and the Hub's models "
                                        "(.md/.csv/.json/.png)"),
-    "eval-cascade": ("meditod_hub.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
+    "eval-cascade": ("meditod_hub.evaluation.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
                                                  "beside gold inputs"),
-    "chat": ("meditod_hub.chat", "talk to the three models as the patient (terminal)"),
-    "app": ("meditod_hub.webapp", "the chat app in the browser (Gradio, http://127.0.0.1:7860)"),
-    "space": ("meditod_hub.space", "upload the chat app (app.py) as a Hub Space, private"),
-    "leaderboard": ("meditod_hub.leaderboard", "upload the results leaderboard as a Hub Space, "
+    "chat": ("meditod_hub.apps.chat", "talk to the three models as the patient (terminal)"),
+    "app": ("meditod_hub.apps.webapp", "the chat app in the browser (Gradio, http://127.0.0.1:7860)"),
+    "space": ("meditod_hub.publishing.space", "upload the chat app (app.py) as a Hub Space, private"),
+    "leaderboard": ("meditod_hub.publishing.leaderboard", "upload the results leaderboard as a Hub Space, "
                                                "private"),
 }
 
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def train_help_requested(rest: list[str]) -> bool:
-    from .train_settings import wants_help
+    from meditod_hub.models.train_settings import wants_help
 
     return wants_help(rest)
 
@@ -227,7 +227,7 @@ def train_help_requested(rest: list[str]) -> bool:
 def print_train_help(rest: list[str]) -> int:
     """`meditod train [<recipe.yaml>] -h`: answered without importing torch (train_settings);
     `meditod train` alone prints the same on stderr as a usage error."""
-    from .train_settings import train_help
+    from meditod_hub.models.train_settings import train_help
 
     print(train_help(rest), file=sys.stdout if rest else sys.stderr)
     return EXIT_OK if rest else EXIT_USAGE

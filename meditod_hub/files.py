@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from .errors import MeditodError, UsageError
+from meditod_hub.errors import MeditodError, UsageError
 
 RECORD = ".meditod-outputs.json"  # in each folder holding outputs: file name -> the command
 WHOLE = "."                        # the record's key for a folder one command owns whole

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import tiny_llama_base
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 AUTHORS_SAMPLE = PROJECT_ROOT.parent / "shared" / "meditod-sample"
@@ -29,7 +30,7 @@ def pytest_collection_modifyitems(items):
 def pytest_runtest_call(item):
     """A test not marked slow whose own body trains fails and says so (training in fixtures
     happens before, at setup: those fixtures are in TRAINING_FIXTURES)."""
-    train = sys.modules.get("meditod_hub.train")  # imported by every test module that trains
+    train = sys.modules.get("meditod_hub.models.train")  # imported by every test module that trains
     if train is None or item.get_closest_marker("slow"):
         yield
         return
@@ -65,7 +66,7 @@ def embedded_release() -> Path:
 @pytest.fixture(scope="session")
 def sample_build(sample_release, tmp_path_factory) -> Path:
     """The authors' sample built with `meditod.py build` into <tmp>/meditod."""
-    from meditod_hub.build import BuildArguments, build
+    from meditod_hub.data.build import BuildArguments, build
 
     out = tmp_path_factory.mktemp("sample-build") / "meditod"
     build(BuildArguments(source=sample_release, out=out))
@@ -74,7 +75,7 @@ def sample_build(sample_release, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def embedded_build(embedded_release, tmp_path_factory) -> Path:
-    from meditod_hub.build import BuildArguments, build
+    from meditod_hub.data.build import BuildArguments, build
 
     out = tmp_path_factory.mktemp("embedded-build") / "meditod"
     build(BuildArguments(source=embedded_release, out=out))
@@ -83,8 +84,8 @@ def embedded_build(embedded_release, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_models(embedded_build, tmp_path_factory) -> Path:
-    """The four tiny models (`meditod_hub.tiny`), built once per session."""
-    from meditod_hub.tiny import build_all
+    """The four tiny models (`meditod_hub.models.tiny`), built once per session."""
+    from meditod_hub.models.tiny import build_all
 
     out = tmp_path_factory.getbasetemp() / "tiny-models"
     if not (out / "done").exists():
@@ -100,7 +101,7 @@ def tiny_runs(tiny_models, embedded_build, tmp_path_factory) -> Path:
     where the answer ends: an undertrained model runs to max_new_tokens on every turn)."""
     from helpers import train_args
 
-    from meditod_hub import train as T
+    from meditod_hub.models import train as T
 
     out = tmp_path_factory.getbasetemp() / "tiny-runs"
     for task in ("nlu", "pol", "nlg"):
@@ -114,12 +115,18 @@ def tiny_runs(tiny_models, embedded_build, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_retriever(embedded_build, tmp_path_factory) -> str:
     """A tiny CLS-pooling sentence embedder trained on the embedded sample's last turns."""
-    from meditod_hub.dataset import load_split
-    from meditod_hub.fewshot.prompts import last_turn
-    from meditod_hub.tiny import build_retriever
+    from meditod_hub.data.dataset import load_split
+    from meditod_hub.evaluation.fewshot.prompts import last_turn
+    from meditod_hub.models.tiny import build_retriever
 
     texts = [last_turn(r) for task in ("nlu", "pol") for r in load_split(embedded_build, task, "train")]
     return str(build_retriever(texts, tmp_path_factory.mktemp("retriever")))
+
+
+@pytest.fixture(scope="session")
+def tiny_base(tmp_path_factory) -> Path:
+    """A random 2-layer Llama with a word-level tokenizer (no training): adapters' base."""
+    return tiny_llama_base(tmp_path_factory.mktemp("tiny-base"))
 
 
 @pytest.fixture(scope="module")

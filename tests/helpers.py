@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from meditod_hub.assistant import Assistant
+from meditod_hub.apps.assistant import Assistant
+from meditod_hub.data.state import fold_states
+from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import run_main
-from meditod_hub.records import Prediction
-from meditod_hub.state import fold_states
-from meditod_hub.tasks import TASK_NAMES
+from meditod_hub.evaluation.records import Prediction
 
 PROJECT = Path(__file__).resolve().parent.parent
 RECIPES = PROJECT / "recipes"
@@ -96,6 +100,139 @@ def write_run(path: Path, task: str = "nlu", model: str = "llama3-8b", family: s
     return path
 
 
+# --- published runs, the local Hub and the command line -----------------------------------------
+PUBLISH_REPO = "local-tester/meditod-tiny-nlu"
+HUB_DATASET = "local-tester/meditod"
+STRANGER = "someone-else"  # a Hub user whose private repos every test token gets 404 for
+CLIENT_TIMEOUT = 300  # guards against a hanging client, far above any normal run
+TINY_WORDS = ["<unk>", "<pad>", "</s>", "doctor", "patient", "cough", "fever", "since", "when", "yes",
+              "no"]
+
+
+def tiny_llama_base(path: Path) -> Path:
+    """A random 2-layer Llama with a word-level tokenizer: a local base model for adapters."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(TINY_WORDS)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>",
+                                        pad_token="<pad>", eos_token="</s>")
+    config = LlamaConfig(vocab_size=len(TINY_WORDS), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                         pad_token_id=1, eos_token_id=2, bos_token_id=2)
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def make_run(folder: Path, base: Path, seed: int = 0, results: dict = NLU_RESULTS,
+             task: str = "nlu") -> Path:
+    """A finished, evaluated tiny LoRA run: adapter, tokenizer, recipe, run info, results."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(base),
+                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                      init_lora_weights=False))
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(base).save_pretrained(folder)
+    write_run(folder, task=task, model="tiny-llama", base_model=str(base), quantization=None,
+              splits={"test": results, "test_ood": results})
+    (folder / "eval" / "test" / "results.png").write_bytes(b"\x89PNG\r\n\x1a\n chart")
+    (folder / "eval" / "test" / "predictions.jsonl").write_text('{"id": "d-1", "prediction": []}\n')
+    (folder / "checkpoints" / "checkpoint-1").mkdir(parents=True)
+    (folder / "checkpoints" / "checkpoint-1" / "optimizer.pt").write_bytes(b"state")
+    return folder
+
+
+def offline_env(tmp_path: Path) -> dict:
+    """No token and an endpoint where nothing listens: any request would fail."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))},
+            "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
+
+
+def meditod(env: dict | None, *args: str, timeout: float = CLIENT_TIMEOUT
+            ) -> subprocess.CompletedProcess:
+    """`meditod ARGS` in a subprocess (huggingface_hub reads HF_ENDPOINT at import)."""
+    return subprocess.run([sys.executable, "-m", "meditod_hub.cli", *args], cwd=PROJECT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def publish(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return meditod(env, "publish", *args, timeout=timeout)
+
+
+def push(env: dict, folder, repo: str, *flags: str, guard: float = CLIENT_TIMEOUT):
+    """`python meditod.py push`: the dataset script, as the README runs it."""
+    command = [sys.executable, str(PROJECT / "meditod.py"), "push", "--folder", str(folder),
+               "--repo", repo, *flags]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=guard)
+
+
+def card(front_matter: str) -> dict[str, bytes]:
+    return {"README.md": f"---\n{front_matter}---\n\n# A model\n".encode()}
+
+
+def publish_tiny_runs(hub, tmp_path: Path, base: Path) -> dict[str, str]:
+    """One tiny LoRA run per task, declaring HUB_DATASET, published public with `meditod publish`."""
+    env = hub.client_env(tmp_path)
+    repos = {}
+    for task in ("nlu", "pol", "nlg"):
+        run = make_run(tmp_path / "published" / task, base, results=RESULTS[task], task=task)
+        info = json.loads((run / "run_info.json").read_text())
+        (run / "run_info.json").write_text(json.dumps({**info, "dataset": HUB_DATASET}))
+        repos[task] = f"local-tester/meditod-tiny-{task}"
+        done = meditod(env, "publish", "--run", str(run), "--repo", repos[task], "--public")
+        assert done.returncode == 0, done.stderr[-2000:]
+    return repos
+
+
+def add_foreign_models(hub) -> None:
+    """Cards the kit did not write: no model-index, a malformed one, and a private repo of
+    another user (every token gets 404 for it)."""
+    with hub.lock:
+        for repo_id, meta, private in (
+                ("other/no-index", f"datasets:\n- {HUB_DATASET}\n", False),
+                ("other/bad-index", f"datasets:\n- {HUB_DATASET}\nmodel-index:\n- name: x\n"
+                                    "  results:\n  - task: {type: text-generation}\n", False),
+                (f"{STRANGER}/hidden", f"datasets:\n- {HUB_DATASET}\n", True)):
+            repo = hub.create_repo("model", repo_id, private=private)
+            hub.commit(repo, "main", "card", "", card(meta), {})
+
+
+# --- the browser ---------------------------------------------------------------------------------
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def browser_or_skip() -> None:
+    """Debian's chromium and playwright, or a skip (a failure under CI=true)."""
+    import pytest
+
+    problem = None
+    if not CHROMIUM.exists():
+        problem = f"no browser at {CHROMIUM} (apt-get install chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "the playwright package is missing (pip install -e '.[test]')"
+    if problem and os.environ.get("CI") == "true":
+        pytest.fail(f"{problem}: CI must run the browser test")
+    if problem:
+        pytest.skip(problem)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 # --- training ---------------------------------------------------------------------------------
 def train_args(recipe: str, data: Path, model: Path, out: Path, *overrides: str) -> list[str]:
     return [str(RECIPES / recipe), f"--dataset_name={data}", f"--model_name_or_path={model}",
@@ -136,6 +273,23 @@ class ScriptedPredictor:
 def scripted_assistant(answer, **kwargs) -> tuple[Assistant, Scripted]:
     script = Scripted(answer)
     return Assistant(*(ScriptedPredictor(script, task) for task in TASK_NAMES), **kwargs), script
+
+
+def echo_assistant() -> Assistant:
+    """Every turn: cough understood, fever asked about, a two-line reply."""
+    def answer(task, row):
+        if task == "nlu":
+            return [{"intent": "inform", "slots": {"positive_symptom": [{"value": "cough"}]}}], True
+        if task == "pol":
+            return [{"action": "inquire", "symptom": [{"value": "fever"}]}], True
+        return "Any fever?\nAnd chills?", True
+    return scripted_assistant(answer)[0]
+
+
+def labels_of(opened: dict) -> list:
+    """The labels of a dialogue the portal's API opened: NLU for patients, actions for doctors."""
+    return [u["nlu"] if u["speaker"] == "patient" else u["actions"]
+            for u in opened["dialogue"]["utterances"]]
 
 
 def weights_digest(model) -> str:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from helpers import train_args
 
-from meditod_hub import train as T
-from meditod_hub.adapters import SharedModels, adapter_base
-from meditod_hub.assistant import Assistant
-from meditod_hub.dataset import load_split
-from meditod_hub.families import get_family
-from meditod_hub.predictor import DecodeOptions, ModelSpec, load_predictor
+from meditod_hub.apps.assistant import Assistant
+from meditod_hub.data.dataset import load_split
+from meditod_hub.models import train as T
+from meditod_hub.models.adapters import SharedModels, adapter_base
+from meditod_hub.models.families import get_family
+from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TASKS = ("nlu", "pol", "nlg")
@@ -106,8 +106,8 @@ def multitask_run(tiny_models, embedded_build, tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_a_multitask_run_learns_the_three_tasks_and_serves_every_stage(multitask_run,
                                                                        embedded_build):
-    from meditod_hub.evaluate import main as evaluate
-    from meditod_hub.predict import main as predict
+    from meditod_hub.evaluation.evaluate import main as evaluate
+    from meditod_hub.models.predict import main as predict
 
     info = json.loads((multitask_run / "run_info.json").read_text())
     assert (info["task"], info["tasks"]) == ("multitask", list(TASKS))
@@ -138,8 +138,8 @@ def test_the_served_layout_one_endpoint_three_model_names(tmp_path):
     """vLLM's multi-LoRA layout: each stage's prompts go to its own name at one endpoint."""
     from chat_server import ChatServer, answer_for
 
-    from meditod_hub.assistant import PipelineArguments
-    from meditod_hub.runs import write_run_files
+    from meditod_hub.apps.assistant import PipelineArguments
+    from meditod_hub.models.runs import write_run_files
 
     for task in TASKS:  # the runs give family and budgets; the weights are the server's
         write_run_files(tmp_path / task, {"model": "m", "task": task, "family": "llama",

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub import agreement as A
+from meditod_hub.data.tasks import get_task
+from meditod_hub.data.views import view_rows
 from meditod_hub.errors import MeditodError
-from meditod_hub.tasks import get_task
-from meditod_hub.views import view_rows
+from meditod_hub.evaluation import agreement as A
 
 PROJECT = Path(__file__).resolve().parent.parent
 

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from helpers import labels_of
 
-from meditod_hub.annotate.serve import AnnotateArguments, build_settings, listening_socket
-from meditod_hub.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
+from meditod_hub.apps.annotate.serve import AnnotateArguments, build_settings, listening_socket
+from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
+from meditod_hub.data.state import fold_states
 from meditod_hub.errors import MeditodError, UsageError
-from meditod_hub.state import fold_states
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -33,11 +34,6 @@ def release(embedded_release, release_copy) -> Path:
 def client(release) -> TestClient:
     app = create_app(PortalSettings(source=release, allowed_hosts=LOOPBACK_HOSTS))
     return TestClient(app, base_url="http://127.0.0.1")
-
-
-def labels_of(opened: dict) -> list:
-    return [u["nlu"] if u["speaker"] == "patient" else u["actions"]
-            for u in opened["dialogue"]["utterances"]]
 
 
 def test_the_pages_and_every_module_they_import_are_served(client):
@@ -60,7 +56,7 @@ def test_the_pages_and_every_module_they_import_are_served(client):
         module = client.get(f"/static/{name}")
         assert module.status_code == 200, name
         todo += re.findall(r'from "\./([\w-]+\.js)"', module.text)
-    shipped = {p.name for p in (PROJECT / "meditod_hub" / "annotate" / "static").glob("*.js")}
+    shipped = {p.name for p in (PROJECT / "meditod_hub" / "apps" / "annotate" / "static").glob("*.js")}
     assert seen == shipped, f"modules no page imports: {shipped - seen}"
 
 
@@ -68,8 +64,8 @@ def test_static_files_and_questions_ship_as_package_data():
     import tomllib
 
     declared = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"]["meditod_hub.annotate"]
-    folder = PROJECT / "meditod_hub" / "annotate"
+        "package-data"]["meditod_hub.apps.annotate"]
+    folder = PROJECT / "meditod_hub" / "apps" / "annotate"
     shipped = {p.relative_to(folder).as_posix() for p in folder.rglob("*")
                if p.is_file() and p.suffix not in (".py", ".pyc")}
     assert shipped, "no data files found"
@@ -197,7 +193,7 @@ def test_on_a_space_each_annotator_labels_their_own_copy(space_client, release):
 
 
 def test_an_account_name_that_is_not_a_folder_name_is_refused(tmp_path):
-    from meditod_hub.annotate.hosted import annotator_folder
+    from meditod_hub.apps.annotate.hosted import annotator_folder
 
     assert annotator_folder(tmp_path, "ann-1.x") == tmp_path / "annotators" / "ann-1.x"
     for name in ("../etc", "", "a/b", ".hidden"):
@@ -231,8 +227,8 @@ def test_space_mode_is_refused_off_a_space_and_without_a_private_backup(monkeypa
 def test_the_annotate_command_is_registered_and_documents_its_flags():
     from meditod_hub.cli import COMMANDS
 
-    assert COMMANDS["annotate"][0] == "meditod_hub.annotate.serve"
-    assert COMMANDS["agreement"][0] == "meditod_hub.agreement"
+    assert COMMANDS["annotate"][0] == "meditod_hub.apps.annotate.serve"
+    assert COMMANDS["agreement"][0] == "meditod_hub.evaluation.agreement"
     out = subprocess.run([sys.executable, "-m", "meditod_hub.cli", "annotate", "-h"], cwd=PROJECT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
@@ -314,7 +310,7 @@ def test_the_token_is_printed_once_in_the_link_and_the_warning_says_reading_is_e
         release, monkeypatch, capsys):
     import uvicorn
 
-    from meditod_hub.annotate import serve
+    from meditod_hub.apps.annotate import serve
 
     monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
     assert serve.main(["--source", str(release), "--host", "0.0.0.0", "--port", "0",

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from meditod_hub import train as T
-from meditod_hub.annotate.assist import Assistant
-from meditod_hub.annotate.server import PortalSettings, create_app
-from meditod_hub.dataset import load_split
+from meditod_hub.apps.annotate.assist import Assistant
+from meditod_hub.apps.annotate.server import PortalSettings, create_app
+from meditod_hub.data.dataset import load_split
 from meditod_hub.errors import UsageError
-from meditod_hub.predictor import ModelSpec, load_predictor
+from meditod_hub.models import train as T
+from meditod_hub.models.predictor import ModelSpec, load_predictor
 
 PROJECT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -55,7 +55,7 @@ def transcript(dialogue: dict) -> str:
 @pytest.mark.slow
 def test_accepting_every_suggestion_reproduces_the_models_predictions(
         runs, embedded_release, release_copy, tmp_path):
-    from meditod_hub.build import BuildArguments, build
+    from meditod_hub.data.build import BuildArguments, build
 
     release = release_copy(embedded_release)
     nlu, pol = (Recording(load_predictor(ModelSpec(str(runs[t])), t)) for t in ("nlu", "pol"))

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub import cmas
-from meditod_hub.annotate import schema as annotate_schema
-from meditod_hub.annotate.jsondoc import JsonDocument, Layout, replace_value
-from meditod_hub.annotate.store import (
+from meditod_hub.apps.annotate import schema as annotate_schema
+from meditod_hub.apps.annotate.jsondoc import JsonDocument, Layout, replace_value
+from meditod_hub.apps.annotate.store import (
     VOCABULARY_FILE,
     ReleaseStore,
     SaveConflict,
@@ -30,9 +29,10 @@ from meditod_hub.annotate.store import (
     states_after,
     with_labels,
 )
+from meditod_hub.data import cmas
+from meditod_hub.data.release import DRAFT_KEY, ReleaseError, read_release
 from meditod_hub.errors import MeditodError
 from meditod_hub.files import stale_partials
-from meditod_hub.release import DRAFT_KEY, ReleaseError, read_release
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -280,7 +280,7 @@ def test_a_failure_between_write_and_rename_leaves_the_previous_file(release, mo
 
 KILLED_MID_SAVE = """
 import json, os, sys
-from meditod_hub.annotate.store import ReleaseStore, label_of
+from meditod_hub.apps.annotate.store import ReleaseStore, label_of
 store = ReleaseStore(sys.argv[1])
 opened = store.open("9001")
 labels = [label_of(u) for u in opened["dialogue"]["utterances"]]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,19 +19,16 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import scripted_assistant
+from helpers import CHROMIUM, CHROMIUM_ARGS, browser_or_skip, free_port, scripted_assistant
 
-from meditod_hub import webapp
-from meditod_hub.assistant import OPENING_LINE
+from meditod_hub.apps import webapp
+from meditod_hub.apps.assistant import OPENING_LINE
 from meditod_hub.errors import UsageError
 from meditod_hub.files import RECORD
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 PROJECT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 # --- settings ------------------------------------------------------------------------------------
@@ -116,31 +112,10 @@ def test_exports_hold_the_conversation_and_its_tracked_state(tmp_path):
 
 
 # --- the browser -----------------------------------------------------------------------------------
-def _browser_or_skip():
-    problem = None
-    if not CHROMIUM.exists():
-        problem = f"no browser at {CHROMIUM} (apt-get install chromium)"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            problem = "the playwright package is missing (pip install -e '.[test]')"
-    if problem and os.environ.get("CI") == "true":
-        pytest.fail(f"{problem}: CI must run the browser test")
-    if problem:
-        pytest.skip(problem)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def app_url(tiny_runs, tmp_path):  # noqa: F811
-    _browser_or_skip()
-    port = _free_port()
+    browser_or_skip()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEDITOD_", "GRADIO_"))}
     env.update({f"MEDITOD_{t.upper()}": str(tiny_runs / t) for t in ("nlu", "pol", "nlg")},
                GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
@@ -302,7 +277,7 @@ def test_the_reply_streams_and_the_action_history_and_exports_hold_the_conversat
         browser.close()
     assert [t["patient_text"] for t in record["turns"]] == lines
     assert [t["reply"] for t in record["turns"]] == [r.strip() for r in replies]
-    from meditod_hub.state_view import actions_line
+    from meditod_hub.apps.state_view import actions_line
 
     assert [actions_line(t["actions"]) for t in record["turns"]] == history
     for line, reply in zip(lines, replies):

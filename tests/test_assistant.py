@@ -16,10 +16,10 @@ import pytest
 from datasets import load_dataset
 from helpers import scripted_assistant, weights_digest
 
-from meditod_hub.assistant import MAX_PATIENT_CHARS, NO_REPLY
+from meditod_hub.apps.assistant import MAX_PATIENT_CHARS, NO_REPLY
+from meditod_hub.data.views import FEATURES
 from meditod_hub.errors import UsageError
-from meditod_hub.predictor import ModelSpec, load_predictor
-from meditod_hub.views import FEATURES
+from meditod_hub.models.predictor import ModelSpec, load_predictor
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TASKS = ("nlu", "pol", "nlg")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from datasets import load_dataset
 
-from meditod_hub.release import read_release
-from meditod_hub.state import fold_states
+from meditod_hub.data.release import read_release
+from meditod_hub.data.state import fold_states
 
 SAMPLE_ROWS = {"train": 51, "validation": 53, "test": 74}
 
@@ -111,8 +111,8 @@ def test_parquet_schema_and_card_metadata_are_what_datasets_writes(config):
     from datasets.info import DatasetInfosDict
     from huggingface_hub import DatasetCardData
 
-    from meditod_hub.build import arrow_schema, card_dataset_info
-    from meditod_hub.views import features
+    from meditod_hub.data.build import arrow_schema, card_dataset_info
+    from meditod_hub.data.views import features
 
     theirs = features(config).arrow_schema
     ours = arrow_schema(config)
@@ -133,7 +133,7 @@ def test_parquet_schema_and_card_metadata_are_what_datasets_writes(config):
 def test_the_pyarrow_reader_equals_load_dataset(request, build):
     """`dataset.read_parquet_split` (every command's reader, and the fallback for `datasets`
     older than 4.7) gives exactly what `load_dataset` gives."""
-    from meditod_hub.dataset import available_splits, read_parquet_split
+    from meditod_hub.data.dataset import available_splits, read_parquet_split
 
     folder = request.getfixturevalue(build)
     for config in ("dialogues", "nlu", "pol", "nlg"):

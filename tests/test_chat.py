@@ -13,25 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import scripted_assistant
+from helpers import echo_assistant
 
-from meditod_hub.assistant import OPENING_LINE
-from meditod_hub.chat import converse, turn_report
+from meditod_hub.apps.assistant import OPENING_LINE
+from meditod_hub.apps.chat import converse, turn_report
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 PROJECT = Path(__file__).resolve().parent.parent
 LINES = ["I have had a cough for ten days.", "", "x" * 20_000, "Tengo tos", "🤒🤧😷"]
-
-
-def echo_assistant():
-    def answer(task, row):
-        if task == "nlu":
-            return [{"intent": "inform", "slots": {"positive_symptom": [{"value": "cough"}]}}], True
-        if task == "pol":
-            return [{"action": "inquire", "symptom": [{"value": "fever"}]}], True
-        return "Any fever?\nAnd chills?", True
-    return scripted_assistant(answer)[0]
 
 
 def test_piped_lines_read_as_a_transcript_and_commands_work():

@@ -94,7 +94,7 @@ def test_every_numeric_flag_declares_its_bounds():
     (["--bogus", "1"], "unrecognized arguments: --bogus 1"),
 ])
 def test_a_bad_value_is_a_one_line_usage_error_before_any_work(argv, phrase):
-    from meditod_hub.predict import PredictArguments
+    from meditod_hub.models.predict import PredictArguments
 
     with pytest.raises(UsageError) as error:
         cli.parse_args((PredictArguments,), ["--model_path", "m", "--task", "nlu", "--out", "o",
@@ -105,8 +105,8 @@ def test_a_bad_value_is_a_one_line_usage_error_before_any_work(argv, phrase):
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "-inf"])
 def test_every_timeout_and_rate_is_positive_and_finite(value):
-    from meditod_hub.chat import ChatArguments
-    from meditod_hub.fewshot.run import FewshotArguments
+    from meditod_hub.apps.chat import ChatArguments
+    from meditod_hub.evaluation.fewshot.run import FewshotArguments
 
     for flag in ("--request_timeout", "--max_tokens", "--context_window", "--concurrency"):
         with pytest.raises(UsageError, match=f"argument {flag}: must be"):
@@ -118,7 +118,7 @@ def test_every_timeout_and_rate_is_positive_and_finite(value):
 
 
 def test_hyphenated_flags_and_boolean_switches_still_parse():
-    from meditod_hub.evaluate import EvaluateArguments
+    from meditod_hub.evaluation.evaluate import EvaluateArguments
 
     (args,) = cli.parse_args((EvaluateArguments,), ["--task", "nlu", "--predictions", "p",
                                                     "--out", "o", "--judge-threshold", "0.5",

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from meditod_hub import cli
-from meditod_hub import train as T
 from meditod_hub.errors import UsageError
+from meditod_hub.models import train as T
 
 PROJECT = Path(__file__).resolve().parent.parent
 # Targets that run pip, ruff, pytest, the bench scripts or the demo script, not one subcommand.
@@ -68,7 +68,7 @@ def test_model_and_task_name_one_recipe(in_project):
     command = T.resolve_command(["tiny-llama", "pol", "--learning_rate=1e-3"])
     assert command.recipes == [Path("recipes/tiny-llama/pol.yaml")]
     assert command.overrides == ["--learning_rate=1e-3"] and command.gpus == 1
-    assert command.launcher() == [sys.executable, "-m", "meditod_hub.train"]
+    assert command.launcher() == [sys.executable, "-m", "meditod_hub.models.train"]
 
 
 def test_model_alone_trains_the_three_tasks_in_turn(in_project):
@@ -103,7 +103,7 @@ def test_gpus_launch_accelerate_with_the_ddp_config(in_project, monkeypatch):
     (argv,) = launched
     assert argv[:8] == [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
                         "recipes/accelerate/ddp.yaml", "--num_processes", "2", "-m"]
-    assert argv[8:] == ["meditod_hub.train", "recipes/flan-t5-base/nlu.yaml",
+    assert argv[8:] == ["meditod_hub.models.train", "recipes/flan-t5-base/nlu.yaml",
                         "--learning_rate=5e-5"]
 
 

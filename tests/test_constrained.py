@@ -1,4 +1,4 @@
-"""Constrained decoding (`meditod_hub.constrained`): grammars generated from cmas, gold answers
+"""Constrained decoding (`meditod_hub.models.constrained`): grammars generated from cmas, gold answers
 inside them, random tiny models whose free output breaks the format and whose constrained output
 parses and stays inside CMAS, vocabularies, free NLG, the real Llama-3 tokenizer, and the
 structured-output request a server receives (tests/chat_server.py). Offline, CPU."""
@@ -12,13 +12,13 @@ import pytest
 from chat_server import ChatServer
 from datasets import load_dataset
 
-from meditod_hub import cmas
-from meditod_hub import constrained as C
+from meditod_hub.data import cmas
+from meditod_hub.data.release import label_errors
 from meditod_hub.errors import UsageError
-from meditod_hub.families import FAMILIES, Budget
-from meditod_hub.formats import chat
-from meditod_hub.predictor import DecodeOptions, LocalPredictor, ServedPredictor
-from meditod_hub.release import label_errors
+from meditod_hub.models import constrained as C
+from meditod_hub.models.families import FAMILIES, Budget
+from meditod_hub.models.formats import chat
+from meditod_hub.models.predictor import DecodeOptions, LocalPredictor, ServedPredictor
 
 xgr = pytest.importorskip("xgrammar")
 
@@ -118,7 +118,7 @@ def test_the_in_context_answer_grammar_and_schema_hold_every_gold_exemplar(sampl
                                                                           tiny_models):
     from transformers import AutoTokenizer
 
-    from meditod_hub.fewshot.prompts import exemplar_answer
+    from meditod_hub.evaluation.fewshot.prompts import exemplar_answer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
     for task in ("nlu", "pol"):
@@ -259,8 +259,8 @@ def test_the_grammar_masks_correctly_on_the_real_llama3_vocabulary(sample_build)
 def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_models,
                                                                          embedded_build, tmp_path,
                                                                          capsys):
-    from meditod_hub import predict as P
     from meditod_hub.errors import run_main
+    from meditod_hub.models import predict as P
 
     out = tmp_path / "predictions-constrained.jsonl"
     assert run_main(P.main, ["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama",
@@ -279,7 +279,7 @@ def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_m
 # --- served models -----------------------------------------------------------------------------
 
 def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
-    from meditod_hub.endpoint import Endpoint
+    from meditod_hub.models.endpoint import Endpoint
 
     def predict_rows_via_endpoint(endpoint, fam, task, data, budget, server_kind=None):
         decode = DecodeOptions(constrained=server_kind is not None, server_kind=server_kind)
@@ -324,8 +324,8 @@ def test_openai_gets_a_wrapped_json_schema_and_its_answer_is_unwrapped():
 # --- the setting travels with the files -------------------------------------------------------
 
 def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_build):
-    from meditod_hub.evaluate import EvaluateArguments, evaluate
-    from meditod_hub.records import (
+    from meditod_hub.evaluation.evaluate import EvaluateArguments, evaluate
+    from meditod_hub.evaluation.records import (
         Prediction,
         PredictionsError,
         decoding_constrained,
@@ -357,7 +357,7 @@ def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_bu
 def load_run(folder: Path):
     from transformers import AutoTokenizer
 
-    from meditod_hub.runs import run_settings
+    from meditod_hub.models.runs import run_settings
 
     info, recipe = run_settings(folder)
     family = FAMILIES[info["family"]]
@@ -388,7 +388,7 @@ def test_the_grammar_never_changes_an_answer_that_already_parses_and_validates(
 def test_the_assistant_acts_on_every_realistic_patient_line(tiny_runs):
     """The README's patient lines (and more in its words), constrained by default: NLU and POL
     parse on every turn and the doctor has actions to say every time."""
-    from meditod_hub.assistant import Assistant, PipelineArguments
+    from meditod_hub.apps.assistant import Assistant, PipelineArguments
 
     specs = PipelineArguments(*(str(tiny_runs / task) for task in ("nlu", "pol", "nlg"))).specs()
     assert all(spec.decode.constrained for spec in specs), "the assistant constrains by default"

@@ -14,11 +14,11 @@ import pytest
 from datasets import load_dataset
 from helpers import scripted_assistant
 
-from meditod_hub.assistant import PipelineArguments
-from meditod_hub.eval_cascade import EvalCascadeArguments, card_section, evaluate_cascade
-from meditod_hub.eval_cascade import main as eval_cascade
+from meditod_hub.apps.assistant import PipelineArguments
+from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, card_section, evaluate_cascade
+from meditod_hub.evaluation.eval_cascade import main as eval_cascade
 from meditod_hub.files import RECORD
-from meditod_hub.runs import RunError
+from meditod_hub.models.runs import RunError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -113,7 +113,7 @@ def test_the_command_on_the_tiny_runs_writes_both_columns(cascade_out):
 def test_the_card_of_a_run_in_the_cascade_gets_its_table(cascade_out, tiny_runs, tmp_path):
     from helpers import POL_RESULTS
 
-    from meditod_hub.publish import dry_run
+    from meditod_hub.publishing.publish import dry_run
 
     run = tmp_path / "pol"
     shutil.copytree(tiny_runs / "pol", run, ignore=shutil.ignore_patterns("checkpoints"))

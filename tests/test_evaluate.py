@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub.dataset import load_split
+from meditod_hub.data.dataset import load_split
+from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import run_main
-from meditod_hub.evaluate import main
-from meditod_hub.tasks import TASKS
+from meditod_hub.evaluation.evaluate import main
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,17 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import digests, expect, record, run_case, write_release
+from helpers import digests, echo_assistant, expect, labels_of, record, run_case, write_release, write_run
 
-from meditod_hub import build as B
-from meditod_hub import evaluate as E
-from meditod_hub import hub as H
-from meditod_hub import predict as P
-from meditod_hub import publish as U
-from meditod_hub import train as T
+from meditod_hub.data import build as B
+from meditod_hub.data.synthetic import generate_release
 from meditod_hub.errors import run_main
+from meditod_hub.evaluation import evaluate as E
 from meditod_hub.files import record_output
-from meditod_hub.synthetic import generate_release
+from meditod_hub.models import predict as P
+from meditod_hub.models import train as T
+from meditod_hub.publishing import hub as H
+from meditod_hub.publishing import publish as U
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -214,7 +214,7 @@ def test_an_absurdly_long_utterance_is_reported_and_built(tmp_path, capsys):
 
 def test_rows_written_in_context_bounded_chunks_are_the_same_rows(tmp_path, monkeypatch):
     """A long context splits a dialogue's rows over several writes; the dataset must not change."""
-    from meditod_hub.dataset import available_splits, read_parquet_split
+    from meditod_hub.data.dataset import available_splits, read_parquet_split
     release = write_release(tmp_path / "release")
     whole = B.build(B.BuildArguments(source=release, out=tmp_path / "whole"))
     monkeypatch.setattr(B, "ROW_GROUP_BYTES", 1)  # every row its own chunk
@@ -247,7 +247,7 @@ def test_push_of_a_missing_folder_is_refused(tmp_path, capsys):
 @pytest.fixture
 def predictions(embedded_build, tmp_path) -> Path:
     """Gold NLU labels of the test split as a predictions file."""
-    from meditod_hub.dataset import load_split
+    from meditod_hub.data.dataset import load_split
 
     path = tmp_path / "predictions.jsonl"
     path.write_text("".join(json.dumps({"id": r["id"], "prediction": r["nlu"], "raw": "",
@@ -527,7 +527,6 @@ YAML_DAMAGE = {**DAMAGE, "truncated": lambda p: p.write_text("a: [1, "),
 
 
 def _evaluated_run(path: Path) -> Path:
-    from test_model_card import write_run
 
     run = write_run(path)
     (run / "adapter_config.json").write_text("{}")
@@ -548,7 +547,7 @@ def fake_model_run(tmp_path) -> Path:
 
 
 def _no_model_loads(monkeypatch):
-    from meditod_hub import predictor
+    from meditod_hub.models import predictor
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded: the damaged file went unnoticed")
@@ -557,7 +556,7 @@ def _no_model_loads(monkeypatch):
 
 # (command, file damaged, damages, argv builder(ctx) -> (main, argv, damaged path, protect))
 def _agreement(ctx):
-    from meditod_hub import agreement
+    from meditod_hub.evaluation import agreement
 
     a = write_release(ctx.tmp / "a")
     b = write_release(ctx.tmp / "b")
@@ -621,7 +620,7 @@ def _publish_record(ctx):
 
 
 def _fewshot_run_info(ctx):
-    from meditod_hub.fewshot import run as fewshot
+    from meditod_hub.evaluation.fewshot import run as fewshot
 
     out = ctx.tmp / "fewshot"
     out.mkdir()
@@ -631,14 +630,14 @@ def _fewshot_run_info(ctx):
 
 
 def _chat_run_info(ctx):
-    from meditod_hub import chat
+    from meditod_hub.apps import chat
 
     return chat.main, ["--nlu", ctx.model_run, "--pol", ctx.model_run, "--nlg", ctx.model_run], \
         ctx.model_run / "run_info.json", []
 
 
 def _cascade_run_info(ctx):
-    from meditod_hub import eval_cascade
+    from meditod_hub.evaluation import eval_cascade
 
     return eval_cascade.main, ["--nlu", ctx.model_run, "--pol", ctx.model_run, "--nlg",
                                ctx.model_run, "--data", ctx.build, "--out", ctx.tmp / "c"], \
@@ -646,7 +645,7 @@ def _cascade_run_info(ctx):
 
 
 def _space_run_info(ctx):
-    from meditod_hub import space
+    from meditod_hub.publishing import space
 
     run = ctx.model_run
     (run / "model.safetensors").write_bytes(b"x")
@@ -655,7 +654,7 @@ def _space_run_info(ctx):
 
 
 def _annotate_dialogs(ctx):
-    from meditod_hub.annotate import serve
+    from meditod_hub.apps.annotate import serve
 
     release = write_release(ctx.tmp / "release")
     return serve.main, ["--source", release, "--port", "0"], release / "dialogs.json", []
@@ -793,7 +792,7 @@ def test_a_full_disk_while_writing_names_the_file_and_keeps_the_old_one(
         assert run_main(E.main, _eval(embedded_build, predictions, out)) == 0
         main, argv = E.main, _eval(embedded_build, predictions, out)
     elif command == "train run files":
-        from meditod_hub.runs import write_run_files
+        from meditod_hub.models.runs import write_run_files
 
         out = tmp_path / "run" / "run_info.json"
         write_run_files(out.parent, {"task": "nlu"}, {"seed": 1})
@@ -820,9 +819,7 @@ def test_a_full_disk_while_writing_names_the_file_and_keeps_the_old_one(
 def test_chat_skips_a_line_that_is_not_utf8_and_goes_on(capsys):
     import io
 
-    from test_chat import echo_assistant
-
-    from meditod_hub.chat import converse
+    from meditod_hub.apps.chat import converse
 
     stdin = io.TextIOWrapper(io.BytesIO(b"I have a cough.\n\xff\xfe\xc3 fever\nNo fever.\n"),
                              encoding="utf-8", errors="surrogateescape")
@@ -837,9 +834,7 @@ def test_chat_skips_a_line_that_is_not_utf8_and_goes_on(capsys):
 def test_chat_reads_stdin_so_that_a_bad_byte_cannot_end_it(monkeypatch, capsys):
     import io
 
-    from test_chat import echo_assistant
-
-    from meditod_hub import chat
+    from meditod_hub.apps import chat
 
     stdin = io.TextIOWrapper(io.BytesIO(b"\xff\xfe\n\xe9t\xe9\nI cough.\n"), encoding="utf-8")
     monkeypatch.setattr(sys, "stdin", stdin)
@@ -856,9 +851,8 @@ def test_chat_reads_stdin_so_that_a_bad_byte_cannot_end_it(monkeypatch, capsys):
 def test_annotate_damaged_provenance_refuses_the_save_before_writing(damage, embedded_release,
                                                                      release_copy):
     from fastapi.testclient import TestClient
-    from test_annotate_app import labels_of
 
-    from meditod_hub.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
+    from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
 
     release = release_copy(embedded_release)
     client = TestClient(create_app(PortalSettings(source=release, allowed_hosts=LOOPBACK_HOSTS)),
@@ -890,7 +884,7 @@ def test_fewshot_damaged_answer_cache_is_named_before_any_request(damage, embedd
                                                                   tmp_path, capsys):
     import sqlite3
 
-    from meditod_hub.fewshot import run as fewshot
+    from meditod_hub.evaluation.fewshot import run as fewshot
 
     cache = tmp_path / "answers.sqlite"
     if damage == "wrong schema":
@@ -933,7 +927,7 @@ def test_predict_damaged_model_files_are_named(case, run_folder, embedded_build,
                                   "no layer for a non-paper model"])
 def test_a_bad_bertscore_model_is_refused_before_scoring(command, case, embedded_build,
                                                          fake_model_run, tmp_path, capsys):
-    from meditod_hub import eval_cascade
+    from meditod_hub.evaluation import eval_cascade
 
     model, layer = {"missing folder": (tmp_path / "nope", "1"),
                     "a file": (tmp_path / "afile", "1"),
@@ -959,9 +953,9 @@ def test_a_bad_bertscore_model_is_refused_before_scoring(command, case, embedded
                                   "publish --run", "annotate --source"])
 def test_a_file_where_a_folder_belongs_and_back(case, embedded_build, fake_model_run, tmp_path,
                                                 capsys):
-    from meditod_hub import agreement, eval_cascade
-    from meditod_hub.annotate import serve
-    from meditod_hub.fewshot import run as fewshot
+    from meditod_hub.apps.annotate import serve
+    from meditod_hub.evaluation import agreement, eval_cascade
+    from meditod_hub.evaluation.fewshot import run as fewshot
 
     afile, folder = tmp_path / "afile", tmp_path / "folder"
     afile.write_text("mine")
@@ -1049,7 +1043,7 @@ SENTINEL_TOKEN = "hf_sweepSECRETtoken0123456789abcdef"
 def test_a_failing_command_never_shows_or_writes_a_key(case, embedded_build, fake_model_run,
                                                        tiny_models, tiny_retriever, tmp_path,
                                                        capsys, monkeypatch):
-    from meditod_hub.fewshot import run as fewshot
+    from meditod_hub.evaluation.fewshot import run as fewshot
 
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_KEY)
     monkeypatch.setenv("HF_TOKEN", SENTINEL_TOKEN)

@@ -18,8 +18,8 @@ import re
 import pytest
 from datasets import load_dataset
 
-from meditod_hub import cmas
-from meditod_hub.fewshot import prompts as P
+from meditod_hub.data import cmas
+from meditod_hub.evaluation.fewshot import prompts as P
 
 PINNED = {  # task: (test row, exemplar rows most similar first, sha256 of json.dumps(messages))
     "nlu": ("407-5", ["115-9", "115-77", "115-57", "115-87", "115-63"],

@@ -1,6 +1,6 @@
 """Exemplar retrieval: last-turn keys, CLS + normalise + inner product as the authors computed it,
 never the query's own dialogue, pool embeddings cached on disk. The retriever is a tiny
-sentence-transformers BERT built offline here (`meditod_hub.tiny.build_retriever`)."""
+sentence-transformers BERT built offline here (`meditod_hub.models.tiny.build_retriever`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 from datasets import load_dataset
 
-from meditod_hub.fewshot.prompts import last_turn
-from meditod_hub.fewshot.retrieval import ExemplarPool, Retriever
+from meditod_hub.evaluation.fewshot.prompts import last_turn
+from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool, Retriever
 
 
 def split_rows(build, task, split):

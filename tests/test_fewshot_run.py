@@ -14,8 +14,8 @@ from chat_server import ChatServer
 from datasets import load_dataset
 
 from meditod_hub.errors import run_main
-from meditod_hub.fewshot import prompts as P
-from meditod_hub.fewshot.run import TokenCounter, main
+from meditod_hub.evaluation.fewshot import prompts as P
+from meditod_hub.evaluation.fewshot.run import TokenCounter, main
 
 
 @pytest.fixture
@@ -118,7 +118,7 @@ def test_unparsable_answers_are_counted_as_structure_violations(argv, tmp_path, 
 
 def test_constrained_is_its_own_setting_and_the_server_receives_the_grammar(argv, embedded_build,
                                                                            tmp_path, capsys):
-    from meditod_hub import constrained as C
+    from meditod_hub.models import constrained as C
 
     out = tmp_path / "out" / "nlu-constrained"
     with ChatServer() as server:
@@ -242,7 +242,7 @@ def test_the_authors_prompts_go_unchanged_unless_a_window_is_known(argv, tmp_pat
 
 
 def test_llama3_models_are_counted_with_the_packaged_llama3_tokenizer(argv, tmp_path, capsys):
-    from meditod_hub.llama3 import NAME, llama3_tokenizer
+    from meditod_hub.models.llama3 import NAME, llama3_tokenizer
 
     args = without(without(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run"), "--tokenizer"),
                    "--context_window")
@@ -297,7 +297,7 @@ def test_a_dry_runs_requests_never_sit_beside_real_results(argv, tmp_path, capsy
 
 
 def test_the_default_out_of_a_served_folder_is_its_last_two_names(tmp_path, monkeypatch):
-    from meditod_hub.fewshot.run import FewshotArguments
+    from meditod_hub.evaluation.fewshot.run import FewshotArguments
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs" / "tiny-llama" / "nlu").mkdir(parents=True)
@@ -312,8 +312,8 @@ def test_the_default_out_of_a_served_folder_is_its_last_two_names(tmp_path, monk
 
 def test_a_retriever_that_is_not_on_this_machine_fails_at_once_naming_the_local_one():
     from meditod_hub.errors import MeditodError
-    from meditod_hub.fewshot.retrieval import Retriever
-    from meditod_hub.metrics.judges import bundled_minilm_path
+    from meditod_hub.evaluation.fewshot.retrieval import Retriever
+    from meditod_hub.evaluation.metrics.judges import bundled_minilm_path
 
     with pytest.raises(MeditodError) as failure:
         Retriever("meditod-tests/a-retriever-nobody-has")

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from meditod_hub.data.release import read_release
+from meditod_hub.data.tasks import TASKS
+from meditod_hub.data.views import view_rows
 from meditod_hub.errors import UsageError
-from meditod_hub.formats import ParseResult, chat, context_lines
-from meditod_hub.release import read_release
-from meditod_hub.tasks import TASKS
-from meditod_hub.views import view_rows
+from meditod_hub.models.formats import ParseResult, chat, context_lines
 
 
 def _context(*texts: str) -> list[dict]:

@@ -10,8 +10,10 @@ import json
 
 import pytest
 
-from meditod_hub.formats import ParseResult
-from meditod_hub.formats.pptod import (
+from meditod_hub.data.release import read_release
+from meditod_hub.data.views import view_rows
+from meditod_hub.models.formats import ParseResult
+from meditod_hub.models.formats.pptod import (
     SpanValueError,
     parse_actions,
     parse_nlu,
@@ -19,8 +21,6 @@ from meditod_hub.formats.pptod import (
     serialise_nlu,
     serialise_state,
 )
-from meditod_hub.release import read_release
-from meditod_hub.views import view_rows
 
 NLU = [
     {"intent": "inform", "slots": {

@@ -14,11 +14,13 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
+from meditod_hub.data.release import read_release
+from meditod_hub.data.views import view_rows
 from meditod_hub.errors import UsageError
-from meditod_hub.families import FAMILIES, SPAN_FAMILIES, Budget, get_family
-from meditod_hub.formats import context_lines
-from meditod_hub.formats.fit import BudgetError, fit_to_budget, special_ids
-from meditod_hub.formats.pptod import (
+from meditod_hub.models.families import FAMILIES, SPAN_FAMILIES, Budget, get_family
+from meditod_hub.models.formats import context_lines
+from meditod_hub.models.formats.fit import BudgetError, fit_to_budget, special_ids
+from meditod_hub.models.formats.pptod import (
     ACTION_SPAN,
     MARKERS,
     NLU_SPAN,
@@ -27,9 +29,7 @@ from meditod_hub.formats.pptod import (
     serialise_state,
     unwrap,
 )
-from meditod_hub.formats.span_models import state_order
-from meditod_hub.release import read_release
-from meditod_hub.views import view_rows
+from meditod_hub.models.formats.span_models import state_order
 
 
 def _utt(uid, speaker, text, label):

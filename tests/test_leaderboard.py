@@ -18,14 +18,25 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    HUB_DATASET,
+    RESULTS,
+    STRANGER,
+    add_foreign_models,
+    browser_or_skip,
+    card,
+    free_port,
+    meditod,
+    publish_tiny_runs,
+    write_run,
+)
 from hub_server import WRITE_TOKEN, HubServer
-from test_app import CHROMIUM, CHROMIUM_ARGS, _browser_or_skip, _free_port
-from test_publish import tiny_base  # noqa: F401 - the fixture, used by name
-from test_results import DATASET, STRANGER, add_foreign_models, card, meditod, publish_tiny_runs
 
-from meditod_hub import leaderboard as L
 from meditod_hub.errors import UsageError
-from meditod_hub.results import Report, Row, paper_rows
+from meditod_hub.evaluation.results import Report, Row, paper_rows
+from meditod_hub.publishing import leaderboard as L
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -58,37 +69,37 @@ def test_filters_keep_the_chosen_rows_and_sort_best_first():
 
 def test_upload_is_a_private_gradio_space_that_names_the_dataset(hub_server, tmp_path):
     env = hub_server.client_env(tmp_path)
-    done = meditod(env, "leaderboard", "--repo", "org/leaderboard", "--dataset", DATASET,
+    done = meditod(env, "leaderboard", "--repo", "org/leaderboard", "--dataset", HUB_DATASET,
                    "--refresh_minutes", "15")
     assert done.returncode == 0, done.stderr[-2000:]
     assert WRITE_TOKEN not in done.stdout + done.stderr
     assert hub_server.repo("space", "org/leaderboard").private
     files = hub_server.files("space", "org/leaderboard")
-    assert {"app.py", "requirements.txt", "README.md", L.SETTINGS_FILE, "meditod_hub/results.py",
-            "meditod_hub/leaderboard.py", "meditod_hub/paper_results.py"} <= set(files)
+    assert {"app.py", "requirements.txt", "README.md", L.SETTINGS_FILE, "meditod_hub/evaluation/results.py",
+            "meditod_hub/publishing/leaderboard.py", "meditod_hub/evaluation/paper_results.py"} <= set(files)
     meta = yaml.safe_load(files["README.md"].decode().split("---\n")[1])
-    assert (meta["sdk"], meta["app_file"], meta["datasets"]) == ("gradio", "app.py", [DATASET])
-    assert json.loads(files[L.SETTINGS_FILE]) == {"dataset": DATASET, "models": [],
+    assert (meta["sdk"], meta["app_file"], meta["datasets"]) == ("gradio", "app.py", [HUB_DATASET])
+    assert json.loads(files[L.SETTINGS_FILE]) == {"dataset": HUB_DATASET, "models": [],
                                                   "refresh_minutes": 15.0}
     bad = meditod(env, "leaderboard", "--repo", "org/x", "--dataset", "not a dataset")
     assert bad.returncode == 2 and "not a Hub id" in bad.stderr
 
 
 LATE_CARD = f"""datasets:
-- {DATASET}
+- {HUB_DATASET}
 tags: [meditod, llama]
 model-index:
 - name: late
   results:
   - task: {{type: text-generation, name: MediTOD NLU}}
-    dataset: {{type: {DATASET}, name: MediTOD, config: nlu, split: test}}
+    dataset: {{type: {HUB_DATASET}, name: MediTOD, config: nlu, split: test}}
     metrics:
     - {{type: f1, name: Overall F1, config: f1, value: 0.9876}}
 """
 
 
 def _start(deployed: Path, env: dict, log_path: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+    port = free_port()
     env = {**env, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "GRADIO_TEMP_DIR": str(log_path.parent / "gradio-tmp")}
     log = log_path.open("w")
@@ -118,14 +129,14 @@ def _column(page, name: str) -> list[str]:
 
 
 def test_the_space_in_a_browser_filters_sorts_links_and_refreshes(tmp_path, tiny_base):  # noqa: F811
-    _browser_or_skip()
+    browser_or_skip()
     from playwright.sync_api import sync_playwright
 
     with HubServer(strangers=(STRANGER,)) as hub:
         repos = publish_tiny_runs(hub, tmp_path, tiny_base)
         add_foreign_models(hub)
         env = hub.client_env(tmp_path)
-        done = meditod(env, "leaderboard", "--repo", "org/leaderboard", "--dataset", DATASET,
+        done = meditod(env, "leaderboard", "--repo", "org/leaderboard", "--dataset", HUB_DATASET,
                        "--models", f"{STRANGER}/hidden")
         assert done.returncode == 0, done.stderr[-2000:]
         deployed = tmp_path / "space"
@@ -154,8 +165,8 @@ def test_the_space_in_a_browser_filters_sorts_links_and_refreshes(tmp_path, tiny
                 page = browser.new_page()
                 page.goto(url)
                 page.wait_for_selector(f"#board a:text('{repos['nlu']}')", timeout=60_000)
-                dataset_link = page.locator("#header a", has_text=DATASET)
-                assert dataset_link.get_attribute("href") == f"{hub.url}/datasets/{DATASET}"
+                dataset_link = page.locator("#header a", has_text=HUB_DATASET)
+                assert dataset_link.get_attribute("href") == f"{hub.url}/datasets/{HUB_DATASET}"
                 assert page.locator("#board tr.paper").count() == 12
                 status = page.inner_text("#status")
                 assert "other/no-index (no model-index in its card)" in status
@@ -209,10 +220,9 @@ def test_the_space_in_a_browser_filters_sorts_links_and_refreshes(tmp_path, tiny
 
 def test_a_card_links_to_the_leaderboard_and_declares_constrained_splits(tmp_path):
     from huggingface_hub import ModelCard, constants
-    from test_model_card import RESULTS, write_run
 
-    from meditod_hub.model_card import card_identity, render_model_card
-    from meditod_hub.runs import read_run
+    from meditod_hub.models.runs import read_run
+    from meditod_hub.publishing.model_card import card_identity, render_model_card
 
     run = read_run(write_run(tmp_path / "run", splits={
         "test": {**RESULTS["nlu"], "constrained": True}, "test_ood": RESULTS["nlu"]}))

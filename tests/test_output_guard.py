@@ -16,19 +16,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import PUBLISH_REPO, make_run, offline_env, publish
 from hub_server import WRITE_TOKEN
-from test_publish import REPO, make_run, offline_env, publish, tiny_base  # noqa: F401 (fixture)
 
-from meditod_hub import agreement as A
-from meditod_hub import eval_cascade as EC
-from meditod_hub import evaluate as E
 from meditod_hub import files as F
-from meditod_hub import predict as P
-from meditod_hub import publish as U
-from meditod_hub import train as T
-from meditod_hub.dataset import load_split
+from meditod_hub.data.dataset import load_split
 from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
-from meditod_hub.hub import HubError, refuse_secrets
+from meditod_hub.evaluation import agreement as A
+from meditod_hub.evaluation import eval_cascade as EC
+from meditod_hub.evaluation import evaluate as E
+from meditod_hub.models import predict as P
+from meditod_hub.models import train as T
+from meditod_hub.publishing import publish as U
+from meditod_hub.publishing.hub import HubError, refuse_secrets
 
 PROJECT = Path(__file__).resolve().parent.parent
 EMBEDDED = PROJECT / "data" / "sample"
@@ -198,14 +198,14 @@ def test_publish_card_dir_never_overwrites_a_card_it_did_not_write(run, tmp_path
     card_dir = tmp_path / "site"
     card_dir.mkdir()
     (card_dir / "README.md").write_text("# my site")
-    refused(U.main, ["--run", run, "--repo", REPO, "--dry_run", "--card_dir", card_dir], capsys,
+    refused(U.main, ["--run", run, "--repo", PUBLISH_REPO, "--dry_run", "--card_dir", card_dir], capsys,
             "README.md exists and was written by something other than this kit")
     assert (card_dir / "README.md").read_text() == "# my site"
-    refused(U.main, ["--run", run, "--repo", REPO, "--dry_run", "--card_dir", run / "card"],
+    refused(U.main, ["--run", run, "--repo", PUBLISH_REPO, "--dry_run", "--card_dir", run / "card"],
             capsys, "inside the input folder")
     fresh = tmp_path / "card"
     for _ in range(2):  # its own card is replaced on a rerun
-        assert run_main(U.main, [str(a) for a in ["--run", run, "--repo", REPO, "--dry_run",
+        assert run_main(U.main, [str(a) for a in ["--run", run, "--repo", PUBLISH_REPO, "--dry_run",
                                                   "--card_dir", fresh]]) == EXIT_OK
     assert F.written_by(fresh / "README.md") == "publish"
 
@@ -215,7 +215,7 @@ def test_a_token_in_a_recipe_is_never_printed_written_or_uploaded(run, tmp_path,
     card_dir = tmp_path / "card"
     for flags in (["--dry_run"], ["--dry_run", "--card_dir", str(card_dir)], []):
         env = offline_env(tmp_path) if flags else hub_server.client_env(tmp_path)
-        done = publish(env, "--run", str(run), "--repo", REPO, *flags)
+        done = publish(env, "--run", str(run), "--repo", PUBLISH_REPO, *flags)
         assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
         assert "recipe.yaml" in done.stderr and "contains a Hugging Face token" in done.stderr
         assert FAKE_TOKEN not in done.stdout + done.stderr
@@ -239,7 +239,7 @@ def test_a_pickle_is_never_uploaded(name):
 
 
 def test_training_args_bin_is_left_out_of_every_upload(run, tiny_base, tmp_path):  # noqa: F811
-    from meditod_hub import space as S
+    from meditod_hub.publishing import space as S
 
     (run / "training_args.bin").write_bytes(b"\x80\x04pickle")
     assert "training_args.bin" not in U.run_files(read_run(run))
@@ -250,7 +250,7 @@ def test_training_args_bin_is_left_out_of_every_upload(run, tiny_base, tmp_path)
 
 
 def read_run(path):
-    from meditod_hub.runs import read_run as read
+    from meditod_hub.models.runs import read_run as read
 
     return read(path)
 
@@ -333,7 +333,7 @@ class _Repo:
 
 
 def test_upload_plan_replaces_and_deletes_only_what_the_kit_recorded(tmp_path):
-    from meditod_hub.hub import UPLOAD_RECORD, upload_plan
+    from meditod_hub.publishing.hub import UPLOAD_RECORD, upload_plan
 
     new_space = _Repo(tmp_path, {".gitattributes", "README.md"})  # what the Hub makes
     stale, record = upload_plan(new_space, "org/s", {"README.md", "app.py"}, repo_type="space")
@@ -348,7 +348,7 @@ def test_upload_plan_replaces_and_deletes_only_what_the_kit_recorded(tmp_path):
 
 def test_fewshot_never_writes_into_its_data_or_over_an_evaluation(embedded_build, tmp_path,
                                                                   capsys):
-    from meditod_hub.fewshot import run as FS
+    from meditod_hub.evaluation.fewshot import run as FS
 
     data = tmp_path / "meditod"
     shutil.copytree(embedded_build, data)

@@ -18,14 +18,15 @@ from pathlib import Path
 import meditod_hub
 site, sample, out = sys.argv[1:]
 assert meditod_hub.__file__.startswith(site), meditod_hub.__file__
-from meditod_hub.build import BuildArguments, build
-from meditod_hub.model_card import TEMPLATE
+from meditod_hub.data.build import BuildArguments, build
+from meditod_hub.publishing.card import card_template
 built = build(BuildArguments(source=Path(sample), out=Path(out)))
 package = Path(meditod_hub.__file__).parent
 print(json.dumps({"card": (Path(out) / "README.md").read_text()[:4000],
-                  "model_template": TEMPLATE.is_file(),
-                  "annotate": sorted(p.name for p in (package / "annotate" / "static").iterdir()),
-                  "questions": (package / "annotate" / "questions.json").is_file()}))
+                  "model_template": card_template("model_card.md").is_file(),
+                  "modules": sorted(str(p.relative_to(package)) for p in package.rglob("*.py")),
+                  "annotate": sorted(p.name for p in (package / "apps" / "annotate" / "static").iterdir()),
+                  "questions": (package / "apps" / "annotate" / "questions.json").is_file()}))
 """
 
 
@@ -47,4 +48,9 @@ def test_an_installed_wheel_renders_cards_from_its_own_templates(tmp_path):
     shipped = json.loads(done.stdout.splitlines()[-1])
     assert "# MediTOD-shaped synthetic sample" in shipped["card"] and "configs:" in shipped["card"]
     assert shipped["model_template"] and shipped["questions"]
-    assert {"index.html", "app.js", "app.css"} <= set(shipped["annotate"])
+    assert {"index.html", "main.js", "app.css", "guide.html"} <= set(shipped["annotate"])
+    # Every module of the source tree ships, the templates of the top-level cards/ folder included
+    # (pyproject lists the packages: a new subpackage missing from the list fails here).
+    source = PROJECT / "meditod_hub"
+    expected = {str(p.relative_to(source)) for p in source.rglob("*.py")} | {"cards/__init__.py"}
+    assert set(shipped["modules"]) == expected

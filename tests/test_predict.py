@@ -1,5 +1,5 @@
 """Inference: the predictions-file contract, adapters, batching, stop tokens. Offline, CPU, tiny
-random-weight models from `meditod_hub.tiny` (outputs are mostly unparsable: exactly what the
+random-weight models from `meditod_hub.models.tiny` (outputs are mostly unparsable: exactly what the
 parse-failure accounting must survive)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import json
 import pytest
 from datasets import load_dataset
 
-from meditod_hub import predict as P
-from meditod_hub import predictor as R
 from meditod_hub.errors import run_main
-from meditod_hub.families import FAMILIES
-from meditod_hub.records import read_predictions
+from meditod_hub.evaluation.records import read_predictions
+from meditod_hub.models import predict as P
+from meditod_hub.models import predictor as R
+from meditod_hub.models.families import FAMILIES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -24,7 +24,7 @@ def rows(data, task, split="test"):
 
 def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_build, tmp_path,
                                                           capsys):
-    from meditod_hub.evaluate import main as evaluate
+    from meditod_hub.evaluation.evaluate import main as evaluate
 
     out = tmp_path / "eval" / "test" / "predictions.jsonl"
     P.main(["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama", "--task", "pol",
@@ -135,7 +135,7 @@ def test_cascade_rows_from_gold_upstream_equal_gold_inputs(embedded_build, tmp_p
 
     from datasets import load_dataset
 
-    from meditod_hub.predict import cascade_rows
+    from meditod_hub.models.predict import cascade_rows
 
     nlu = load_dataset(str(embedded_build), "nlu", split="test")
     pol = list(load_dataset(str(embedded_build), "pol", split="test"))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub import train as T
-from meditod_hub.families import FAMILIES, Budget
-from meditod_hub.predictor import DecodeOptions, ModelSpec, load_predictor
-from meditod_hub.runs import RUN_INFO, budget_record, run_budget
+from meditod_hub.models import train as T
+from meditod_hub.models.families import FAMILIES, Budget
+from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
+from meditod_hub.models.runs import RUN_INFO, budget_record, run_budget
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TASKS = ("nlu", "pol", "nlg")
@@ -65,11 +65,11 @@ def as_dicts(predictions) -> dict[str, dict]:
 @pytest.mark.slow
 def test_one_run_predicts_the_same_through_every_command(tiny_runs, embedded_build,
                                                          embedded_release, tmp_path):
-    from meditod_hub.annotate.serve import AnnotateArguments, build_settings
-    from meditod_hub.assistant import Assistant
-    from meditod_hub.dataset import load_split
-    from meditod_hub.eval_cascade import main as eval_cascade
-    from meditod_hub.predict import main as predict
+    from meditod_hub.apps.annotate.serve import AnnotateArguments, build_settings
+    from meditod_hub.apps.assistant import Assistant
+    from meditod_hub.data.dataset import load_split
+    from meditod_hub.evaluation.eval_cascade import main as eval_cascade
+    from meditod_hub.models.predict import main as predict
 
     rows = {task: [r for r in load_split(embedded_build, task, "train")
                    if r["dialogue_id"] in DIALOGUES] for task in TASKS}

@@ -8,7 +8,6 @@ metric values: publishing is about files, revisions and errors, not about the nu
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,69 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import NLU_RESULTS, write_run
+from helpers import NLU_RESULTS, make_run, offline_env, publish
+from helpers import PUBLISH_REPO as REPO
 from hub_server import READ_TOKEN, WRITE_TOKEN, silent_endpoint, unused_endpoint
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-REPO = "local-tester/meditod-tiny-nlu"
-WORDS = ["<unk>", "<pad>", "</s>", "doctor", "patient", "cough", "fever", "since", "when", "yes", "no"]
-
-
-@pytest.fixture(scope="module")
-def tiny_base(tmp_path_factory) -> Path:
-    """A random 2-layer Llama with a word-level tokenizer: a local base model for adapters."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    path = tmp_path_factory.mktemp("tiny-base")
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>",
-                                        pad_token="<pad>", eos_token="</s>")
-    config = LlamaConfig(vocab_size=len(WORDS), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                         pad_token_id=1, eos_token_id=2, bos_token_id=2)
-    LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
-def make_run(folder: Path, base: Path, seed: int = 0, results: dict = NLU_RESULTS,
-             task: str = "nlu") -> Path:
-    """A finished, evaluated tiny LoRA run: adapter, tokenizer, recipe, run info, results."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    torch.manual_seed(seed)
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(base),
-                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
-                                      init_lora_weights=False))
-    model.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(base).save_pretrained(folder)
-    write_run(folder, task=task, model="tiny-llama", base_model=str(base), quantization=None,
-              splits={"test": results, "test_ood": results})
-    (folder / "eval" / "test" / "results.png").write_bytes(b"\x89PNG\r\n\x1a\n chart")
-    (folder / "eval" / "test" / "predictions.jsonl").write_text('{"id": "d-1", "prediction": []}\n')
-    (folder / "checkpoints" / "checkpoint-1").mkdir(parents=True)
-    (folder / "checkpoints" / "checkpoint-1" / "optimizer.pt").write_bytes(b"state")
-    return folder
 
 
 @pytest.fixture
 def tiny_run(tmp_path, tiny_base) -> Path:
     return make_run(tmp_path / "run", tiny_base)
-
-
-def offline_env(tmp_path: Path) -> dict:
-    """No token and an endpoint where nothing listens: any request would fail."""
-    return {**{k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))},
-            "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
-
-
-def publish(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "meditod_hub.publish", *args], env=env,
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=timeout)
 
 
 def head(hub, branch: str = "main"):
@@ -307,9 +253,11 @@ def test_full_weights_run_publishes_weights_and_refuses_merged(tmp_path, tiny_ru
 
 @pytest.mark.slow
 def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
-    """Tiny Llama + LoRA trained for 2 steps on an invented corpus (meditod_hub.synthetic)."""
-    from meditod_hub import evaluate, predict, synthetic, tiny, train
-    from meditod_hub.build import BuildArguments, build
+    """Tiny Llama + LoRA trained for 2 steps on an invented corpus (meditod_hub.data.synthetic)."""
+    from meditod_hub.data import synthetic
+    from meditod_hub.data.build import BuildArguments, build
+    from meditod_hub.evaluation import evaluate
+    from meditod_hub.models import predict, tiny, train
 
     data, run = tmp_path / "meditod", tmp_path / "run"
     release = synthetic.generate_release(tmp_path / "release", seed=0, dialogues=4)
@@ -336,7 +284,7 @@ def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
     outputs = {}
     for name, source in (("local", [str(run)]), ("hub", [REPO, "--family", "llama"])):
         outputs[name] = tmp_path / f"{name}-first-8.jsonl"
-        done = subprocess.run([sys.executable, "-m", "meditod_hub.predict", "--model_path", *source,
+        done = subprocess.run([sys.executable, "-m", "meditod_hub.models.predict", "--model_path", *source,
                                *common, "--limit", "8", "--out", str(outputs[name])],
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
@@ -346,8 +294,8 @@ def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
 
 
 def test_merged_refused_for_a_quantised_base(tmp_path, tiny_run, tiny_base):
-    from meditod_hub.publish import run_files
-    from meditod_hub.runs import RunError, read_run
+    from meditod_hub.models.runs import RunError, read_run
+    from meditod_hub.publishing.publish import run_files
 
     quantised = tmp_path / "quantised-base"
     shutil.copytree(tiny_base, quantised)

@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 from datasets import Dataset, get_dataset_config_names, load_dataset
+from helpers import CLIENT_TIMEOUT, push
 from hub_server import READ_TOKEN, WRITE_TOKEN, HubServer, silent_endpoint, unused_endpoint
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from meditod_hub.build import MANIFEST_FORMAT, file_sha256, folder_files
-from meditod_hub.card import GATING
-from meditod_hub.dataset import MANIFEST
+from meditod_hub.data.build import MANIFEST_FORMAT, file_sha256, folder_files
+from meditod_hub.data.dataset import MANIFEST
+from meditod_hub.publishing.card import GATING
 
 MEDITOD = Path(__file__).resolve().parent.parent / "meditod.py"
 
-CLIENT_TIMEOUT = 300  # guards against a hanging client, far above any normal run
 FAILURE_TIMEOUT = 60  # a failing push must end well before this, whatever the endpoint does
 
 LOAD_ALL_CONFIGS = """
@@ -36,11 +36,6 @@ configs = get_dataset_config_names(repo)
 rows = {c: {s: d.to_list() for s, d in load_dataset(repo, c).items()} for c in configs}
 open(out, "w").write(json.dumps(rows))
 """
-
-
-def push(env: dict, folder, repo: str, *flags: str, guard: float = CLIENT_TIMEOUT):
-    command = [sys.executable, str(MEDITOD), "push", "--folder", str(folder), "--repo", repo, *flags]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=guard)
 
 
 def all_rows(source: str) -> dict:
@@ -367,7 +362,7 @@ def test_http_timeout_is_per_request_of_its_block_not_the_shared_client():
     import httpx2
     from huggingface_hub.utils import get_session
 
-    from meditod_hub.hub import _timeout_of_this_call, http_timeout
+    from meditod_hub.publishing.hub import _timeout_of_this_call, http_timeout
 
     session, seen = get_session(), {}
     before = session.timeout

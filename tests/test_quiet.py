@@ -32,7 +32,7 @@ def test_the_filter_is_installed_once():
 
 def test_unsmoothed_bleu_of_no_overlap_is_zero_without_nltks_warning():
     """(before: NLTK's "0 counts of n-gram overlaps" warning, three times per eval-cascade)"""
-    from meditod_hub.metrics.nlg import bleu
+    from meditod_hub.evaluation.metrics.nlg import bleu
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -61,7 +61,7 @@ def test_progress_bars_off_keeps_the_hubs_download_bars():
 
 def test_the_app_prints_its_address_and_never_gradios_share_hint():
     """(before: `* To create a public link, set share=True in launch()`)"""
-    done = _fresh("import gradio as gr\nfrom meditod_hub import webapp\n"
+    done = _fresh("import gradio as gr\nfrom meditod_hub.apps import webapp\n"
                   "with gr.Blocks() as demo:\n    gr.Markdown('x')\n"
                   "webapp.launch(demo, server_name='127.0.0.1', prevent_thread_lock=True)\n"
                   "print('URL', demo.local_url, flush=True)\ndemo.close()\n")

@@ -12,56 +12,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_model_card import RESULTS, write_run
-from test_publish import make_run, tiny_base  # noqa: F401 - the fixture, used by name
+from helpers import HUB_DATASET, RESULTS, STRANGER, add_foreign_models, meditod, publish_tiny_runs, write_run
 
-from meditod_hub import results as R
+from meditod_hub.evaluation import results as R
 
 PROJECT = Path(__file__).resolve().parent.parent
-DATASET = "local-tester/meditod"
-STRANGER = "someone-else"
-
-
-def meditod(env: dict | None, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "meditod_hub.cli", *args], cwd=PROJECT, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
-def card(front_matter: str) -> dict[str, bytes]:
-    return {"README.md": f"---\n{front_matter}---\n\n# A model\n".encode()}
-
-
-def publish_tiny_runs(hub, tmp_path: Path, base: Path) -> dict[str, str]:
-    """One tiny LoRA run per task, declaring DATASET, published public with `meditod publish`."""
-    env = hub.client_env(tmp_path)
-    repos = {}
-    for task in ("nlu", "pol", "nlg"):
-        run = make_run(tmp_path / "published" / task, base, results=RESULTS[task], task=task)
-        info = json.loads((run / "run_info.json").read_text())
-        (run / "run_info.json").write_text(json.dumps({**info, "dataset": DATASET}))
-        repos[task] = f"local-tester/meditod-tiny-{task}"
-        done = meditod(env, "publish", "--run", str(run), "--repo", repos[task], "--public")
-        assert done.returncode == 0, done.stderr[-2000:]
-    return repos
-
-
-def add_foreign_models(hub) -> None:
-    """Cards the kit did not write: no model-index, a malformed one, and a private repo of
-    another user (every token gets 404 for it)."""
-    with hub.lock:
-        for repo_id, meta, private in (
-                ("other/no-index", f"datasets:\n- {DATASET}\n", False),
-                ("other/bad-index", f"datasets:\n- {DATASET}\nmodel-index:\n- name: x\n  results:\n"
-                                    "  - task: {type: text-generation}\n", False),
-                (f"{STRANGER}/hidden", f"datasets:\n- {DATASET}\n", True)):
-            repo = hub.create_repo("model", repo_id, private=private)
-            hub.commit(repo, "main", "card", "", card(meta), {})
-
-
 def test_hub_models_appear_beside_the_papers_rows_and_unreadable_ones_are_listed(tmp_path,
                                                                                   tiny_base):  # noqa: F811
     from hub_server import WRITE_TOKEN, HubServer
@@ -70,7 +28,7 @@ def test_hub_models_appear_beside_the_papers_rows_and_unreadable_ones_are_listed
         repos = publish_tiny_runs(hub, tmp_path, tiny_base)
         add_foreign_models(hub)
         out = tmp_path / "out"
-        done = meditod(hub.client_env(tmp_path), "results", "--hub_dataset", DATASET,
+        done = meditod(hub.client_env(tmp_path), "results", "--hub_dataset", HUB_DATASET,
                        "--hub_models", f"{STRANGER}/hidden", "--out", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     assert WRITE_TOKEN not in done.stdout + done.stderr
@@ -112,11 +70,11 @@ def test_a_dead_hub_is_one_line_and_writes_nothing(tmp_path):
     with unused_endpoint() as url:
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("HF_")},
                "HF_ENDPOINT": url, "HF_HOME": str(tmp_path / "hf")}
-        done = meditod(env, "results", "--hub_dataset", DATASET, "--timeout", "5",
+        done = meditod(env, "results", "--hub_dataset", HUB_DATASET, "--timeout", "5",
                        "--out", str(tmp_path / "out"))
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-    assert last.startswith(f"error: list the Hub models trained on {DATASET}: not done within "
+    assert last.startswith(f"error: list the Hub models trained on {HUB_DATASET}: not done within "
                            "--timeout 5 s"), last
     assert not (tmp_path / "out").exists()
 
@@ -158,7 +116,8 @@ def test_local_results_are_found_and_placed_by_what_surrounds_them(tmp_path):
 @pytest.mark.usefixtures("one_thread")
 def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs, embedded_build,
                                                                      tmp_path):
-    from meditod_hub import evaluate, predict
+    from meditod_hub.evaluation import evaluate
+    from meditod_hub.models import predict
 
     run = tmp_path / "runs" / "tiny-llama" / "nlu"
     shutil.copytree(tiny_runs / "nlu", run, ignore=shutil.ignore_patterns("checkpoints", "eval"))

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from meditod_hub import cmas
-from meditod_hub.release import read_release
+from meditod_hub.data import cmas
+from meditod_hub.data.release import read_release
 
 
 @pytest.fixture(scope="module")

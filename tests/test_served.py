@@ -25,10 +25,10 @@ import pytest
 import torch
 from helpers import train_args
 
-from meditod_hub import predict as P
-from meditod_hub.endpoint import AnswerCache
 from meditod_hub.errors import run_main
-from meditod_hub.fewshot.run import main as fewshot
+from meditod_hub.evaluation.fewshot.run import main as fewshot
+from meditod_hub.models import predict as P
+from meditod_hub.models.endpoint import AnswerCache
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 START_TIMEOUT_S = 240
@@ -75,7 +75,7 @@ def transformers_serve(tmp_path_factory):
 @pytest.fixture(scope="session")
 def nlu_run(tiny_models, embedded_build, tmp_path_factory):
     """A tiny Llama-shaped run trained briefly on NLU (full weights; enough for greedy tests)."""
-    from meditod_hub import train as T
+    from meditod_hub.models import train as T
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -190,7 +190,7 @@ def test_fewshot_pol_and_nlg_write_every_output(fewshot_argv, in_tmp, task):
 
 def test_an_unknown_model_name_is_one_line_listing_the_served_ones(fewshot_argv, nlu_run,
                                                                    transformers_serve, capsys):
-    from meditod_hub.endpoint import Decoding, Endpoint, Request
+    from meditod_hub.models.endpoint import Decoding, Endpoint, Request
 
     loaded = Endpoint(transformers_serve, str(nlu_run), cache=None)  # so the server lists it
     loaded.complete([Request("warm-up", messages=[{"role": "user", "content": "hi"}])],

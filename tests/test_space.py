@@ -16,20 +16,21 @@ import pytest
 import yaml
 from hub_server import WRITE_TOKEN
 
-from meditod_hub import webapp
-from meditod_hub.assistant import Assistant
+from meditod_hub.apps import webapp
+from meditod_hub.apps.assistant import Assistant
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 PROJECT = Path(__file__).resolve().parent.parent
 # What the app runs (app.py, then the predictor's lazy imports and the formats).
 APP_MODULES = ["app.py", "meditod_hub/__init__.py", "meditod_hub/quiet.py", "meditod_hub/files.py",
-               "meditod_hub/webapp.py", "meditod_hub/assistant.py",
-               "meditod_hub/predictor.py", "meditod_hub/runs.py", "meditod_hub/views.py",
-               "meditod_hub/release.py", "meditod_hub/state.py", "meditod_hub/cmas.py",
-               "meditod_hub/errors.py", "meditod_hub/state_view.py",
-               *[f"meditod_hub/formats/{p.name}"
-                 for p in (PROJECT / "meditod_hub" / "formats").glob("*.py")]]
+               "meditod_hub/errors.py", "meditod_hub/apps/__init__.py", "meditod_hub/apps/webapp.py",
+               "meditod_hub/apps/assistant.py", "meditod_hub/apps/state_view.py",
+               "meditod_hub/models/__init__.py", "meditod_hub/models/predictor.py",
+               "meditod_hub/models/runs.py", "meditod_hub/data/__init__.py", "meditod_hub/data/views.py",
+               "meditod_hub/data/release.py", "meditod_hub/data/state.py", "meditod_hub/data/cmas.py",
+               *[f"meditod_hub/models/formats/{p.name}"
+                 for p in (PROJECT / "meditod_hub" / "models" / "formats").glob("*.py")]]
 
 
 def space(env: dict, *flags: str) -> subprocess.CompletedProcess:
@@ -51,7 +52,7 @@ def test_upload_is_private_and_runs_from_its_own_files(hub_server, tiny_runs, tm
     assert repo.private
     files = hub_server.files("space", "org/assistant")
     assert {"app.py", "requirements.txt", "README.md", "meditod_app.json",
-            "meditod_hub/assistant.py", "models/nlu/model.safetensors",
+            "meditod_hub/apps/assistant.py", "models/nlu/model.safetensors",
             "models/pol/run_info.json", "models/nlg/tokenizer.json"} <= set(files)
     assert not [p for p in files if "checkpoint" in p or p.endswith("training_args.bin")]
     meta = front_matter(files["README.md"])

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import meditod
-from meditod_hub import cmas, synthetic
-from meditod_hub.release import read_release
+from meditod_hub.data import cmas, synthetic
+from meditod_hub.data.release import read_release
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def _files(folder):
 def test_same_seed_same_bytes_across_processes_and_hash_seeds(tmp_path):
     here = synthetic.generate_release(tmp_path / "here", seed=3, dialogues=6)
     env = {**os.environ, "PYTHONHASHSEED": "123"}
-    subprocess.run([sys.executable, "-m", "meditod_hub.synthetic", "--out", str(tmp_path / "there"),
+    subprocess.run([sys.executable, "-m", "meditod_hub.data.synthetic", "--out", str(tmp_path / "there"),
                     "--seed", "3", "--dialogues", "6"], check=True, env=env, capture_output=True,
                    cwd=Path(__file__).resolve().parent.parent)
     assert _files(here) == _files(tmp_path / "there")

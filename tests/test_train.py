@@ -1,6 +1,6 @@
 """Training entry point on tiny local models: data fitting, batching, QLoRA, resume, DDP, learning.
 
-Offline, CPU only: models come from `meditod_hub.tiny` (random weights, tokenizers trained on the
+Offline, CPU only: models come from `meditod_hub.models.tiny` (random weights, tokenizers trained on the
 embedded synthetic sample), data from `data/sample` built with `meditod.py build`. Training runs
 in-process with one torch thread: on a shared 2-core machine two threads spin against other
 processes and run ~2x slower (no speed is asserted anywhere).
@@ -21,9 +21,9 @@ from datasets import load_dataset
 from helpers import RECIPES, train_args
 from safetensors.torch import load_file
 
-from meditod_hub import train as T
 from meditod_hub.errors import UsageError
-from meditod_hub.families import FAMILIES, Budget
+from meditod_hub.models import train as T
+from meditod_hub.models.families import FAMILIES, Budget
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -102,7 +102,7 @@ def test_llama_examples_over_budget_are_skipped_and_named(tiny_models, embedded_
 
 
 def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, embedded_build):
-    from meditod_hub.formats import chat
+    from meditod_hub.models.formats import chat
 
     tok = tokenizer_of(tiny_models, "tiny-llama")
     row = rows(embedded_build, "nlu")[0]
@@ -206,7 +206,7 @@ def test_two_process_ddp_run_completes(tiny_models, embedded_build, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(PROJECT)}
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "torchrun"), "--nproc_per_node", "2",
-         "--standalone", "-m", "meditod_hub.train",
+         "--standalone", "-m", "meditod_hub.models.train",
          *train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,
                      "--max_steps=2", "--save_strategy=no")],
         cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
@@ -302,8 +302,8 @@ def test_the_checkpoint_with_the_best_validation_f1_is_the_saved_model(
 def test_tiny_model_memorises_the_training_split(tiny_models, embedded_build, tmp_path, recipe,
                                                  model):
     """Loss at least halves and train-split NLU F1 > 0.9: the whole path works and learns."""
-    from meditod_hub.evaluate import main as evaluate
-    from meditod_hub.predict import main as predict
+    from meditod_hub.evaluation.evaluate import main as evaluate
+    from meditod_hub.models.predict import main as predict
 
     out = tmp_path / "learn"
     T.main(train_args(recipe, embedded_build, tiny_models / model, out, "--save_strategy=no",

@@ -1,4 +1,4 @@
-"""MediTOD NLU F1 as a local `evaluate` module (the score is `meditod_hub.tasks`' NLU `score`).
+"""MediTOD NLU F1 as a local `evaluate` module (the score is `meditod_hub.data.tasks`' NLU `score`).
 
     import evaluate
     nlu = evaluate.load("metrics/meditod_nlu")   # offline: a local folder
@@ -11,9 +11,9 @@ Predictions and references are NLU item lists (None: a prediction that did not p
 import datasets
 import evaluate
 
-from meditod_hub.about import CITATION
-from meditod_hub.metrics import make_judge
-from meditod_hub.tasks import get_task
+from meditod_hub.data.tasks import get_task
+from meditod_hub.evaluation.metrics import make_judge
+from meditod_hub.publishing.about import CITATION
 
 _DESCRIPTION = ("MediTOD NLU precision, recall and F1 (medical, non-medical, overall) and joint "
                 "accuracy, by the authors' tuple unrolling; non-medical values go through a judge.")

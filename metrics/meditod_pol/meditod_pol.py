@@ -1,4 +1,4 @@
-"""MediTOD POL F1 and Precision@K as a local `evaluate` module (the score is `meditod_hub.tasks`'
+"""MediTOD POL F1 and Precision@K as a local `evaluate` module (the score is `meditod_hub.data.tasks`'
 POL `score`).
 
     import evaluate
@@ -12,9 +12,9 @@ order; `dialogue_ids` groups turns for Precision@K (default: all one dialogue).
 import datasets
 import evaluate
 
-from meditod_hub.about import CITATION
-from meditod_hub.metrics import make_judge
-from meditod_hub.tasks import get_task
+from meditod_hub.data.tasks import get_task
+from meditod_hub.evaluation.metrics import make_judge
+from meditod_hub.publishing.about import CITATION
 
 _DESCRIPTION = ("MediTOD POL precision, recall and F1 (medical, non-medical, overall), joint "
                 "accuracy and Precision@K, by the authors' tuple unrolling.")

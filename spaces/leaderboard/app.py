@@ -2,7 +2,7 @@
 
     MEDITOD_LEADERBOARD_DATASET=my-org/meditod python spaces/leaderboard/app.py
 
-Settings and refresh: see `meditod_hub/leaderboard.py`; `meditod leaderboard` uploads this file
+Settings and refresh: see `meditod_hub/publishing/leaderboard.py`; `meditod leaderboard` uploads this file
 with the package beside it.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry, no version check
 
 from meditod_hub.errors import run_main  # noqa: E402
-from meditod_hub.leaderboard import serve  # noqa: E402
+from meditod_hub.publishing.leaderboard import serve  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,1 @@
+"""The assistant (terminal chat, web app) and the annotation portal."""

@@ -1,0 +1,288 @@
+"""The three models as one history-taking system: patient line -> NLU -> state -> POL -> NLG.
+
+    from meditod_hub.apps.assistant import Assistant
+    from meditod_hub.models.predictor import ModelSpec
+    assistant = Assistant.load(ModelSpec("runs/tiny-llama/nlu"), ModelSpec("runs/tiny-llama/pol"),
+                               ModelSpec("runs/tiny-llama/nlg"))
+    conversation = assistant.new_conversation()
+    turn = assistant.respond(conversation, "I have had a cough for a week.")
+    print(turn.reply, turn.state, turn.actions, turn.nlu.parse_ok)
+
+A conversation is kept as a release-format dialogue (doctor and patient utterances with their
+predicted `nlu` / `actions`), and every model input is a row of `views.to_nlu` / `views.to_pol`
+built from it, so the formats see exactly what they see on the dataset. The state POL sees is
+`views.cascade_pol_rows` folding the predicted NLU of every patient line so far (the dataset
+layer's fold); NLG sees `views.cascade_nlg_rows`' predicted actions: the same builders the
+cascaded evaluation uses. A model output that does not parse (or that the fold cannot take) is
+reported on the turn and changes nothing: the state stays as it was, NLG gets no actions.
+Generation is greedy, so a turn is deterministic.
+
+Each module is a `predictor.Predictor` (anything with `predict(rows) -> records`, one
+`records.Prediction` per row): `Assistant.load` reaches a run folder, a model folder, a Hub id
+at a revision or a served endpoint through `predictor.load_predictor`, as every command does.
+`Assistant.load` shares one base among stages whose runs are LoRA adapters of it and loads a
+multi-task run once (`adapters.SharedModels`; `Assistant.loading` says how). With an endpoint,
+each stage sends its prompts to its own model name there, e.g. three adapters served by one
+vLLM. NLG's reply can stream (`respond(..., stream=callback)`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from meditod_hub.data.release import label_errors
+from meditod_hub.data.tasks import TASK_NAMES, get_task
+from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows, to_nlu, to_pol
+from meditod_hub.errors import MeditodError, UsageError
+from meditod_hub.evaluation.records import Prediction
+from meditod_hub.models.adapters import SharedModels
+from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
+
+# The models never see the opening line (no supervised context starts before the first patient
+# line, formats.context_utterances); it is what opens every MediTOD interview.
+OPENING_LINE = "Hello, what brings you in today?"
+OPENING_ACTIONS = [{"action": "nod_prompt_salutations"}]
+# A patient line is cut to this many characters before any model sees it: the Llama chat format
+# has no token budget (its 4-line window bounds everything but the line itself), and a line past
+# this is no history-taking answer. The cut is reported on the turn.
+MAX_PATIENT_CHARS = 2000
+NO_REPLY = "(no reply: the NLG model's output was empty)"
+
+
+def _optional(help_: str):
+    return field(default=None, metadata={"help": help_})
+
+
+@dataclass
+class PipelineArguments:
+    """The three models of a pipeline, as command-line flags."""
+
+    nlu: str = field(metadata={"help": "NLU model: run folder, model folder or Hub id"})
+    pol: str = field(metadata={"help": "POL model: run folder, model folder or Hub id"})
+    nlg: str = field(metadata={"help": "NLG model: run folder, model folder or Hub id"})
+    nlu_revision: str | None = _optional("NLU: Hub revision (branch, tag, commit)")
+    pol_revision: str | None = _optional("POL: Hub revision (branch, tag, commit)")
+    nlg_revision: str | None = _optional("NLG: Hub revision (branch, tag, commit)")
+    nlu_family: str | None = _optional("NLU: model family (default: run_info.json)")
+    pol_family: str | None = _optional("POL: model family (default: run_info.json)")
+    nlg_family: str | None = _optional("NLG: model family (default: run_info.json)")
+    batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
+    max_new_tokens: int | None = field(default=None, metadata={"min": 1,
+        "help": "generation budget of every module (default: each run's, run_info.json)"})
+    constrained: bool | None = field(default=None, metadata={
+        "help": "decode under the CMAS grammar (meditod_hub.models.constrained), so NLU and POL always "
+                "parse (default: on for the assistant, off for eval-cascade, as in the paper)"})
+    endpoint: str | None = _optional(
+        "OpenAI-compatible base URL serving the three models under three names (vLLM "
+        "--enable-lora --lora-modules nlu=... pol=... nlg=...); --nlu/--pol/--nlg still name "
+        "the runs (family, budgets)")
+    served_models: str = field(default="nlu,pol,nlg", metadata={
+        "help": "with --endpoint: the NLU, POL and NLG model names there, comma-separated "
+                "(one name three times for a multi-task adapter)"})
+
+    def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
+        """The three specs; `constrained` is the command's default when the flag is not given
+        (medical values stay free: a conversation has no training split to draw them from)."""
+        names = self.served_models.split(",")
+        if self.endpoint and len(names) != len(TASK_NAMES):
+            raise UsageError(f"--served_models {self.served_models!r}: give three names "
+                             "(NLU,POL,NLG)")
+        setting = constrained if self.constrained is None else self.constrained
+        if self.endpoint and self.constrained is None:
+            setting = False  # a served grammar needs the server's kind: ask with --constrained
+        decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
+                               constrained=setting)
+        # a patient's words are never cached to disk
+        served = {"cache": None} if self.endpoint else {}
+        return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
+                               getattr(self, f"{task}_revision"), endpoint=self.endpoint,
+                               served_model=name if self.endpoint else None, decode=decode,
+                               endpoint_options=served)
+                     for task, name in zip(TASK_NAMES, names))
+
+
+@dataclass(frozen=True)
+class StageOutput:
+    """One model's answer on one turn."""
+
+    raw: str                 # the model's text
+    value: list | str        # parsed (possibly partial) NLU items / actions / doctor text
+    parse_ok: bool
+    reason: str | None       # why it did not parse (or did not fit)
+    used: bool               # whether the pipeline acted on it (folded, passed on, said)
+    seconds: float           # wall time of the batch this turn was in
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Everything one patient line set off, for a caller to show or log."""
+
+    patient_text: str        # as the models saw it (cut to MAX_PATIENT_CHARS)
+    cut_chars: int           # characters cut from the end of the patient's line
+    nlu: StageOutput
+    state: dict              # the tracked state after this line (what POL saw)
+    state_changed: bool
+    pol: StageOutput
+    actions: list            # the actions NLG saw ([] when POL's output was unusable)
+    nlg: StageOutput
+    reply: str
+    notes: tuple[str, ...]   # what went wrong, in words, without dialogue text
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Conversation:
+    """A dialogue in the release format, grown one patient line and one doctor reply at a time."""
+
+    dialogue_id: str = "chat"
+    opening: str = OPENING_LINE
+    utterances: list[dict] = field(default_factory=list)
+    nlu_labels: dict[str, list | None] = field(default_factory=dict)  # patient row id -> label
+    turns: list[Turn] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.utterances:
+            self.utterances.append({"uttr_id": 0, "speaker": "doctor", "text": self.opening,
+                                    "actions": list(OPENING_ACTIONS)})
+
+    @property
+    def state(self) -> dict:
+        return self.turns[-1].state if self.turns else {}
+
+    def _add(self, task: str, text: str) -> dict:
+        """The utterance `task` predicts for; its label is a placeholder (no row's inputs
+        read it)."""
+        spec = get_task(task)
+        utterance = {"uttr_id": len(self.utterances), "speaker": spec.speaker, "text": text,
+                     spec.target_column: []}
+        self.utterances.append(utterance)
+        return utterance
+
+
+class Assistant:
+    """NLU, POL and NLG predictors run as one system, per turn and across conversations."""
+
+    def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
+                 max_patient_chars: int = MAX_PATIENT_CHARS, loading: Sequence[str] = ()):
+        self.predictors = {"nlu": nlu, "pol": pol, "nlg": nlg}
+        self.max_patient_chars = max_patient_chars
+        self.loading = tuple(loading)  # how the models were loaded (shared base or why not)
+
+    @classmethod
+    def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs) -> Assistant:
+        # one SharedModels for the three stages: one base for its adapters, a folder loaded once
+        models = SharedModels()
+        predictors = [load_predictor(spec, task, models)
+                      for spec, task in zip((nlu, pol, nlg), TASK_NAMES)]
+        return cls(*predictors, loading=models.notes, **kwargs)
+
+    def new_conversation(self, dialogue_id: str = "chat",
+                         opening: str = OPENING_LINE) -> Conversation:
+        return Conversation(dialogue_id, opening)
+
+    def run_stage(self, task: str, rows: list[dict],
+                  stream: Callable[[str], None] | None = None) -> tuple[list[Prediction], float]:
+        """One batched call of a module's predictor, and its wall time. `stream` (one row):
+        the output's text as it is generated, where the predictor can stream (else nothing)."""
+        start = time.perf_counter()
+        predictor = self.predictors[task]
+        records = predictor.predict(rows, stream=stream) if stream else predictor.predict(rows)
+        if len(records) != len(rows):
+            raise MeditodError(f"the {task} predictor answered {len(records)} records for "
+                               f"{len(rows)} rows")
+        return records, time.perf_counter() - start
+
+    def respond(self, conversation: Conversation, patient_text: str,
+                stream: Callable[[str], None] | None = None) -> Turn:
+        """One turn; `stream` gets the NLG reply's text piece by piece as it is generated (the
+        turn's `reply` is the whole, parsed one)."""
+        return self.respond_many([conversation], [patient_text], stream)[0]
+
+    def respond_many(self, conversations: Sequence[Conversation],
+                     patient_texts: Sequence[str],
+                     stream: Callable[[str], None] | None = None) -> list[Turn]:
+        """One turn of several conversations, each module batched across them (`stream`: one
+        conversation only)."""
+        if stream and len(conversations) > 1:
+            raise ValueError("a reply streams for one conversation at a time")
+        if len({id(c) for c in conversations}) != len(conversations):
+            raise ValueError("a conversation can take one patient line per batch")
+        texts = [str(t)[:self.max_patient_chars] for t in patient_texts]
+        cut = [len(str(t)) - len(x) for t, x in zip(patient_texts, texts)]
+        for conversation, text in zip(conversations, texts):
+            conversation._add("nlu", text)
+
+        nlu_rows = [to_nlu(c.dialogue_id, c.utterances)[-1] for c in conversations]
+        nlu_records, nlu_seconds = self.run_stage("nlu", nlu_rows)
+        for conversation, row, record in zip(conversations, nlu_rows, nlu_records):
+            conversation.nlu_labels[row["id"]] = record.prediction if record.parse_ok else None
+
+        for conversation in conversations:  # the doctor line to predict, as a pol row target
+            conversation._add("pol", "")
+        pol_rows = [cascade_pol_rows([to_pol(c.dialogue_id, c.utterances)[-1]], c.nlu_labels)[0]
+                    for c in conversations]
+        pol_records, pol_seconds = self.run_stage("pol", pol_rows)
+        nlg_rows = [cascade_nlg_rows([row], {row["id"]: _label(record)})[0]
+                    for row, record in zip(pol_rows, pol_records)]
+        nlg_records, nlg_seconds = self.run_stage("nlg", nlg_rows, stream)
+
+        turns = []
+        for n, conversation in enumerate(conversations):
+            turn = _turn(texts[n], cut[n], conversation.state,
+                         (nlu_records[n], nlu_seconds), pol_rows[n], (pol_records[n], pol_seconds),
+                         nlg_rows[n], (nlg_records[n], nlg_seconds))
+            doctor = conversation.utterances[-1]
+            doctor.update(text=turn.reply, actions=turn.actions)
+            conversation.turns.append(turn)
+            turns.append(turn)
+        return turns
+
+
+def _label(record: Prediction):
+    return record.prediction if record.parse_ok else None
+
+
+def _usable(task: str, record: Prediction) -> bool:
+    return record.parse_ok and not label_errors(get_task(task).target_column, record.prediction)
+
+
+def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, pol: tuple,
+          nlg_row: dict, nlg: tuple) -> Turn:
+    (nlu_record, nlu_s), (pol_record, pol_s), (nlg_record, nlg_s) = nlu, pol, nlg
+    notes = []
+    if cut:
+        notes.append(f"the patient's line was cut to its first {len(text)} characters "
+                     f"({cut} more were not read)")
+    nlu_used = _usable("nlu", nlu_record)
+    if not nlu_used:
+        notes.append(f"NLU output unusable ({_why(nlu_record, 'nlu')}): the state is unchanged")
+    pol_used = _usable("pol", pol_record)
+    if not pol_used:
+        notes.append(f"POL output unusable ({_why(pol_record, 'pol')}): NLG got no actions")
+    reply = nlg_record.prediction.strip() if isinstance(nlg_record.prediction, str) else ""
+    if not nlg_record.parse_ok:
+        notes.append(f"NLG output did not parse ({nlg_record.reason})"
+                     + ("; its text is used as it is" if reply else ""))
+    if not reply:
+        reply = NO_REPLY
+    return Turn(
+        patient_text=text, cut_chars=cut,
+        nlu=_stage(nlu_record, nlu_used, nlu_s), state=pol_row["state"],
+        state_changed=pol_row["state"] != state_before,
+        pol=_stage(pol_record, pol_used, pol_s), actions=nlg_row["actions"],
+        nlg=_stage(nlg_record, reply != NO_REPLY, nlg_s), reply=reply, notes=tuple(notes))
+
+
+def _why(record: Prediction, task: str) -> str:
+    if not record.parse_ok:
+        return record.reason or "did not parse"
+    return "; ".join(label_errors(get_task(task).target_column, record.prediction)[:2])
+
+
+def _stage(record: Prediction, used: bool, seconds: float) -> StageOutput:
+    return StageOutput(raw=record.raw, value=record.prediction, parse_ok=record.parse_ok,
+                       reason=record.reason, used=used, seconds=seconds)

@@ -1,0 +1,125 @@
+"""A terminal conversation with the assistant: you are the patient, it is the doctor.
+
+    meditod chat --nlu runs/tiny-llama/nlu --pol runs/tiny-llama/pol --nlg runs/tiny-llama/nlg
+    printf 'I have a cough.\\nNo fever.\\n' | meditod chat --nlu ... --show_state   # scripted
+
+Each patient line gets exactly one `doctor: ...` line on stdout (a reply's own line breaks become
+spaces). Piped input prints a transcript that reads as a conversation: the doctor's opening, then
+each `patient: ...` line followed by its `doctor: ...` reply; with `--show_state` the tracked
+state, the chosen actions and any parse problem follow each reply, indented. Typed commands:
+`/state` (the same, for the last turn), `/reset` (a new conversation), `/quit`. Ctrl-D (end of
+input) and Ctrl-C end it cleanly. Loading messages and prompts go to stderr. Nothing is written to disk.
+A research demo, not medical advice.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from meditod_hub import quiet
+from meditod_hub.apps.assistant import MAX_PATIENT_CHARS, OPENING_LINE, Assistant, PipelineArguments, Turn
+from meditod_hub.apps.state_view import actions_line, state_lines
+from meditod_hub.errors import EXIT_OK, run_main
+
+BANNER = ("MediTOD assistant: a research demo, not medical advice. You are the patient. "
+          "Commands: /state, /reset, /quit (or Ctrl-D).")
+
+
+@dataclass
+class ChatArguments:
+    show_state: bool = field(default=False, metadata={
+        "help": "after every reply, print the tracked state, the chosen actions and any parse "
+                "problem (or type /state)"})
+    max_patient_chars: int = field(default=MAX_PATIENT_CHARS, metadata={"min": 1,
+        "help": "a longer patient line is cut to this many characters (and the cut reported)"})
+
+
+def is_utf8(text: str) -> bool:
+    """False for a line read with undecodable bytes (kept as surrogates by `main`'s stdin)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def turn_report(turn: Turn | None) -> list[str]:
+    """The indented lines `--show_state` / `/state` print."""
+    if turn is None:
+        return ["  (no turn yet)"]
+    lines = ["  state:"] + [f"    {line}" for line in state_lines(turn.state)]
+    lines.append(f"  actions: {actions_line(turn.actions)}")
+    status = ", ".join(f"{name} {'ok' if stage.parse_ok else 'did not parse'}"
+                       for name, stage in (("NLU", turn.nlu), ("POL", turn.pol), ("NLG", turn.nlg)))
+    lines.append(f"  parse: {status}")
+    lines += [f"  note: {note}" for note in turn.notes]
+    return lines
+
+
+def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
+             interactive: bool) -> int:
+    """Read patient lines until /quit or end of input; returns the number of replies."""
+    conversation, replies = assistant.new_conversation(), 0
+    if interactive:
+        print(BANNER, file=sys.stderr)
+    print(f"doctor: {OPENING_LINE}", file=out, flush=True)
+    while True:
+        if interactive:
+            print("patient> ", end="", file=sys.stderr, flush=True)
+        line = lines.readline()
+        if not line:
+            break
+        text = line.rstrip("\r\n")
+        if not is_utf8(text):
+            print("(that line is not UTF-8 text, so no model saw it: type it again)",
+                  file=sys.stderr, flush=True)
+            continue
+        command = text.strip().lower()
+        if command == "/quit":
+            break
+        if command == "/reset":
+            conversation = assistant.new_conversation()
+            print("(new conversation)", file=sys.stderr)
+            print(f"doctor: {OPENING_LINE}", file=out, flush=True)
+            continue
+        if command == "/state":
+            print("\n".join(turn_report(conversation.turns[-1] if conversation.turns else None)),
+                  file=out, flush=True)
+            continue
+        if not interactive:  # the typed line is on the screen already; a piped one is not
+            print(f"patient: {one_line(text)}", file=out, flush=True)
+        turn = assistant.respond(conversation, text)
+        replies += 1
+        print(f"doctor: {one_line(turn.reply)}", file=out, flush=True)
+        if show_state:
+            print("\n".join(turn_report(turn)), file=out, flush=True)
+    return replies
+
+
+def main(argv: list[str]) -> int:
+    from meditod_hub.cli import parse_args
+
+    pipeline, args = parse_args((PipelineArguments, ChatArguments), argv, "meditod chat",
+                                __doc__.split("\n\n")[0])
+    quiet.progress_bars_off()
+    print("loading the NLU, POL and NLG models ...", file=sys.stderr)
+    assistant = Assistant.load(*pipeline.specs(), max_patient_chars=args.max_patient_chars)
+    if hasattr(sys.stdin, "reconfigure"):
+        sys.stdin.reconfigure(errors="surrogateescape")  # a bad line is skipped, not fatal
+    for note in assistant.loading:  # which stages share a base, and why others do not
+        print(f"  {note}", file=sys.stderr)
+    try:
+        converse(assistant, sys.stdin, sys.stdout, args.show_state, sys.stdin.isatty())
+    except KeyboardInterrupt:
+        print("\n(conversation ended)", file=sys.stderr)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

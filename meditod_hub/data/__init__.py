@@ -1,0 +1,1 @@
+"""A release folder becomes validated dialogues, the tasks' rows and the built dataset."""

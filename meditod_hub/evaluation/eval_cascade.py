@@ -1,0 +1,341 @@
+"""Cascaded evaluation: the three models as one system on a split, scored beside gold inputs.
+
+    meditod eval-cascade --nlu runs/llama3-8b/nlu --pol runs/llama3-8b/pol \\
+        --nlg runs/llama3-8b/nlg --data meditod --split test --out runs/cascade/llama3-8b/test
+
+The split's dialogues are replayed with their real patient utterances and their real history:
+NLU reads every patient line; POL sees the state folded from NLU's predictions of every patient
+line before the doctor's (`views.cascade_pol_rows`), NLG the actions POL predicted
+(`views.cascade_nlg_rows`). The same POL and NLG also run on gold inputs, so each score has two
+columns. A row's cascaded input that equals its gold input is generated once (greedy decoding
+gives the same output). Each module runs as one batched call over every dialogue and turn:
+turns of different dialogues are independent, and a turn depends on earlier turns of its own
+dialogue only through NLU predictions, which all come first.
+
+Writes, in `--out`: `results.json` (every score of both columns, the attribution counts, the
+models and the seconds each stage took), `results.md`, `results.png` (gold-input and cascaded
+bars per metric) and the predictions of every stage under `predictions/` (model outputs on the
+split's text: keep them where the data may be).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from meditod_hub import quiet
+from meditod_hub.apps.assistant import Assistant, PipelineArguments
+from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
+from meditod_hub.errors import UsageError, run_main
+from meditod_hub.evaluation.metrics.nlg import bertscore_setting
+from meditod_hub.evaluation.records import Prediction, value_at, write_predictions
+from meditod_hub.files import atomic_write, output_folder
+from meditod_hub.models.runs import RunError, run_info_digest
+from meditod_hub.publishing.model_card import base_label, hub_id
+
+PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
+OUT_FILES = ("results.json", "results.md", "results.png")
+COLUMNS = ("gold_input", "cascaded")
+COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
+
+
+@dataclass
+class EvalCascadeArguments:
+    data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
+    split: str = field(default="test", metadata={"help": "test, test_ood, validation, ..."})
+    out: str | None = field(default=None, metadata={
+        "help": "output folder (default runs/cascade/<model>/<split>)"})
+    limit: int | None = field(default=None, metadata={"min": 1,
+        "help": "only the first N dialogues of the split (smoke runs)"})
+    judge: str = field(default="exact", metadata={
+        "help": "non-medical value judge: exact, or embedding (with --judge_model, a local "
+                "sentence-embedding model; default the bundled all-MiniLM-L6-v2)",
+        "choices": ["exact", "embedding"]})
+    judge_model: str | None = field(default=None, metadata={"help": "embedding judge model"})
+    pak_mode: str = field(default="exact", metadata={
+        "help": "POL Precision@K mode (see `meditod evaluate`)",
+        "choices": ["exact", "exact_medical", "medical_present"]})
+    bertscore_model: str | None = field(default=None, metadata={
+        "help": "NLG BERTScore model (local or cached; paper: roberta-large); null without it"})
+    bertscore_layer: int | None = field(default=None, metadata={"min": 0, "help": "BERTScore layer"})
+
+
+def default_out(args: PipelineArguments, split: str) -> Path:
+    """runs/cascade/<the NLU model's name>/<split>: run folders runs/<model>/<task> give <model>."""
+    source = Path(args.nlu)
+    name = source.parent.name if source.is_dir() and source.parent.name else \
+        args.nlu.replace("/", "--")
+    return Path("runs") / "cascade" / name / split
+
+
+def select_dialogues(rows: dict[str, list[dict]], limit: int | None) -> dict[str, list[dict]]:
+    if limit is None:
+        return rows
+    keep = list(dict.fromkeys(r["dialogue_id"] for r in rows["nlu"]))[:limit]
+    return {task: [r for r in task_rows if r["dialogue_id"] in set(keep)]
+            for task, task_rows in rows.items()}
+
+
+def _label(record: Prediction):
+    return record.label
+
+
+def run_both(assistant: Assistant, task: str, gold_rows: list[dict], cascaded_rows: list[dict],
+             gold_inputs: bool = True) -> tuple[dict[str, list[dict]], float]:
+    """Gold-input and cascaded records of one module, each distinct input generated once
+    (only the cascaded ones without `gold_inputs`)."""
+    if not gold_inputs:
+        records, seconds = assistant.run_stage(task, list(cascaded_rows))
+        return {"cascaded": records}, seconds
+    column = get_task(task).input_column
+    differs = [c[column] != g[column] for g, c in zip(gold_rows, cascaded_rows)]
+    extra = [c for c, d in zip(cascaded_rows, differs) if d]
+    records, seconds = assistant.run_stage(task, list(gold_rows) + extra)
+    gold, rest = records[:len(gold_rows)], iter(records[len(gold_rows):])
+    cascaded = [next(rest) if d else g for g, d in zip(gold, differs)]
+    return {"gold_input": gold, "cascaded": cascaded}, seconds
+
+
+def cascade(assistant: Assistant, rows: dict[str, list[dict]], gold_inputs: bool = True) -> dict:
+    """Every stage's records: NLU on its rows; each later stage (POL, NLG) on cascaded (and
+    gold) inputs, fed its upstream stage's cascaded predictions."""
+    nlu, seconds = assistant.run_stage("nlu", rows["nlu"])
+    run = {"nlu": nlu, "seconds": {"nlu": seconds}}
+    cascaded = {"nlu": nlu}
+    for task in CASCADED_TASK_NAMES:
+        spec = get_task(task)
+        run[f"{task}_rows"] = spec.cascade_rows(rows[task], {r.id: _label(r)
+                                                             for r in cascaded[spec.upstream]})
+        run[task], run["seconds"][task] = run_both(assistant, task, rows[task],
+                                                   run[f"{task}_rows"], gold_inputs)
+        cascaded[task] = run[task]["cascaded"]
+    return run
+
+
+# --- scoring: the one place this module calls into the evaluation --------------------------
+def load_split(data: str, split: str) -> dict[str, list[dict]]:
+    from meditod_hub.data.dataset import load_split as load
+
+    return {task: load(data, task, split) for task in TASK_NAMES}
+
+
+def score(task: str, gold_rows: list[dict], records: list[Prediction], args: EvalCascadeArguments,
+          judge) -> dict:
+    return get_task(task).score(gold_rows, [r.label for r in records], judge=judge,
+                                pak_mode=args.pak_mode, bertscore_model=args.bertscore_model,
+                                bertscore_layer=args.bertscore_layer)
+
+
+def actions_wrong(gold: list, predicted) -> bool:
+    """A POL row is wrong unless its action tuples equal the gold ones (exact match)."""
+    from meditod_hub.evaluation.metrics import MalformedLabel, pol_tuples
+
+    try:
+        return predicted is None or pol_tuples(predicted).all != pol_tuples(gold).all
+    except MalformedLabel:
+        return True
+
+
+# --- attribution ---------------------------------------------------------------------------
+def attribution(rows: dict[str, list[dict]], run: dict) -> dict:
+    """How much of the drop the upstream modules explain, as counts over the POL/NLG rows."""
+    gold_pol = rows["pol"]
+    state_differs = [c["state"] != g["state"] for g, c in zip(gold_pol, run["pol_rows"])]
+    wrong = {column: [actions_wrong(g["actions"], _label(r))
+                      for g, r in zip(gold_pol, run["pol"][column])] for column in COLUMNS}
+    cascaded_wrong = wrong["cascaded"]
+    actions_differ = [c["actions"] != g["actions"] for g, c in zip(rows["nlg"], run["nlg_rows"])]
+    return {
+        "pol_rows": len(gold_pol),
+        "pol_rows_state_differs": sum(state_differs),
+        "pol_errors_gold_input": sum(wrong["gold_input"]),
+        "pol_errors_cascaded": sum(cascaded_wrong),
+        "pol_errors_cascaded_state_differs": sum(w and d for w, d in zip(cascaded_wrong,
+                                                                          state_differs)),
+        "nlg_rows": len(rows["nlg"]),
+        "nlg_rows_actions_differ": sum(actions_differ),
+    }
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.1%})" if whole else f"{part}/0"
+
+
+def attribution_lines(counts: dict) -> list[str]:
+    c = counts
+    return [
+        f"POL: {_share(c['pol_errors_cascaded_state_differs'], c['pol_errors_cascaded'])} of the "
+        f"cascaded POL errors are on rows whose predicted state differs from the gold one "
+        f"(the state differs on {_share(c['pol_rows_state_differs'], c['pol_rows'])} rows; "
+        f"rows with wrong actions: {c['pol_errors_gold_input']} on gold input, "
+        f"{c['pol_errors_cascaded']} cascaded; exact match of action tuples).",
+        f"NLG: {_share(c['nlg_rows_actions_differ'], c['nlg_rows'])} rows get predicted actions "
+        "that differ from the gold ones.",
+    ]
+
+
+# --- reports -------------------------------------------------------------------------------
+def table_rows(results: dict) -> list[dict]:
+    """{task, name, gold_input, cascaded} for every POL and NLG metric present in either column
+    (the model card's metric list and formats)."""
+    rows = []
+    for task in CASCADED_TASK_NAMES:
+        for metric in get_task(task).metrics:
+            values = [value_at(results[task][column], metric.key) for column in COLUMNS]
+            if any(v is not None for v in values):
+                rows.append({"task": task.upper(), "name": metric.name, **{
+                    column: "—" if v is None else format(v, metric.fmt)
+                    for column, v in zip(COLUMNS, values)}})
+    return rows
+
+
+def models_line(models: dict) -> str:
+    return ", ".join(f"{task.upper()} `{spec['label']}`" for task, spec in models.items())
+
+
+def write_markdown(results: dict, path: Path) -> None:
+    nlu = results["nlu"]
+    lines = [f"# MediTOD cascaded evaluation ({results['split']})", "",
+             f"Models: {models_line(results['models'])}. Real patient utterances and dialogue "
+             "history; POL sees the state folded from predicted NLU, NLG the predicted actions. "
+             + ("Decoded under the CMAS grammar (--constrained)." if results.get("constrained")
+                else "Decoded freely, as in the paper."),
+             "",
+             f"NLU (the same in both columns): F1 {nlu['f1']:.4f}, joint accuracy "
+             f"{nlu['joint_accuracy']:.4f}, {nlu['parse_failures']} parse failures in "
+             f"{nlu['examples']} patient lines.", "",
+             "| module | metric | gold input | cascaded |", "|---|---|---|---|"]
+    lines += [f"| {r['task']} | {r['name']} | {r['gold_input']} | {r['cascaded']} |"
+              for r in table_rows(results)]
+    lines += ["", "Parse failures: " + "; ".join(
+        f"{task.upper()} {results[task]['gold_input']['parse_failures']} on gold input, "
+        f"{results[task]['cascaded']['parse_failures']} cascaded" for task in CASCADED_TASK_NAMES)
+        + ".", "", "Where the drop comes from:", ""]
+    lines += [f"- {line}" for line in attribution_lines(results["attribution"])]
+    atomic_write(path, "\n".join(lines) + "\n", purpose=PURPOSE)
+
+
+def write_chart(results: dict, path: Path) -> None:
+    """Gold-input and cascaded bars per POL and NLG metric (BLEU scaled to 0-1 like the rest)."""
+    from meditod_hub.evaluation.metrics.report import bar_chart
+
+    rows = {}
+    for task in CASCADED_TASK_NAMES:
+        for metric in get_task(task).metrics:
+            pair = [value_at(results[task][column], metric.key) for column in COLUMNS]
+            if metric.key not in get_task(task).chart_metrics or None in pair:
+                continue
+            scale = 100 if metric.key.startswith("bleu") else 1  # NLTK BLEU is x100
+            name = f"{task.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
+            rows[name] = {COLUMN_LABELS[c]: value / scale for c, value in zip(COLUMNS, pair)}
+    atomic_write(path, bar_chart(f"MediTOD cascaded evaluation ({results['split']})", rows,
+                                 list(COLUMN_LABELS.values()), "score"), purpose=PURPOSE)
+
+
+def model_label(source: str, predictor) -> str:
+    """How reports name a model: its Hub id, else its recipe's model name, else its folder name
+    (never a local path)."""
+    return hub_id(source) or getattr(predictor, "info", {}).get("model") or base_label(source)
+
+
+def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[str, Path]]:
+    """The model card's cascade table for the run at `run_path`, and the files to publish.
+
+    Refuses a cascade that did not run this very run (by its run_info.json)."""
+
+    results_file = Path(folder) / "results.json"
+    try:
+        results = json.loads(results_file.read_text(encoding="utf-8"))
+        used = results["models"][task]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, KeyError,
+            TypeError) as exc:
+        raise RunError(f"{results_file}: not a cascaded evaluation ({type(exc).__name__}); run "
+                       "`make eval-cascade` first") from None
+    mine = run_info_digest(run_path)
+    if mine is None or used.get("run_info_sha256") != mine:
+        raise RunError(f"{results_file}: its {task.upper()} model ({used.get('label')}) is not the "
+                       f"run {run_path}; give the cascade these three runs were evaluated in")
+    section = {"split": results["split"], "models": models_line(results["models"]),
+               "nlu_f1": results["nlu"]["f1"], "rows": table_rows(results),
+               "lines": attribution_lines(results["attribution"])}
+    files = {f"eval/cascade/{name}": Path(folder) / name
+             for name in ("results.json", "results.md", "results.png")
+             if (Path(folder) / name).is_file()}
+    return section, files
+
+
+def stage_prediction_files() -> list[str]:
+    """The predictions files under `predictions/`: one per stage and input (gold or cascaded)."""
+    return ["nlu.jsonl"] + [f"{task}.{column}.jsonl" for task in CASCADED_TASK_NAMES
+                            for column in COLUMNS]
+
+
+def write_stage_predictions(run: dict, folder: Path) -> None:
+    """One predictions file per stage and input (gold or cascaded), in the records format."""
+    records = [run["nlu"]] + [run[task][column] for task in CASCADED_TASK_NAMES
+                              for column in COLUMNS]
+    for name, stage in zip(stage_prediction_files(), records):
+        write_predictions(stage, folder / name, purpose=PURPOSE)
+
+
+def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
+                     assistant: Assistant | None = None) -> dict:
+    """Run, score and write everything; returns results.json's content."""
+    out = Path(args.out) if args.out else default_out(pipeline, args.split)
+    output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
+                                         stage_prediction_files()),
+                  purpose=PURPOSE, input_folders=[args.data])
+    from meditod_hub.evaluation.metrics import make_judge
+
+    judge = make_judge(args.judge, model=args.judge_model)
+    rows = select_dialogues(load_split(args.data, args.split), args.limit)
+    if not rows["nlu"]:
+        raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
+    start = time.perf_counter()
+    specs = pipeline.specs(constrained=False)  # the paper's setting unless --constrained
+    assistant = assistant or Assistant.load(*specs)
+    loaded = time.perf_counter()
+    run = cascade(assistant, rows)
+    results = {
+        "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows["nlu"]}),
+        "models": {task: {"label": model_label(spec.source, assistant.predictors[task]),
+                          "revision": spec.revision,
+                          "run_info_sha256": run_info_digest(
+                              getattr(assistant.predictors[task], "folder", None))}
+                   for task, spec in zip(TASK_NAMES, specs)},
+        "constrained": specs[0].decode.constrained,
+        "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
+        **{task: {column: score(task, rows[task], run[task][column], args, judge)
+                  for column in COLUMNS} for task in CASCADED_TASK_NAMES},
+        "attribution": attribution(rows, run),
+        "seconds": {"load": loaded - start, **run["seconds"]},
+    }
+    write_stage_predictions(run, out / "predictions")
+    atomic_write(out / "results.json", json.dumps(results, indent=2) + "\n", purpose=PURPOSE)
+    write_markdown(results, out / "results.md")
+    write_chart(results, out / "results.png")
+    results["out"] = str(out)
+    return results
+
+
+def main(argv: list[str]) -> int:
+    from meditod_hub.cli import parse_args
+
+    pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
+                                "meditod eval-cascade", __doc__.split("\n\n")[0])
+    quiet.progress_bars_off()
+    if args.bertscore_model:
+        bertscore_setting(args.bertscore_model, args.bertscore_layer)
+    results = evaluate_cascade(pipeline, args)
+    pol, nlg = results["pol"], results["nlg"]
+    print(f"POL F1 {pol['gold_input']['f1']:.4f} -> {pol['cascaded']['f1']:.4f} cascaded; "
+          f"NLG BLEU-4 {nlg['gold_input']['bleu4']:.2f} -> {nlg['cascaded']['bleu4']:.2f}; "
+          f"wrote {results['out']}/results.json, .md, .png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,393 @@
+"""One way to reach a model: a run folder, a model folder, a Hub id at a revision (a merged model
+or an adapter) or a served endpoint becomes a `Predictor` of one task: dataset rows in,
+`records.Prediction`s out.
+
+    from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
+    predictor = load_predictor(ModelSpec("runs/tiny-llama/nlu"), "nlu")
+    records = predictor.predict(rows)   # rows of the `nlu` config of a MediTOD build
+    load_predictor(ModelSpec("my-org/meditod-nlu", revision="v1",
+                             decode=DecodeOptions(batch_size=4)), "nlu")
+    load_predictor(ModelSpec("runs/llama3-8b/nlu", endpoint="http://127.0.0.1:8000/v1",
+                             served_model="meditod-nlu"), "nlu")
+
+`meditod predict`, eval-cascade, the assistant (chat, the web app), the annotation portal's
+suggestions and training-time validation all predict through it, so one run gives one set of
+predictions everywhere. What it settles, once:
+
+* where the model is (`resolve_source`): a local folder as it is, a Hub id downloaded at its
+  revision; an adapter brings the base its adapter config names; a run trained on a 4-bit base
+  runs on the same 4-bit base. With `endpoint`, the source only gives the run files and the
+  tokenizer (nothing else is downloaded) and the prompts go to the server (`served`).
+* what the model is: family and task from run_info.json (`ModelSpec.family` names the family of a
+  model without one); a model trained for another task is refused.
+* the token budget: the one training resolved and recorded in run_info.json (`runs.run_budget`),
+  unless `DecodeOptions` overrides it.
+* how it decodes: `DecodeOptions`, the one place decoding settings pass through (greedy).
+* how it fails: a source that cannot work is a `UsageError` (exit 2) naming it and what to give
+  instead; a Hub download that fails is a `MeditodError` (exit 1). An output that does not parse,
+  and a row whose fixed input parts alone overflow the budget, are records with `parse_ok`
+  False and the reason, never an exception.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from meditod_hub.data.tasks import get_task
+from meditod_hub.errors import MeditodError, UsageError, load_failure
+from meditod_hub.evaluation.records import Prediction
+from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
+from meditod_hub.models.formats.fit import BudgetError
+from meditod_hub.models.runs import CHECKPOINTS, run_budget, run_settings, run_tasks
+
+if TYPE_CHECKING:
+    from meditod_hub.models.adapters import SharedModels
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How a predictor decodes (greedy, always): every caller's settings go through here.
+
+    `max_length` / `max_new_tokens` None: the budget the run recorded at training.
+    `constrained`: NLU and POL decode under the CMAS grammar (`constrained`), so every answer
+    parses: a grammar's logits processor for a local model, a structured-output request (the
+    field `server_kind` takes) for a served one. `vocabulary`: the canonical medical values
+    allowed (`constrained.resolve_vocabulary`; None: free).
+    """
+
+    batch_size: int = 16
+    max_length: int | None = None
+    max_new_tokens: int | None = None
+    constrained: bool = False
+    vocabulary: frozenset[str] | None = None
+    server_kind: str | None = None   # served + constrained: vllm, sglang, llama.cpp, tgi, openai
+
+    def applied_to(self, budget: Budget) -> Budget:
+        return Budget(self.max_length or budget.max_length,
+                      self.max_new_tokens or budget.max_new_tokens)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where one model comes from, and how to run it."""
+
+    source: str                        # run folder, model folder or Hub id
+    family: str | None = None          # default: the run's run_info.json
+    revision: str | None = None        # Hub ids only: a branch, tag or commit
+    endpoint: str | None = None        # OpenAI-compatible base URL serving the model
+    served_model: str | None = None    # the model's name at `endpoint` (default: `source`)
+    load_in_4bit: bool | None = None   # default: 4-bit iff the run was trained on a 4-bit base
+    decode: DecodeOptions = field(default_factory=DecodeOptions)
+    # `endpoint` only: more of `endpoint.Endpoint`'s settings (api_key_env, timeout, cache)
+    endpoint_options: dict = field(default_factory=dict)
+
+
+class Predictor:
+    """One model predicting one task's rows. `generate` is what differs between a model in
+    this process and a served one; prompts, budgets and parsing are shared."""
+
+    constraint = None  # what `DecodeOptions.constrained` enforces, in the subclass's terms
+
+    def __init__(self, family: Family, task: str, budget: Budget,
+                 decode: DecodeOptions = DecodeOptions(), *, name: str = "",
+                 info: dict | None = None, folder: str | None = None):
+        self.family, self.task = family, get_task(task).name
+        self.budget = decode.applied_to(budget)
+        self.decode = decode
+        self.name = name          # the source as given (how the portal and logs name it)
+        self.info = info or {}    # run_info.json ({} for a model without run files)
+        self.folder = folder      # the local folder holding the run files, if any
+
+    def predict(self, rows: list[dict], progress: bool = False,
+                stream: Callable[[str], None] | None = None) -> list[Prediction]:
+        """One record per row, in order (the evaluation contract, `records.Prediction`).
+        `stream` (one row): called with each new piece of the output's text, where the model
+        runs in this process (a served model answers whole)."""
+        if not rows:
+            return []
+        if stream is not None and len(rows) > 1:
+            raise ValueError("a streamed output follows one row at a time")
+        raws, unfit = self.generate(rows, progress, stream)
+        empty = get_task(self.task).empty_label
+        records = []
+        for i, row in enumerate(rows):
+            if i in raws:
+                parsed = self.family.parse(self.task, raws[i])
+                records.append(Prediction(row["id"], parsed.value, parsed.ok, raws[i],
+                                          parsed.reason, self.decode.constrained))
+            else:
+                records.append(Prediction(row["id"], empty, False, "", unfit[i],
+                                          self.decode.constrained))
+        return records
+
+    def generate(self, rows: list[dict], progress: bool,
+                 stream: Callable[[str], None] | None = None
+                 ) -> tuple[dict[int, str], dict[int, str]]:
+        """The stripped output text of each row that was generated (by index), and why each
+        other row was not."""
+        raise NotImplementedError
+
+
+class LocalPredictor(Predictor):
+    """A transformers model in this process. One generate at a time per model, under the torch
+    thread count it was loaded with (a server answers in worker threads, whose OpenMP count is
+    the machine's: a different reduction order can flip a near-tied greedy step).
+
+    Predictors of adapters on one shared base (`adapters.SharedModels`) are given that base's
+    `lock` and their own `adapter` name: each switches to its adapter under the lock."""
+
+    def __init__(self, model, tokenizer, family: Family, task: str, budget: Budget,
+                 decode: DecodeOptions = DecodeOptions(), *, adapter: str | None = None,
+                 lock: threading.Lock | None = None, **where):
+        super().__init__(family, task, budget, decode, **where)
+        self.model, self.tokenizer, self.adapter = model, tokenizer, adapter
+        self._lock = lock or threading.Lock()
+        self._threads = torch_threads()
+        if decode.constrained:
+            from meditod_hub.models.constrained import constraint
+
+            self.constraint = constraint(family.grammar_format, self.task, decode.vocabulary)
+
+    def generate(self, rows, progress, stream=None):
+        prompts, unfit = {}, {}
+        for i, row in enumerate(rows):
+            try:
+                prompts[i] = self.family.prompt(self.task, row, self.tokenizer,
+                                                self.budget).input_ids
+            except BudgetError as exc:
+                unfit[i] = f"input does not fit: {exc}"
+        streamer = callback_streamer(self.tokenizer, stream) if stream else None
+        with self._lock:
+            torch_threads(self._threads)
+            if self.adapter is not None:
+                self.model.set_adapter(self.adapter)
+            texts = generate_texts(self.model, self.tokenizer, list(prompts.values()),
+                                   self.budget.max_new_tokens,
+                                   self.family.stop_token_ids(self.tokenizer),
+                                   self.decode.batch_size, progress, self.constraint, streamer)
+        return dict(zip(prompts, texts)), unfit
+
+
+class ServedPredictor(Predictor):
+    """The model behind an OpenAI-compatible endpoint, sent the prompts a local model gets
+    (`served`: chat messages, or the prompt text for a span-format decoder)."""
+
+    def __init__(self, endpoint, tokenizer, family: Family, task: str, budget: Budget,
+                 decode: DecodeOptions = DecodeOptions(), **where):
+        super().__init__(family, task, budget, decode, **where)
+        self.endpoint, self.tokenizer = endpoint, tokenizer
+        if decode.constrained:  # a usage error (unknown server, no JSON form) before any request
+            from meditod_hub.models.constrained import ServedConstraint, server_kind_for
+
+            self.constraint = ServedConstraint(
+                server_kind_for(endpoint.base_url, decode.server_kind), family.grammar_format,
+                self.task, decode.vocabulary)
+
+    def generate(self, rows, progress, stream=None):
+        from meditod_hub.models.served import complete_rows
+
+        return complete_rows(self.endpoint, self.family, self.task, rows, self.budget,
+                             self.tokenizer, self.constraint)
+
+
+def load_predictor(spec: ModelSpec, task: str, models: SharedModels | None = None) -> Predictor:
+    """The predictor of `task` for `spec` (see the module docstring for what it settles).
+    `models`: the loads of the predictors that run together (the assistant's, eval-cascade's
+    three stages), so that adapters of one base share it and one folder loads once."""
+    get_task(task)
+    folder = resolve_source(spec)
+    info, recipe = run_settings(folder)
+    family = model_family(spec, info, task)
+    budget = run_budget(info, recipe, family)
+    where = {"name": spec.source, "info": info, "folder": folder}
+    if spec.endpoint:
+        if family.served_as is None:
+            raise UsageError(f"a {family.name} model is an encoder-decoder, which OpenAI-"
+                             "compatible servers do not serve: predict it locally (drop "
+                             "--endpoint)")
+        from transformers import AutoTokenizer
+
+        from meditod_hub.models.endpoint import Endpoint
+        from meditod_hub.models.served import checkpoint_scope
+
+        tokenizer = AutoTokenizer.from_pretrained(folder) \
+            if family.served_as == "completion" else None
+        endpoint = Endpoint(spec.endpoint, spec.served_model or spec.source,
+                            cache_scope=checkpoint_scope(folder), progress=True,
+                            **spec.endpoint_options)
+        return ServedPredictor(endpoint, tokenizer, family, task, budget, spec.decode, **where)
+    quantized = info.get("quantization") is not None if spec.load_in_4bit is None \
+        else spec.load_in_4bit
+    if models is None:
+        model, tokenizer = load_model(folder, family, quantized)
+        return LocalPredictor(model, tokenizer, family, task, budget, spec.decode, **where)
+    stage = models.load(folder, family, quantized, task)
+    return LocalPredictor(stage.model, stage.tokenizer, family, task, budget, spec.decode,
+                          adapter=stage.adapter, lock=stage.lock, **where)
+
+
+def model_family(spec: ModelSpec, info: dict, task: str) -> Family:
+    """The family `spec` names, else its run's; refuses a model trained for another task."""
+    if spec.family is None and "family" not in info:
+        raise UsageError(f"{spec.source} has no run_info.json: pass --family (predict) or "
+                         f"--{task}_family (chat, eval-cascade, annotate): one of "
+                         f"{', '.join(FAMILY_NAMES)}")
+    if "task" in info and task not in run_tasks(info):  # a multi-task run answers all three
+        raise UsageError(f"{spec.source} was trained for {info['task']}, not {task}: give the "
+                         f"{task} model here")
+    return get_family(spec.family or info["family"])
+
+
+def resolve_source(spec: ModelSpec) -> str:
+    """A local folder holding the model: `spec.source` itself, or its Hub repo downloaded at
+    `spec.revision` (for a served model only the run files and the tokenizer)."""
+    path = Path(spec.source)
+    if path.is_dir():
+        if spec.revision:
+            raise UsageError(f"{spec.source} is a local folder: a revision only applies to Hub "
+                             "ids (drop it, or check the folder out at that revision)")
+        if path.name == CHECKPOINTS:
+            raise UsageError(f"{path} holds trainer checkpoints: give the run folder "
+                             f"{path.parent} (or one checkpoint-N folder inside it)")
+        if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
+            raise UsageError(f"{path} is not a model folder (no config.json or "
+                             "adapter_config.json): give a run folder or a Hub model id")
+        return str(path)
+    if path.exists():
+        raise UsageError(f"{spec.source} is a file: give a run folder, a model folder or a Hub id")
+    if spec.source.startswith(("http://", "https://")):
+        raise UsageError(f"{spec.source} is a URL: give the run folder or Hub id as the model "
+                         "and the URL as its endpoint (--endpoint)")
+    if not _hub_shaped(spec.source):
+        raise UsageError(f"no such folder: {path}")
+    from huggingface_hub import snapshot_download
+
+    files = None
+    if spec.endpoint:  # a served model's weights stay on the server
+        from meditod_hub.publishing.publish import RUN_FILES, TOKENIZER_FILES
+
+        files = ["config.json", *TOKENIZER_FILES, *RUN_FILES]
+    try:
+        return snapshot_download(spec.source, revision=spec.revision, allow_patterns=files)
+    except Exception as exc:  # the Hub's own errors (missing repo, revision, no network) vary
+        where = f" at revision {spec.revision}" if spec.revision else ""
+        if spec.endpoint and spec.family:  # served, family named: the run files are optional
+            print(f"note: cannot download {spec.source}{where} ({type(exc).__name__}): its "
+                  f"run files are unknown, so the {spec.family} family's default budget is used",
+                  file=sys.stderr)
+            return spec.source
+        raise MeditodError(f"cannot download {spec.source}{where} ({type(exc).__name__}): check "
+                           "the id, the revision and HF_TOKEN, or pass a local folder") from None
+
+
+def _hub_shaped(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.startswith((".", "~"))
+
+
+# --- a model in this process ----------------------------------------------------------------
+def is_adapter(folder: str) -> bool:
+    return (Path(folder) / "adapter_config.json").is_file()
+
+
+def load_model(folder: str, family: Family, load_in_4bit: bool = False):
+    """Model and tokenizer of a local model folder for inference; an adapter brings its base
+    model (named in its adapter config). PEFT is imported only for an adapter, bitsandbytes
+    only for a 4-bit base."""
+    from transformers import AutoTokenizer
+
+    try:
+        model = family.auto_model(is_adapter(folder)).from_pretrained(folder,
+                                                                      **load_kwargs(load_in_4bit))
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except MeditodError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - safetensors, pickle, JSON, config: one message
+        raise MeditodError(f"{folder}: cannot load the model or tokenizer "
+                           f"({load_failure(exc)}): its files are damaged or incomplete; retrain "
+                           "or download it again") from None
+    return model, tokenizer
+
+
+def load_kwargs(load_in_4bit: bool = False) -> dict:
+    """`from_pretrained` settings of every inference load (also a shared base's,
+    `adapters.SharedModels`): bf16 on a GPU, NF4 4-bit for a run trained on a 4-bit base."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    kwargs = {"device_map": "auto"} if cuda else {}
+    if load_in_4bit:
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4",
+            bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
+    elif cuda:
+        kwargs["dtype"] = torch.bfloat16
+    return kwargs
+
+
+def callback_streamer(tokenizer, callback: Callable[[str], None]):
+    """transformers' TextStreamer (the generated text only, in whole words) handing each
+    piece to `callback` instead of printing it."""
+    from transformers import TextStreamer
+
+    class CallbackStreamer(TextStreamer):
+        def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+            if text:
+                callback(text)
+
+    return CallbackStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+
+
+def torch_threads(threads: int | None = None) -> int:
+    """Torch's CPU thread count in this thread; with `threads`, set it first."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: int,
+                   stops: list[int], batch_size: int = 16, progress: bool = False,
+                   constraint=None, streamer=None) -> list[str]:
+    """Greedy completions of token-id prompts, in input order.
+
+    Prompts are batched longest first (less padding, and an out-of-memory shows at once);
+    decoders are left-padded so every answer starts right after its prompt. `constraint`
+    (`constrained.Constraint`): each batch decodes under its grammar. A transformers
+    `streamer` sees the text as it is generated (one prompt only: streamers take one sequence).
+    """
+    if streamer is not None and len(prompts) > 1:
+        raise ValueError("a streamer follows one prompt at a time")
+    import torch
+    from tqdm.auto import tqdm
+
+    decoder = not model.config.is_encoder_decoder
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    texts: list[str] = [""] * len(prompts)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for start in tqdm(range(0, len(order), batch_size), desc="generating",
+                          disable=not progress):
+            chunk = order[start:start + batch_size]
+            batch = tokenizer.pad({"input_ids": [prompts[i] for i in chunk]}, return_tensors="pt",
+                                  padding_side="left" if decoder else "right").to(model.device)
+            processor = constraint and constraint.logits_processor(
+                tokenizer, model.config.vocab_size, stops, max_new_tokens)
+            out = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
+                                 num_beams=1, eos_token_id=stops,
+                                 pad_token_id=tokenizer.pad_token_id, streamer=streamer,
+                                 logits_processor=[processor] if processor else None)
+            new = out[:, batch["input_ids"].shape[1]:] if decoder else out
+            for i, text in zip(chunk, tokenizer.batch_decode(new, skip_special_tokens=True)):
+                texts[i] = text.strip()
+    model.train(was_training)
+    return texts

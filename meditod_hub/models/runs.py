@@ -1,0 +1,183 @@
+"""The run folder: what `meditod train` writes and predict, cards and publishing read.
+
+    runs/<model>/<task>/
+      run_info.json        model, task, family, base model, adapter?, token budget, counts,
+                           versions, runtime
+      recipe.yaml          the resolved recipe (every key the recipe or the command line set)
+      adapter_model.safetensors | model.safetensors, config files, tokenizer
+      checkpoints/         trainer checkpoints (never published)
+      eval/<split>/        predictions.jsonl, results.json (+ .md, .png) for test and test_ood
+                           (a multi-task run: eval/<split>/<task>/, one folder per task)
+      published.json       where `meditod publish` put it
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from meditod_hub.data.tasks import MULTITASK, TASKS, tasks_of
+from meditod_hub.errors import MeditodError
+from meditod_hub.evaluation.records import Results, ResultsError
+from meditod_hub.files import atomic_write
+from meditod_hub.models.families import Budget, Family, get_family
+
+RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
+# What a `meditod fewshot` output was (never a key): no training run behind it, so not RUN_INFO.
+FEWSHOT_INFO = "fewshot_info.json"
+EVAL_SPLITS = ("test", "test_ood")
+REQUIRED_INFO = ("model", "task", "family", "base_model", "adapter")
+
+
+class RunError(MeditodError, ValueError):
+    """A run folder that cannot be used; the message names the file."""
+
+
+@dataclass
+class Run:
+    path: Path
+    info: dict
+    recipe_text: str
+    results: dict[str, Results] = field(default_factory=dict)  # split -> eval/<split>/results.json
+    # task -> split -> Results: every task's (a single-task run: {task: results})
+    task_results: dict[str, dict[str, Results]] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return run_tasks(self.info)
+
+    @property
+    def multitask(self) -> bool:
+        return self.info["task"] == MULTITASK
+
+    def eval_folder(self, split: str, task: str) -> str:
+        """Where a task's evaluation of `split` sits, relative to the run (and in its repo)."""
+        return f"eval/{split}/{task}" if self.multitask else f"eval/{split}"
+
+    @property
+    def model(self) -> str:
+        return self.info["model"]
+
+    @property
+    def task(self) -> str:
+        return self.info["task"]
+
+    @property
+    def family(self) -> Family:
+        return get_family(self.info["family"])
+
+    @property
+    def recipe(self) -> dict:
+        return yaml.safe_load(self.recipe_text) or {}
+
+    def results_path(self, split: str, task: str | None = None) -> Path:
+        return self.path / self.eval_folder(split, task or self.task) / "results.json"
+
+    def chart(self, split: str, task: str | None = None) -> Path | None:
+        path = self.results_path(split, task).with_suffix(".png")
+        return path if path.is_file() else None
+
+
+def eval_dir(run: Path, split: str) -> Path:
+    return Path(run) / "eval" / split
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise RunError(f"{path}: cannot read ({type(exc).__name__}); is it a run of this kit?"
+                       ) from None
+    if not isinstance(value, dict):
+        raise RunError(f"{path}: expected a JSON object")
+    return value
+
+
+def read_run(path: str | Path, require_results: bool = True) -> Run:
+    """Read a run folder; refuse one without run_info, recipe or (by default) test results."""
+    path = Path(path)
+    info_file, recipe_file = path / RUN_INFO, path / RECIPE
+    for needed in (info_file, recipe_file):
+        if not needed.is_file():
+            raise RunError(f"{needed}: missing; is {path} a finished training run?")
+    info = _read_json(info_file)
+    missing = [key for key in REQUIRED_INFO if key not in info]
+    if missing:
+        raise RunError(f"{info_file}: missing keys {', '.join(missing)}")
+    if info["task"] not in TASKS and info["task"] != MULTITASK:
+        raise RunError(f"{info_file}: unknown task {info['task']!r}")
+    run = Run(path, info, recipe_file.read_text(encoding="utf-8"))
+    for task in run.tasks:
+        for split in EVAL_SPLITS:
+            results_path = run.results_path(split, task)
+            if not results_path.is_file():
+                continue
+            try:
+                results = Results.read(results_path)
+            except ResultsError as exc:
+                raise RunError(str(exc)) from None
+            if results.task != task:
+                raise RunError(f"{results_path}: {results.task} results where {task} results "
+                               "belong; evaluate the run on its own task")
+            run.task_results.setdefault(task, {})[split] = results
+    run.results = {} if run.multitask else run.task_results.get(run.task, {})
+    if require_results and not any("test" in r for r in run.task_results.values()):
+        where = "eval/test/<task>/results.json" if run.multitask else "eval/test/results.json"
+        raise RunError(f"{path}: no evaluation results ({where}); run `meditod "
+                       "predict` and `meditod evaluate` on the test split first")
+    return run
+
+
+def run_settings(model_path: str | Path) -> tuple[dict, dict]:
+    """run_info.json and recipe.yaml beside a model ({} for each when absent, e.g. a Hub id)."""
+    path = Path(model_path)
+    info = _read_json(path / RUN_INFO) if (path / RUN_INFO).exists() else {}
+    recipe = _read_recipe(path / RECIPE) if (path / RECIPE).exists() else {}
+    return info, recipe
+
+
+def _read_recipe(path: Path) -> dict:
+    try:
+        value = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+        raise RunError(f"{path}: cannot read ({type(exc).__name__}); is it a run of this kit?"
+                       ) from None
+    if not isinstance(value, dict | None):
+        raise RunError(f"{path}: expected a YAML mapping of recipe settings")
+    return value or {}
+
+
+def budget_record(budget: Budget) -> dict:
+    """run_info.json's `budget`: the token budget training resolved (`Family.budget`)."""
+    return asdict(budget)
+
+
+def run_budget(info: dict, recipe: dict, family: Family) -> Budget:
+    """The token budget a model is run with: the one its training recorded in run_info.json.
+    A run recorded before the budget was: its recipe's keys, then the family default (which is
+    also what a model without run files gets)."""
+    if "budget" in info:
+        return Budget(**info["budget"])
+    return family.budget(recipe)
+
+
+def run_info_digest(folder: str | Path | None) -> str | None:
+    """sha256 of a folder's run_info.json: which training run a model is (a cascade's results
+    and a push compare it), without writing a local path anywhere."""
+    info = Path(folder) / RUN_INFO if folder else None
+    return hashlib.sha256(info.read_bytes()).hexdigest() if info and info.is_file() else None
+
+
+def run_tasks(info: dict) -> tuple[str, ...]:
+    """The tasks a run answers, from its run_info.json: one, or all three for a multi-task run
+    (empty for a model without run_info.json: the caller names the task)."""
+    return tasks_of(info["task"]) if "task" in info else ()
+
+
+def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:
+    atomic_write(Path(path) / RECIPE, yaml.safe_dump(recipe, sort_keys=False))
+    atomic_write(Path(path) / RUN_INFO, json.dumps(info, indent=2) + "\n")

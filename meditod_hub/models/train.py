@@ -1,0 +1,713 @@
+"""The one training entry point: a recipe -> a finished run directory.
+
+    meditod train llama3-8b nlu                     # recipes/llama3-8b/nlu.yaml -> runs/llama3-8b/nlu
+    meditod train tiny-llama                        # nlu, pol and nlg in turn
+    meditod train llama3-8b-multitask               # recipes/llama3-8b-multitask/multitask.yaml
+    meditod train flan-t5-base nlu --gpus 2         # accelerate launch, recipes/accelerate/ddp.yaml
+    meditod train recipes/tiny-llama/nlu.yaml --num_train_epochs=2 --output_dir=runs/x
+    torchrun --nproc_per_node 2 -m meditod_hub.models.train recipes/...   # CPU: gloo
+
+`MODEL [TASK]` names a folder of `recipes/` (and one of its tasks; all its tasks without one), as
+`trl sft` takes a model name; a recipe path works too. `--gpus N` (N > 1) relaunches the same
+command under `accelerate launch` with `--accelerate_config` (default the DDP config; the FSDP
+and ZeRO-3 ones shard); `--out DIR` puts the run folders at DIR/<task>. The tiny recipes' bases
+(`build/tiny-models/tiny-*`) are made on first use from the recipe's dataset (`meditod tiny`).
+
+A recipe is YAML whose keys are fields of the trainer's own dataclasses (TRL `SFTConfig` for
+decoders, transformers `Seq2SeqTrainingArguments` for encoder-decoders), TRL `ModelConfig`
+(model, LoRA, 4-bit) and `MeditodArguments` below; every key can be overridden as `--key=value`.
+Full fine-tuning vs QLoRA is `use_peft` + `load_in_4bit` (ModelConfig's own flags).
+`task: multitask` trains one model on the NLU, POL and NLG examples together (each fitted as in
+its single-task run, under the recipe's one budget, mixed by the trainer's shuffling sampler);
+run_info.json records `"task": "multitask"` and `"tasks"`, and NLU/POL validation reports each
+task's F1 and their mean as `f1`.
+
+Data flow: dataset rows -> the family's training example (`families`: its format, fitted to
+the token budget before the trainer sees anything, since TRL would silently cut or drop long
+rows): old context is cut from the left, then the oldest state entries, never the target; an
+example that cannot fit is skipped, and every cut and skip is counted in the log and in
+run_info.json. Decoders train with TRL's `SFTTrainer` on prompt/completion data (loss on the
+completion, ending in EOS / the end-of-turn token), encoder-decoders with `Seq2SeqTrainer`. Both
+evaluate by generating on the validation split, so NLU/POL checkpoints are selected by F1
+(`metric_for_best_model: f1`), NLG by loss.
+
+The run directory (`output_dir`, see `runs`) gets the model (adapter or full weights) +
+tokenizer, `recipe.yaml` (resolved), `run_info.json` and `checkpoints/`. A rerun resumes from the
+last complete checkpoint there, only if it was trained from the same recipe and dataset (each
+checkpoint records both); `train_runtime_s` adds up every segment of a resumed run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+import peft
+import torch
+import transformers
+import trl
+import yaml
+from accelerate import PartialState
+from accelerate.utils import gather_object
+from datasets import Dataset, concatenate_datasets
+from peft import get_peft_model, prepare_model_for_kbit_training
+from transformers import AutoTokenizer, DataCollatorForSeq2Seq, Seq2SeqTrainer, TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
+from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantization_config
+
+from meditod_hub import quiet
+from meditod_hub.data.dataset import fingerprint, load_split
+from meditod_hub.data.tasks import MULTITASK, TASK_NAMES, get_task, tasks_of
+from meditod_hub.errors import MeditodError, UsageError, load_failure, run_main
+from meditod_hub.files import atomic_write, output_folder, read_json
+from meditod_hub.models.families import Budget, Family, get_family
+from meditod_hub.models.formats.fit import BudgetError
+from meditod_hub.models.predictor import DecodeOptions, LocalPredictor
+from meditod_hub.models.runs import CHECKPOINTS, budget_record, write_run_files
+from meditod_hub.models.train_settings import USAGE, MeditodArguments, train_help, wants_help
+
+logger = logging.getLogger("meditod_hub.models.train")
+
+# Tokens a tokenizer may already hold that can serve as padding when its pad is missing or is
+# EOS / end-of-turn (Llama-3 ships no pad; OpenBioLLM's pad is its EOS).
+PAD_CANDIDATES = ("<|finetune_right_pad_id|>", "<|reserved_special_token_0|>", "<pad>")
+
+
+@dataclass
+class Recipe:
+    path: Path
+    script: MeditodArguments
+    training: object  # SFTConfig or Seq2SeqTrainingArguments
+    model: object     # trl.ModelConfig
+    resolved: dict    # the recipe's keys and every overridden key, with their final values
+
+    @property
+    def family(self) -> Family:
+        return get_family(self.script.family)
+
+    @property
+    def budget(self) -> Budget:
+        """The token budget, resolved once from the keys the recipe and command line set (never
+        a trainer default) and recorded in run_info.json, where every reader takes it from."""
+        return self.family.budget(self.resolved)
+
+
+def _read_recipe(path: Path) -> dict:
+    if not path.is_file():
+        models = _models()
+        raise UsageError(f"no recipe {path}" + (f"; models: {models}" if models else ""))
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 (byte {exc.start}): save the recipe as UTF-8") from None
+    except RecursionError:
+        raise UsageError(f"{path}: nested too deeply to read: not a recipe") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise UsageError(f"{path}: invalid YAML{where}: fix the recipe") from None
+    if not isinstance(config, dict):
+        raise UsageError(f"{path}: a recipe is a YAML mapping of settings, got "
+                         f"{type(config).__name__}")
+    return config
+
+
+def parse_recipe(argv: list[str]) -> Recipe:
+    """`<recipe.yaml> [--key=value ...]` -> the three dataclasses (TrlParser: YAML, then CLI)."""
+    if wants_help(argv):
+        print(train_help(argv))
+        raise SystemExit(0)
+    if not argv or argv[0].startswith("-"):
+        raise UsageError(USAGE)
+    path, overrides = Path(argv[0]), list(argv[1:])
+    config = _read_recipe(path)
+    cli_keys = [a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")]
+    family = get_family(_cli_value(overrides, "family") or config.get("family") or "(missing)")
+    parser = TrlParser((MeditodArguments, family.trainer_arguments_class(), ModelConfig))
+    known = {a.dest for a in parser._actions} - {"help", "config"}
+    unknown = sorted((set(config) | set(cli_keys)) - known)
+    if unknown:
+        hints = [f"{k} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, known, 1))
+                 else k for k in unknown]
+        raise UsageError(f"{path}: unknown setting(s) {', '.join(hints)}: recipe keys are fields "
+                         f"of MeditodArguments, ModelConfig and "
+                         f"{family.trainer_arguments_class().__name__}")
+    # Without CUDA, TrainingArguments must be told so at construction: it then runs several
+    # processes as gloo DDP (otherwise each trains alone) and accepts bf16 recipes.
+    device = [] if torch.cuda.is_available() else ["--use_cpu=true"]
+    try:
+        script, training, model = parser.parse_args_and_config(["--config", str(path), *device,
+                                                                *overrides])
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
+    values = {**_plain(model), **training.to_dict(), **_plain(script)}
+    resolved = {k: values[k] for k in dict.fromkeys([*config, *cli_keys]) if k in values}
+    return Recipe(path, script, training, model, resolved)
+
+
+def _cli_value(args: list[str], key: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg.startswith(f"--{key}="):
+            return arg.split("=", 1)[1]
+        if arg == f"--{key}" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def _plain(instance) -> dict:
+    return {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance)}
+
+
+# --- data ----------------------------------------------------------------------------------
+@dataclass
+class Encoded:
+    dataset: Dataset | None
+    truncated: int = 0                                    # examples whose input was cut
+    state_cut: int = 0                                    # ...of which lost state entries
+    skipped: list[str] = field(default_factory=list)      # ids of examples that cannot fit
+
+
+def encode(family: Family, task: str, rows: list[dict], tokenizer, budget: Budget) -> Encoded:
+    """Trainer-ready examples within the budget; nothing is cut or dropped without a count."""
+    examples, truncated, state_cut, skipped = [], 0, 0, []
+    for row in rows:
+        try:
+            example = family.training_example(task, row, tokenizer, budget)
+        except BudgetError:
+            skipped.append(row["id"])
+            continue
+        truncated += example.fitted.truncated
+        state_cut += example.fitted.dropped_state > 0
+        examples.append(example.features)
+    return Encoded(Dataset.from_list(examples) if examples else None, truncated, state_cut,
+                   skipped)
+
+
+def encode_tasks(family: Family, rows_by_task: dict[str, list[dict]], tokenizer,
+                 budget: Budget) -> Encoded:
+    """The examples of one or several tasks under one budget, in one dataset (a multi-task run's
+    tasks are mixed by the trainer's shuffling sampler); skipped ids name their task."""
+    parts = {task: encode(family, task, rows, tokenizer, budget)
+             for task, rows in rows_by_task.items()}
+    found = [part.dataset for part in parts.values() if part.dataset is not None]
+    several = len(parts) > 1
+    return Encoded(concatenate_datasets(found) if found else None,
+                   sum(part.truncated for part in parts.values()),
+                   sum(part.state_cut for part in parts.values()),
+                   [f"{task}:{i}" if several else i
+                    for task, part in parts.items() for i in part.skipped])
+
+
+def ensure_pad_token(tokenizer, family: Family) -> None:
+    """Give the tokenizer a pad token that is neither EOS nor the end-of-turn token.
+
+    Upstream set pad = EOS and its collator masked every pad id out of the labels, so the model
+    never learned to stop (docs/format.md, "Model formats"). Distinct ids keep every collator from
+    confusing them.
+    """
+    stops = set(family.stop_token_ids(tokenizer))
+    if tokenizer.pad_token_id is not None and tokenizer.pad_token_id not in stops:
+        return
+    vocab = tokenizer.get_vocab()
+    for candidate in PAD_CANDIDATES:
+        if candidate in vocab and vocab[candidate] not in stops:
+            tokenizer.pad_token = candidate
+            return
+    raise MeditodError(f"{tokenizer.name_or_path}: no pad token distinct from EOS/end-of-turn "
+                       f"and none of {PAD_CANDIDATES} in the vocabulary; add one to the tokenizer")
+
+
+# --- model ---------------------------------------------------------------------------------
+def flash_varlen_available(attn_implementation: str | None) -> bool:
+    return torch.cuda.is_available() and (
+        (attn_implementation == "flash_attention_2" and is_flash_attn_2_available())
+        or (attn_implementation == "flash_attention_3" and is_flash_attn_3_available()))
+
+
+def plan_batching(family: Family, training, model_args) -> str:
+    """Padding-free where it is exact, length-grouped padded batches everywhere else.
+
+    Padding-free concatenates a batch into one row and relies on FlashAttention's varlen kernel
+    plus position ids to keep examples apart. BioGPT's attention ignores position ids, so it
+    would let packed examples see each other: never for BioGPT. Without CUDA FlashAttention
+    (CPU, or the package missing) the request falls back to padded batches with
+    `train_sampling_strategy` (group_by_length in the recipes).
+    """
+    if not getattr(training, "padding_free", False):
+        return "padded"
+    if not family.exact_padding_free:
+        raise UsageError(f"padding_free is not exact for family {family.name!r}: its attention "
+                         "ignores position ids, so examples in one batch would attend to each other")
+    if flash_varlen_available(model_args.attn_implementation):
+        training.max_length = None  # every example is already fitted; TRL refuses both together
+        return "padding_free"
+    logger.warning("padding_free needs CUDA FlashAttention varlen (attn_implementation=%s): "
+                   "using padded batches with train_sampling_strategy=%s instead",
+                   model_args.attn_implementation, training.train_sampling_strategy)
+    training.padding_free = False
+    model_args.attn_implementation = "sdpa"
+    return "padded"
+
+
+def load_model(family: Family, model_args, training):
+    """The base model (4-bit when the recipe says so), ready for LoRA on a quantized base."""
+    quantization = get_quantization_config(model_args)
+    # FSDP / ZeRO-3 shard the base themselves; DDP wants one full copy on each process's GPU.
+    sharded = bool(training.fsdp or training.deepspeed) or any(
+        os.environ.get(f"ACCELERATE_USE_{name}") == "true" for name in ("FSDP", "DEEPSPEED"))
+    device_map = None
+    if quantization is not None and torch.cuda.is_available() and not sharded:
+        device_map = {"": PartialState().local_process_index}
+    dtype = model_args.dtype
+    model = family.auto_model().from_pretrained(
+        model_args.model_name_or_path, revision=model_args.model_revision,
+        dtype=getattr(torch, dtype) if dtype in ("bfloat16", "float16", "float32") else dtype,
+        attn_implementation=model_args.attn_implementation, quantization_config=quantization,
+        device_map=device_map)
+    if quantization is not None and not sharded:
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=training.gradient_checkpointing,
+            gradient_checkpointing_kwargs=training.gradient_checkpointing_kwargs)
+    return model
+
+
+# --- validation by generation ----------------------------------------------------------------
+@dataclass
+class ValidationScorer:
+    """NLU/POL F1 of greedy generations on the validation rows (exact judge).
+
+    Each process generates a strided share of the rows; all processes gather every prediction
+    and compute the same score, so checkpoint selection agrees across ranks.
+    """
+
+    family: Family
+    task: str
+    rows: list[dict]
+    tokenizer: object
+    budget: Budget
+    batch_size: int
+
+    def __call__(self, model, accelerator) -> dict:
+        mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
+        predictor = LocalPredictor(model, self.tokenizer, self.family, self.task, self.budget,
+                                   DecodeOptions(self.batch_size))
+        records = predictor.predict([self.rows[i] for i in mine])
+        gathered = dict(gather_object([(i, r.label) for i, r in zip(mine, records)]))
+        scores = get_task(self.task).score(self.rows, [gathered[i] for i in range(len(self.rows))])
+        return {"f1": scores["f1"], "parse_failures": scores["parse_failures"]}
+
+
+@dataclass
+class MultiTaskScorer:
+    """A multi-task run's validation: each structured task's F1 and their mean as `f1` (what
+    `metric_for_best_model: f1` selects on)."""
+
+    scorers: list[ValidationScorer]
+
+    def __call__(self, model, accelerator) -> dict:
+        scores = {s.task: s(model, accelerator) for s in self.scorers}
+        return {"f1": sum(v["f1"] for v in scores.values()) / len(scores),
+                "parse_failures": sum(v["parse_failures"] for v in scores.values()),
+                **{f"{task}_f1": v["f1"] for task, v in scores.items()}}
+
+
+class GenerationEvalMixin:
+    """Adds the generation scores to each evaluation's metrics (TRL has no generative eval)."""
+
+    scorer: ValidationScorer | None = None
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None,
+                        ignore_keys=None, metric_key_prefix="eval"):
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only,
+                                         ignore_keys, metric_key_prefix)
+        if self.scorer is not None:
+            scores = self.scorer(self.model, self.accelerator)
+            output.metrics.update({f"{metric_key_prefix}_{k}": v for k, v in scores.items()})
+        return output
+
+
+class MeditodSFTTrainer(GenerationEvalMixin, SFTTrainer):
+    pass
+
+
+class MeditodSeq2SeqTrainer(GenerationEvalMixin, Seq2SeqTrainer):
+    pass
+
+
+def make_trainer(recipe: Recipe, model, tokenizer, train: Encoded, evaluation: Encoded | None,
+                 scorer: ValidationScorer | None, callbacks=()):
+    peft_config = get_peft_config(recipe.model)
+    common = dict(args=recipe.training, train_dataset=train.dataset,
+                  eval_dataset=evaluation.dataset if evaluation else None,
+                  processing_class=tokenizer, callbacks=list(callbacks))
+    if recipe.family.encoder_decoder:  # Seq2SeqTrainer takes no peft_config: wrap the model here
+        if peft_config is not None:
+            model = get_peft_model(model, peft_config)
+        trainer = MeditodSeq2SeqTrainer(model=model, **common,
+                                        data_collator=DataCollatorForSeq2Seq(tokenizer, model))
+    else:
+        trainer = MeditodSFTTrainer(model=model, peft_config=peft_config, **common)
+    trainer.scorer = scorer
+    return trainer
+
+
+# --- resuming only what was started ------------------------------------------------------------
+RESUME_RECORD = "meditod_resume.json"  # in each checkpoint-N: what it was trained from
+# Settings that change nothing about the weights a resumed run would produce.
+NOT_FINGERPRINTED = frozenset({"output_dir", "overwrite_output_dir", "resume_from_checkpoint",
+                               "logging_steps", "report_to", "save_total_limit",
+                               "per_device_eval_batch_size", "dataloader_num_workers"})
+
+
+def resume_fingerprint(recipe: Recipe) -> dict:
+    """What a checkpoint was trained from: the resolved recipe and the data."""
+    settings = {k: v for k, v in recipe.resolved.items() if k not in NOT_FINGERPRINTED}
+    return {"settings": json.loads(json.dumps(settings, default=str)),
+            "data": fingerprint(recipe.script.dataset_name)}
+
+
+class ResumeRecorder(TrainerCallback):
+    """Writes RESUME_RECORD into each checkpoint once the trainer has saved it whole, with the
+    wall-clock of every training segment so far (so a resumed run's runtime adds up)."""
+
+    def __init__(self, fingerprint: dict, runtime_before: float):
+        self.fingerprint, self.runtime_before = fingerprint, runtime_before
+        self.started = time.perf_counter()
+        self.stepping = False  # the trainer has loaded any checkpoint and started its steps
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.stepping = True
+
+    def runtime(self) -> float:
+        return self.runtime_before + time.perf_counter() - self.started
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+            atomic_write(folder / RESUME_RECORD, json.dumps(
+                {**self.fingerprint, "runtime_s": round(self.runtime(), 2)}, indent=2) + "\n")
+
+
+def _checkpoints(folder: Path) -> list[Path]:
+    found = [p for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir()
+             and p.name.rsplit("-", 1)[1].isdigit()]
+    return sorted(found, key=lambda p: int(p.name.rsplit("-", 1)[1]))
+
+
+def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
+    """The checkpoint to resume from (None: start) and the runtime already spent.
+
+    A checkpoint without its record was cut off while saving: the one before it is used. A
+    checkpoint of another recipe or dataset is refused, unless `overwrite_output_dir`.
+    """
+    fingerprint = resume_fingerprint(recipe)
+    explicit = recipe.training.resume_from_checkpoint
+    found = [Path(explicit)] if explicit else _checkpoints(checkpoints)
+    complete = [c for c in found if (c / RESUME_RECORD).exists()]
+    if not complete:
+        if found and not explicit:
+            logger.warning("%s holds only incomplete checkpoints (cut off while saving): starting "
+                           "over", checkpoints)
+        elif explicit:
+            raise UsageError(f"--resume_from_checkpoint {explicit}: not a complete checkpoint of "
+                             "this kit (no meditod_resume.json)")
+        return None, 0.0
+    last = complete[-1]
+    if found[-1] != last:
+        logger.warning("%s is incomplete (cut off while saving): resuming from %s instead",
+                       found[-1].name, last.name)
+    record = read_json(last / RESUME_RECORD, fix=f"a damaged checkpoint: delete {last} to resume "
+                       "from the one before, or pass --overwrite_output_dir=true to start over")
+    if not isinstance(record.get("settings", {}), dict):
+        raise MeditodError(f"{last / RESUME_RECORD}: not a resume record of this kit: delete {last} "
+                           "to resume from the one before")
+    changed = sorted({k for k in set(record.get("settings", {})) | set(fingerprint["settings"])
+                      if record.get("settings", {}).get(k) != fingerprint["settings"].get(k)}
+                     | ({"the dataset"} if record.get("data") != fingerprint["data"] else set()))
+    if not changed:
+        return last, float(record.get("runtime_s", 0.0))
+    if recipe.script.overwrite_output_dir:
+        logger.warning("overwrite_output_dir: deleting the checkpoints of another run in %s "
+                       "(changed: %s)", checkpoints, ", ".join(changed))
+        shutil.rmtree(checkpoints)
+        return None, 0.0
+    raise UsageError(f"{checkpoints.parent} holds checkpoints of another run (changed: "
+                     f"{', '.join(changed[:6])}): pass --overwrite_output_dir=true to start over, "
+                     "or choose another output_dir")
+
+
+# --- the run -------------------------------------------------------------------------------
+def apply_effective_batch(recipe: Recipe) -> None:
+    """gradient_accumulation_steps = effective batch / (per-device batch x processes)."""
+    target, training = recipe.script.effective_batch_size, recipe.training
+    if not target:
+        return
+    per_step = training.per_device_train_batch_size * training.world_size
+    if target % per_step:
+        raise UsageError(f"effective_batch_size {target} is not a multiple of per-device batch "
+                         f"x processes = {per_step}")
+    training.gradient_accumulation_steps = target // per_step
+
+
+def hardware(world_size: int) -> str:
+    device = (torch.cuda.get_device_name() if torch.cuda.is_available()
+              else f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)")
+    return f"{world_size} x {device}"
+
+
+def framework_versions() -> dict:
+    return {m.__name__: m.__version__ for m in (torch, transformers, trl, peft, datasets)}
+
+
+def prepare_data(recipe: Recipe, tokenizer, budget: Budget):
+    """Fitted train / validation examples and, for NLU and POL, the generating F1 scorer (of
+    every task a multi-task recipe trains)."""
+    script, training, family = recipe.script, recipe.training, recipe.family
+    tasks = tasks_of(script.task)
+    train = encode_tasks(family, {t: load_split(script.dataset_name, t, script.dataset_train_split)
+                                  for t in tasks}, tokenizer, budget)
+    if train.dataset is None:
+        raise MeditodError(f"{script.dataset_name}: no {script.task} training example fits "
+                           f"within {budget.max_length} tokens; raise the budget")
+    _log_fit("train", train, budget)
+    if not script.dataset_eval_split or training.eval_strategy == "no":
+        return train, None, None
+    rows = {t: load_split(script.dataset_name, t, script.dataset_eval_split) for t in tasks}
+    evaluation = encode_tasks(family, rows, tokenizer, budget)
+    _log_fit(script.dataset_eval_split, evaluation, budget)
+    scorers = [ValidationScorer(family, t, rows[t][:script.eval_max_examples], tokenizer, budget,
+                                training.per_device_eval_batch_size)
+               for t in tasks if get_task(t).structured]
+    scorer = (MultiTaskScorer(scorers) if len(tasks) > 1 else scorers[0]) if scorers else None
+    return train, evaluation, scorer
+
+
+def _log_fit(split: str, encoded: Encoded, budget: Budget) -> None:
+    kept = len(encoded.dataset) if encoded.dataset else 0
+    log = logger.warning if encoded.skipped else logger.info
+    log("%s: %d examples, %d cut to fit %s tokens (%d of them lost state entries), %d skipped%s",
+        split, kept, encoded.truncated, budget.max_length, encoded.state_cut,
+        len(encoded.skipped), f" (ids: {', '.join(encoded.skipped)})" if encoded.skipped else "")
+
+
+def run(recipe: Recipe, callbacks=()) -> dict:
+    """Train, save the run directory, return its run_info."""
+    script, training, family = recipe.script, recipe.training, recipe.family
+    run_dir = Path(training.output_dir)
+    if training.process_index == 0:  # new, empty, or an earlier (maybe interrupted) run's
+        output_folder(run_dir, purpose="train", what="output_dir",
+                      input_folders=[script.dataset_name, recipe.model.model_name_or_path])
+    training.output_dir = str(run_dir / CHECKPOINTS)  # checkpoints are never published
+    budget = recipe.budget
+    if not family.encoder_decoder:  # TRL's own cut follows it (plan_batching may lift it)
+        training.max_length = budget.max_length
+    apply_effective_batch(recipe)
+    batching = plan_batching(family, training, recipe.model)
+    logger.info("%s/%s: %s batches, %d process(es) x %d per device x %d accumulation",
+                script.model, script.task, batching, training.world_size,
+                training.per_device_train_batch_size, training.gradient_accumulation_steps)
+    resume, runtime_before = plan_resume(recipe, Path(training.output_dir))
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(recipe.model.model_name_or_path,
+                                                  revision=recipe.model.model_revision)
+    except (OSError, ValueError) as exc:  # no such folder, not cached offline, damaged files
+        raise MeditodError(f"model_name_or_path {recipe.model.model_name_or_path}: cannot load "
+                           f"its tokenizer ({load_failure(exc)}): give a model folder, or a Hub "
+                           "id that is cached or reachable") from None
+    ensure_pad_token(tokenizer, family)
+    train, evaluation, scorer = prepare_data(recipe, tokenizer, budget)
+    model = load_model(family, recipe.model, training)
+    recorder = ResumeRecorder(resume_fingerprint(recipe), runtime_before)
+    trainer = make_trainer(recipe, model, tokenizer, train, evaluation, scorer,
+                           [*callbacks, recorder])
+    if len(trainer.train_dataset) != len(train.dataset):  # TRL filters rows without a word
+        raise MeditodError(f"the trainer dropped {len(train.dataset) - len(trainer.train_dataset)}"
+                           " of the fitted training examples")
+    if resume:
+        logger.info("resuming from %s", resume)
+    try:
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    except Exception as exc:
+        if resume is None or recorder.stepping or isinstance(exc, MeditodError):
+            raise
+        raise MeditodError(f"{resume}: cannot resume from this checkpoint ({load_failure(exc)}): "
+                           "delete it to resume from the one before, or pass "
+                           "--overwrite_output_dir=true to start over") from None
+
+    trainer.save_model(str(run_dir))  # the best checkpoint's weights with load_best_model_at_end
+    trainer.save_state()              # checkpoints/trainer_state.json: loss and eval history
+    info = {
+        "model": script.model, "task": script.task, "tasks": list(tasks_of(script.task)),
+        "family": family.name,
+        "base_model": recipe.model.model_name_or_path, "adapter": recipe.model.use_peft,
+        "quantization": recipe.model.bnb_4bit_quant_type if recipe.model.load_in_4bit else None,
+        "global_step": trainer.state.global_step,
+        "train_runtime_s": round(recorder.runtime(), 2),
+        "hardware": hardware(training.world_size), "framework_versions": framework_versions(),
+        "train_examples": len(train.dataset), "truncated_examples": train.truncated,
+        "state_cut_examples": train.state_cut, "skipped_examples": len(train.skipped),
+        "dataset": script.dataset_name, "data_fingerprint": fingerprint(script.dataset_name),
+        "seed": training.seed, "budget": budget_record(budget),
+    }
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(run_dir)
+        write_run_files(run_dir, info, recipe.resolved)
+    return info
+
+
+# --- the command: MODEL [TASK] or a recipe, on one process or under accelerate ----------------
+RECIPES = Path("recipes")
+DEFAULT_ACCELERATE_CONFIG = RECIPES / "accelerate" / "ddp.yaml"
+
+
+@dataclass
+class TrainCommand:
+    """What `meditod train ...` asked for: the recipes in turn, and how to launch each."""
+
+    recipes: list[Path]
+    overrides: list[str]
+    gpus: int = 1
+    accelerate_config: Path = DEFAULT_ACCELERATE_CONFIG
+    out: Path | None = None  # run folders at out/<task>; None: each recipe's own output_dir
+
+    def argv(self, recipe: Path) -> list[str]:
+        """The arguments `parse_recipe` gets for one recipe."""
+        task = (_cli_value(self.overrides, "task") or _read_recipe(recipe).get("task")
+                or recipe.stem)
+        out = [f"--output_dir={self.out / task}"] if self.out else []
+        return [str(recipe), *out, *self.overrides]
+
+    def launcher(self) -> list[str]:
+        """The process command that runs one recipe: this Python, or `accelerate launch`."""
+        if self.gpus <= 1:
+            return [sys.executable, "-m", "meditod_hub.models.train"]
+        return [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+                str(self.accelerate_config), "--num_processes", str(self.gpus),
+                "-m", "meditod_hub.models.train"]
+
+
+RECIPE_TASKS = (*TASK_NAMES, MULTITASK)  # a recipes/ folder holds the three, or `multitask`
+
+
+def _folder_tasks(folder: Path) -> list[str]:
+    """The tasks a recipes/ folder has a recipe for, in order (none: not a recipes/ folder)."""
+    return [task for task in RECIPE_TASKS if (folder / f"{task}.yaml").is_file()]
+
+
+def _models() -> str:
+    return ", ".join(sorted(p.name for p in RECIPES.glob("*") if _folder_tasks(p)))
+
+
+def _pop_flag(args: list[str], key: str) -> str | None:
+    """Remove `--key V` / `--key=V` from `args` and return V (None when absent)."""
+    for i, arg in enumerate(args):
+        if arg.startswith(f"--{key}="):
+            del args[i]
+            return arg.split("=", 1)[1]
+        if arg == f"--{key}":
+            if i + 1 >= len(args):
+                raise UsageError(f"--{key} needs a value")
+            value = args[i + 1]
+            del args[i:i + 2]
+            return value
+    return None
+
+
+def resolve_command(argv: list[str]) -> TrainCommand:
+    """`MODEL [TASK] | recipe.yaml` + `--gpus N --accelerate_config FILE --out DIR` + overrides."""
+    args = list(argv)
+    gpus = _pop_flag(args, "gpus")
+    config = _pop_flag(args, "accelerate_config")
+    out = _pop_flag(args, "out")
+    try:
+        gpus = int(gpus) if gpus is not None else 1
+    except ValueError:
+        raise UsageError(f"--gpus takes a number of processes, got {gpus!r}") from None
+    if gpus < 1:
+        raise UsageError(f"--gpus must be at least 1, got {gpus}")
+    config = Path(config) if config else DEFAULT_ACCELERATE_CONFIG
+    if gpus > 1 and not config.is_file():
+        raise UsageError(f"no accelerate config {config}: give --accelerate_config, one of "
+                         f"{', '.join(map(str, sorted((RECIPES / 'accelerate').glob('*.yaml'))))}")
+    if not args or args[0].startswith("-"):  # no recipe: parse_recipe says what to give
+        parse_recipe(args)
+    target, rest = args[0], args[1:]
+    path = Path(target)
+    folder = path if _folder_tasks(path) else RECIPES / target  # recipes/MODEL works too
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        recipes = [path]
+    elif folder.is_dir():
+        tasks = _folder_tasks(folder)
+        if rest and not rest[0].startswith("-"):
+            if rest[0] not in tasks:
+                raise UsageError(f"no task {rest[0]!r} in {folder}: give one of "
+                                 f"{', '.join(tasks)}, or none to train "
+                                 + ("all three in turn" if len(tasks) > 1 else "it"))
+            tasks, rest = [rest[0]], rest[1:]
+        recipes = [folder / f"{task}.yaml" for task in tasks]
+    else:
+        raise UsageError(f"no recipe or model {target!r}: give a recipes/ folder ({_models()}) "
+                         "or a recipe .yaml")
+    return TrainCommand(recipes, rest, gpus, config, Path(out) if out else None)
+
+
+def ensure_tiny_base(model_args, dataset: str) -> None:
+    """Make a tiny recipe's missing base (`build/tiny-models/<name>`) from `dataset`'s training
+    split, as `meditod tiny` does, so the tiny recipes run on a fresh checkout."""
+    from meditod_hub.models import tiny
+
+    path = Path(model_args.model_name_or_path)
+    if path.exists() or path.parent != tiny.DEFAULT_OUT or path.name not in tiny.FAMILY_OF:
+        return
+    with PartialState().main_process_first():
+        if not path.exists():
+            logger.info("%s: not built yet; building it from %s (meditod tiny --data %s --models "
+                        "%s)", path, dataset, dataset, path.name)
+            tiny.build_all(dataset, path.parent, [path.name])
+
+
+def train_recipe(argv: list[str], callbacks=()) -> str:
+    """Train one recipe (`<recipe.yaml> [--key=value ...]`); returns its one-line summary."""
+    recipe = parse_recipe(argv)
+    run_dir = recipe.training.output_dir
+    ensure_tiny_base(recipe.model, recipe.script.dataset_name)
+    info = run(recipe, callbacks)
+    return (f"{info['model']}/{info['task']}: {info['global_step']} steps on "
+            f"{info['train_examples']} examples ({info['truncated_examples']} cut to fit, "
+            f"{info['skipped_examples']} skipped) -> {run_dir}")
+
+
+def main(argv: list[str], callbacks=()) -> int:
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logger.setLevel(logging.INFO)  # this module's figures; libraries stay at WARNING
+    quiet.progress_bars_off()
+    command = resolve_command(argv)
+    total = len(command.recipes)
+    for n, recipe in enumerate(command.recipes, 1):
+        if total > 1:
+            print(f"== task {n}/{total}: {recipe} ==", file=sys.stderr, flush=True)
+        args = command.argv(recipe)
+        if command.gpus > 1:
+            code = subprocess.run([*command.launcher(), *args]).returncode
+            if code:
+                return code
+            continue
+        print(train_recipe(args, callbacks), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,1 @@
+"""Dataset and model cards, Hub pushes and Spaces."""

@@ -1,0 +1,329 @@
+"""The Hub side: the dataset push, and what every upload shares (a token checked up front, one
+deadline per command, failures as one line).
+
+    meditod push --folder meditod --repo my-org/meditod            # private; gated: MediTOD data
+    meditod push --folder meditod --repo my-org/meditod --public   # a public repo
+
+A push uploads exactly the files the folder's build manifest lists (hashes verified first), in
+one commit, and deletes only the files an earlier build of this kit put in the repo (its
+manifest says which); a repo holding anything else is refused. The gating comes from the licence
+the build proved and recorded in the manifest (`licence.py`), never from the card alone or from
+release.json: MediTOD data goes out gated (manual approval: dataset Settings -> gated access ->
+review requests); proven-synthetic data and the user's own declared dialogues ungated; all of it
+private unless --public. The push prints the gating it chose and why. `hub_session` and
+`deadline` are what model publishing reuses.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import TypeVar
+
+import httpx2
+import yaml
+from huggingface_hub import (
+    CommitOperationAdd,
+    CommitOperationDelete,
+    DatasetCard,
+    HfApi,
+    constants,
+    get_session,
+    get_token,
+)
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    HfHubHTTPError,
+    HFValidationError,
+    LocalTokenNotFoundError,
+)
+
+from meditod_hub.errors import MeditodError, UsageError, run_main
+
+T = TypeVar("T")
+KEEP_ON_HUB = (".gitattributes",)  # the Hub's own file in every repo
+# What a Space or model repo got from this kit's last upload (the dataset push's is the build
+# manifest): a later upload replaces and deletes only these, never the owner's own files.
+UPLOAD_RECORD = "meditod_upload.json"
+# A Hub token: the user's own (get_token) or any other; never uploaded, printed or written.
+TOKEN_PATTERN = re.compile(rb"hf_[A-Za-z0-9]{30,}")
+TEXT_SUFFIXES = (".json", ".yaml", ".yml", ".md", ".jinja", ".txt", ".py", ".toml", ".cfg", "")
+# Pickles can hold anything, the training arguments' token included (training_args.bin).
+NEVER_UPLOADED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth")
+
+
+class HubError(MeditodError):
+    """A Hub operation that cannot go on; the CLI prints it as one line."""
+
+
+@dataclass
+class PushArguments:
+    repo: str = field(metadata={"help": "ORG/NAME of the dataset repo on the Hub"})
+    folder: Path = field(default=Path("meditod"), metadata={"help": "a folder built by "
+                                                                    "`meditod build`"})
+    public: bool = field(default=False, metadata={"help": "make the repo public (default: private)"})
+    timeout: float = field(default=120.0, metadata={"above": 0,
+        "help": "seconds for the whole push, retries included (also the limit of each request)"})
+
+
+def check_timeout(seconds: float) -> float:
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"--timeout must be a positive number of seconds, got {seconds}")
+    return float(seconds)
+
+
+def deadline(seconds: float, action: str, work: Callable[[], T]) -> T:
+    """Run `work` and give up after `seconds`, retries and all (the library retries on its own).
+
+    The work runs in a daemon thread; past the deadline it is abandoned (a Hub commit is atomic:
+    it either landed whole or not at all) and the command ends with a one-line error.
+    """
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - carried to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name="meditod-hub")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise HubError(f"{action}: not done within --timeout {seconds:g} s ({constants.ENDPOINT} "
+                       "is slow or not answering); retry later or allow a longer --timeout")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def require_token() -> str:
+    """The token huggingface_hub will send (HF_TOKEN, else `hf auth login`'s), before any request."""
+    token = get_token()
+    if not token:
+        raise HubError("no Hugging Face token: run `hf auth login` or set HF_TOKEN to a write token")
+    return token
+
+
+_REQUEST_TIMEOUT: ContextVar[float | None] = ContextVar("meditod_hub_request_timeout",
+                                                         default=None)
+
+
+def _timeout_of_this_call(request: httpx2.Request) -> None:
+    """Request hook: the timeout of the `http_timeout` block this request was made in, if any."""
+    seconds = _REQUEST_TIMEOUT.get()
+    if seconds is not None:
+        request.extensions["timeout"] = httpx2.Timeout(seconds).as_dict()
+
+
+@contextmanager
+def http_timeout(seconds: float) -> Iterator[None]:
+    """Give each huggingface_hub request made in the block a `seconds` connect/read/write timeout.
+
+    Most `HfApi` methods take no timeout, and huggingface_hub shares one httpx client
+    (`get_session`, created without one) across the process. The timeout is therefore set per
+    request, by a hook that reads it from a context variable of this block: requests of other
+    threads and of code outside the block keep theirs. `deadline` bounds the whole.
+    """
+    session = get_session()
+    if _timeout_of_this_call not in session.event_hooks["request"]:
+        hooks = session.event_hooks
+        session.event_hooks = {**hooks, "request": [*hooks["request"], _timeout_of_this_call]}
+    token = _REQUEST_TIMEOUT.set(seconds)
+    try:
+        yield
+    finally:
+        _REQUEST_TIMEOUT.reset(token)
+
+
+@contextmanager
+def translate_errors(action: str) -> Iterator[None]:
+    """Turn transport, token and HTTP failures into a one-line `HubError` that says what to do."""
+    endpoint = constants.ENDPOINT
+    try:
+        yield
+    except httpx2.TimeoutException:
+        raise HubError(f"{action}: {endpoint} did not answer in time "
+                       "(retry later, or allow a longer --timeout)") from None
+    except httpx2.ConnectError:
+        raise HubError(f"{action}: cannot connect to {endpoint} "
+                       "(down, or no network; check HF_ENDPOINT)") from None
+    except httpx2.TransportError as exc:
+        raise HubError(f"{action}: network error talking to {endpoint}: {type(exc).__name__}") from None
+    except LocalTokenNotFoundError:
+        raise HubError(f"{action}: no Hugging Face token: run `hf auth login` or set HF_TOKEN") from None
+    except HFValidationError as exc:
+        raise HubError(f"{action}: {exc}") from None
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else None
+        if status == 401:
+            raise HubError(f"{action}: the Hub rejected the token (401): create a write token at "
+                           "https://huggingface.co/settings/tokens") from None
+        if status == 403:
+            raise HubError(f"{action}: the token may not write here (403): it is read-only or has no "
+                           "access to this namespace") from None
+        detail = exc.server_message or str(exc).splitlines()[0]
+        raise HubError(f"{action}: the Hub answered {status}: {detail}") from None
+
+
+@contextmanager
+def hub_session(action: str, timeout: float) -> Iterator[HfApi]:
+    """An `HfApi` holding a token checked to be able to write, every call under `timeout`.
+
+    Any failure inside the block (ours or huggingface_hub's) leaves as a one-line `HubError`.
+    """
+    token = require_token()
+    with http_timeout(timeout), translate_errors(action):
+        api = HfApi(token=token)
+        role = api.whoami().get("auth", {}).get("accessToken", {}).get("role")
+        if role == "read":
+            raise HubError(f"{action}: the token is read-only: use a write token")
+        yield api
+
+
+def refuse_secrets(items: dict[str, str | bytes | Path], action: str) -> None:
+    """Stop before `items` (repo path or shown name -> text, bytes or local file) are uploaded,
+    printed or written for others: no pickle, and no Hub token in any text file. The one scan
+    every upload and every printed card goes through; the message never shows the token."""
+    pickles = sorted(name for name in items
+                     if any(fnmatch(Path(name).name, p) for p in NEVER_UPLOADED))
+    if pickles:
+        raise HubError(f"{action}: refusing to share {', '.join(pickles)} (a pickle can hold the "
+                       "token and runs code when loaded)")
+    own = get_token()
+    leaking = []
+    for name, item in sorted(items.items()):
+        if isinstance(item, Path):
+            if item.suffix not in TEXT_SUFFIXES or not item.is_file():
+                continue
+            item = item.read_bytes()
+        data = item.encode("utf-8") if isinstance(item, str) else item
+        if TOKEN_PATTERN.search(data) or (own and own.encode() in data):
+            leaking.append(name)
+    if leaking:
+        raise HubError(f"{action}: refusing: {', '.join(leaking)} contains a Hugging Face token "
+                       "(hf_...); remove it (e.g. from the run's recipe.yaml) and rerun")
+
+
+def upload_plan(api: HfApi, repo: str, uploads: set[str], *, repo_type: str = "model",
+                revision: str = "main", timeout: float = 120.0) -> tuple[list[str], bytes]:
+    """(files to delete, the new upload record) for a commit of `uploads`: only what this
+    kit's last upload put there (its `UPLOAD_RECORD`) is replaced or deleted; a file it did not
+    upload stops the commit before anything changes."""
+    present = set(api.list_repo_files(repo, repo_type=repo_type, revision=revision))
+    try:
+        path = api.hf_hub_download(repo, UPLOAD_RECORD, repo_type=repo_type, revision=revision,
+                                   etag_timeout=timeout)
+        owned = set(json.loads(Path(path).read_text(encoding="utf-8"))["files"])
+    except (EntryNotFoundError, ValueError, KeyError, TypeError):
+        owned = set()
+    if not owned and present - set(KEEP_ON_HUB) <= {"README.md"}:
+        owned = present  # a new repo: the Hub may have made a README (a Space's), nothing else
+    foreign = sorted((present & uploads) - owned - set(KEEP_ON_HUB))
+    if foreign:
+        raise HubError(f"{repo} holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}"
+                       f" that no upload of this kit put there (no {UPLOAD_RECORD} lists it): "
+                       "upload to a new repo, or move those files away first")
+    stale = sorted((owned & present) - uploads - {UPLOAD_RECORD} - set(KEEP_ON_HUB))
+    record = json.dumps({"files": sorted(uploads | {UPLOAD_RECORD})}, indent=2) + "\n"
+    return stale, record.encode()
+
+
+def _card_kind(folder: Path) -> tuple[bool, bool]:
+    """(tagged synthetic, carries gating fields) of the folder's card."""
+    try:
+        card = DatasetCard.load(folder / "README.md")
+    except (OSError, ValueError, yaml.YAMLError):
+        raise HubError(f"{folder}/README.md: unreadable card; rebuild the folder") from None
+    return ("synthetic" in (card.data.tags or []),
+            any(key.startswith("extra_gated_") for key in card.data.to_dict()))
+
+
+def _remote_build_files(api: HfApi, repo: str, timeout: float) -> set[str]:
+    """The files an earlier build of this kit put in the repo (its manifest), plus that manifest;
+    a repo holding anything else is refused."""
+    from meditod_hub.data.dataset import MANIFEST
+
+    present = set(api.list_repo_files(repo, repo_type="dataset")) - set(KEEP_ON_HUB)
+    if not present:
+        return set()
+    try:
+        path = api.hf_hub_download(repo, MANIFEST, repo_type="dataset", etag_timeout=timeout)
+        ours = set(json.loads(Path(path).read_text(encoding="utf-8"))["files"]) | {MANIFEST}
+    except (EntryNotFoundError, ValueError, KeyError, TypeError):
+        ours = set()
+    other = sorted(present - ours)
+    if other:
+        raise HubError(f"{repo} holds files that no build of this kit put there ({', '.join(other[:3])}"
+                       f"{', ...' if len(other) > 3 else ''}): push to a new repo, or empty it first")
+    return present
+
+
+def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float = 120.0) -> str:
+    """Upload a `meditod build` folder in one commit; return the dataset URL.
+
+    A new repo is private unless `public`; an existing repo keeps its visibility, and a public one
+    only takes licence-restricted data with `public`.
+    """
+    from meditod_hub.data.build import verify_manifest
+    from meditod_hub.data.dataset import MANIFEST
+
+    timeout = check_timeout(timeout)
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UsageError(f"no such folder: {folder} (build one with `meditod build --out {folder}`)")
+    from meditod_hub.data.licence import MEDITOD, SYNTHETIC
+
+    manifest = verify_manifest(folder)
+    kind, synthetic, gated = manifest["licence"], manifest["synthetic"], manifest["gated"]
+    if _card_kind(folder) != (synthetic, gated) or (synthetic, gated) != (kind == SYNTHETIC,
+                                                                         kind == MEDITOD):
+        raise HubError(f"{folder}/README.md disagrees with {MANIFEST} (licence={kind}, "
+                       f"synthetic={synthetic}, gated={gated}): rebuild the folder with "
+                       "`meditod build`")
+    print(f"gating: {'gated, manual approval of each request' if gated else 'not gated'}; "
+          f"{'public' if public else 'private'} if new (an existing repo keeps its visibility); "
+          f"why: {manifest['licence_reason']}")
+    action = f"push {folder} to {repo}"
+    files = sorted(manifest["files"]) + [MANIFEST]
+    refuse_secrets({name: folder / name for name in files}, action)
+
+    def work() -> str:
+        with hub_session(action, timeout) as api:
+            url = api.create_repo(repo, repo_type="dataset", private=not public, exist_ok=True)
+            info = api.dataset_info(repo, timeout=timeout)
+            if not info.private and gated and not public:
+                raise HubError(f"{repo} is public and {folder} holds licence-restricted data: pass "
+                               "--public to publish it, or make the repo private first")
+            stale = _remote_build_files(api, repo, timeout) - set(files)
+            if gated:  # before the upload, so the data is never readable ungated
+                api.update_repo_settings(repo, repo_type="dataset", gated="manual")
+            operations = ([CommitOperationAdd(name, str(folder / name)) for name in files]
+                          + [CommitOperationDelete(name) for name in sorted(stale)])
+            api.create_commit(repo, operations, repo_type="dataset",
+                              commit_message=f"Upload a MediTOD kit build ({kind} data)")
+            return str(url)
+
+    return deadline(timeout, action, work)
+
+
+def main(argv: list[str]) -> int:
+    from meditod_hub.cli import parse_args
+
+    (args,) = parse_args((PushArguments,), argv, "meditod push", __doc__.split("\n\n")[0])
+    url = push_dataset(args.folder, args.repo, args.public, args.timeout)
+    print(f"pushed {args.folder} to {url}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

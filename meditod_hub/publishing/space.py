@@ -1,0 +1,190 @@
+"""Upload the chat app as a Hub Space (private unless --public), in one commit; `upload` is
+also the leaderboard Space's way up (`meditod leaderboard`).
+
+    meditod space --repo my-org/meditod-assistant                  # the tiny runs, uploaded too
+    meditod space --repo ORG/NAME --nlu ORG/meditod-llama3-8b-nlu --pol ... --nlg ...
+
+The Space gets `app.py`, the `meditod_hub` package (its .py files), `requirements.txt`, a README
+whose front matter makes it a Gradio Space (`spaces/assistant/README.md`, rendered with `SpaceCard`), and
+`meditod_app.json` naming the models. A model given as a Hub id (with `--<task>_revision`) is
+only named there; a local run folder (default `runs/tiny-llama/<task>`) is uploaded under
+`models/<task>/` (weights, tokenizer, run_info.json, recipe.yaml: no checkpoints, no
+predictions, never `training_args.bin`). The upload records what it put in the Space
+(`meditod_upload.json`): files an earlier upload put there and this one does not are deleted in the
+same commit; a file of the Space's owner that the upload would replace stops it; nothing else in
+the Space is touched. A file holding a Hub token stops the upload (and the dry run). The token
+comes from HF_TOKEN or `hf auth login` and is never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from meditod_hub.data.tasks import TASK_NAMES
+from meditod_hub.errors import UsageError, run_main
+from meditod_hub.models.runs import run_settings
+from meditod_hub.publishing import about
+from meditod_hub.publishing.model_card import base_label, hub_id
+
+PROJECT = Path(__file__).resolve().parents[2]
+TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
+REQUIREMENTS = PROJECT / "spaces" / "assistant" / "requirements.txt"
+
+
+@dataclass
+class SpaceArguments:
+    repo: str = field(metadata={"help": "the Space, ORG/NAME"})
+    nlu: str | None = field(default=None, metadata={
+        "help": "NLU model: Hub id, or a local run folder to upload (default runs/tiny-llama/nlu)"})
+    pol: str | None = field(default=None, metadata={"help": "POL model (as --nlu)"})
+    nlg: str | None = field(default=None, metadata={"help": "NLG model (as --nlu)"})
+    nlu_revision: str | None = field(default=None, metadata={"help": "NLU Hub revision"})
+    pol_revision: str | None = field(default=None, metadata={"help": "POL Hub revision"})
+    nlg_revision: str | None = field(default=None, metadata={"help": "NLG Hub revision"})
+    public: bool = field(default=False, metadata={"help": "create the Space public"})
+    dry_run: bool = field(default=False, metadata={"help": "list the files, upload nothing"})
+    timeout: float = field(default=600.0, metadata={"above": 0,
+        "help": "seconds for the whole upload, retries included (also the limit of each request)"})
+
+
+def _model_files(folder: Path) -> dict[str, Path]:
+    """The files of a run a Space needs (the publish allow-lists), top level only."""
+    from meditod_hub.publishing.publish import FULL_FILES, RUN_FILES, TOKENIZER_FILES
+
+    info, _ = run_settings(folder)
+    if info.get("adapter"):
+        raise UsageError(f"{folder} is a LoRA adapter on a local base: push it with `make publish` "
+                         "and give its Hub id instead")
+    files = {p.name: p for p in sorted(folder.iterdir()) if p.is_file()
+             and any(fnmatch(p.name, pattern) for pattern in FULL_FILES + TOKENIZER_FILES
+                     + RUN_FILES)}
+    if "config.json" not in files or not any(fnmatch(n, "model*.safetensors") for n in files):
+        raise UsageError(f"{folder}: no config.json and model*.safetensors; is it a trained run?")
+    return files
+
+
+def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
+    """Space path -> local file or content, and the app settings written to meditod_app.json."""
+    files: dict[str, Path | bytes] = {"app.py": PROJECT / "app.py",
+                                      "requirements.txt": REQUIREMENTS}
+    files.update(package_files())
+    settings, shown = {}, []
+    for task in TASK_NAMES:
+        source = getattr(args, task) or f"runs/tiny-llama/{task}"  # where `make tiny-runs` puts them
+        revision = getattr(args, f"{task}_revision")
+        if Path(source).is_dir():
+            if revision:
+                raise UsageError(f"--{task}_revision applies to Hub ids, not the folder {source}")
+            files.update({f"models/{task}/{name}": path
+                          for name, path in _model_files(Path(source)).items()})
+            settings[task] = {"source": f"models/{task}"}
+        elif hub_id(source):
+            settings[task] = {"source": source, **({"revision": revision} if revision else {})}
+        else:
+            raise UsageError(f"--{task} {source}: neither a run folder nor a Hub id (for the "
+                             "tiny offline models run `make tiny-runs` first)")
+        shown.append((task.upper(), base_label(source)))
+    files["meditod_app.json"] = (json.dumps(settings, indent=2) + "\n").encode()
+    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASK_NAMES))
+    return files, settings
+
+
+def gradio_version() -> str:
+    """The installed gradio's version: a Space's sdk_version."""
+    try:
+        return version("gradio")
+    except PackageNotFoundError:
+        raise UsageError("gradio is not installed: `pip install -e '.[app]'` (its version is the "
+                         "Space's sdk_version)") from None
+
+
+def card(repo: str, models: list[tuple[str, str]], tiny: bool) -> bytes:
+    from huggingface_hub import SpaceCard, SpaceCardData
+
+    data = SpaceCardData(title="MediTOD assistant", sdk="gradio", sdk_version=gradio_version(),
+                         app_file="app.py", license="apache-2.0",
+                         models=[m for _, m in models if hub_id(m)] or None,
+                         tags=["meditod", "medical", "dialogue", "research-demo"],
+                         short_description="Medical history-taking dialogue demo (research only)",
+                         emoji="🩺", colorFrom="blue", colorTo="green", pinned=False)
+    text = SpaceCard.from_template(data, template_path=str(TEMPLATE), title=f"MediTOD assistant "
+                                   f"({repo.split('/')[-1]})", paper=about.PAPER, models=models,
+                                   tiny=tiny, citation=about.CITATION)
+    return str(text).encode()
+
+
+def package_files() -> dict[str, Path]:
+    """The `meditod_hub` package's .py files, as every Space of the kit carries them."""
+    return {str(p.relative_to(PROJECT)): p for p in sorted((PROJECT / "meditod_hub").rglob("*.py"))}
+
+
+def upload(repo: str, files: dict[str, Path | bytes], *, public: bool = False,
+           timeout: float = 600.0, what: str = "the app",
+           message: str = "MediTOD assistant: app, package and models") -> str:
+    """Create the Space (private unless `public`) and commit `files` to it in one commit, with
+    the record of what this kit uploaded, deleting only what an earlier upload of this kit put
+    there and this one no longer uploads (`hub.upload_plan`); the Space's URL."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    from meditod_hub.publishing.hub import (
+        UPLOAD_RECORD,
+        check_timeout,
+        deadline,
+        hub_session,
+        refuse_secrets,
+        upload_plan,
+    )
+
+    action = f"upload {what} to the Space {repo}"
+    refuse_secrets(files, action)  # no token in anything a Space serves
+    timeout = check_timeout(timeout)
+
+    def work() -> str:
+        with hub_session(action, timeout) as api:
+            url = str(api.create_repo(repo, repo_type="space", space_sdk="gradio",
+                                      private=not public, exist_ok=True))
+            stale, record = upload_plan(api, repo, set(files), repo_type="space", timeout=timeout)
+            operations = ([CommitOperationAdd(path, content if isinstance(content, bytes)
+                                              else str(content))
+                           for path, content in sorted(files.items())]
+                          + [CommitOperationAdd(UPLOAD_RECORD, record)]
+                          + [CommitOperationDelete(p) for p in stale])
+            api.create_commit(repo, operations, repo_type="space", commit_message=message)
+            return url
+
+    return deadline(timeout, action, work)
+
+
+def print_plan(repo: str, files: dict[str, Path | bytes], public: bool) -> None:
+    """What `upload` would send, after the same scan for tokens (nothing secret is printed)."""
+    from meditod_hub.publishing.hub import UPLOAD_RECORD, refuse_secrets
+
+    refuse_secrets(files, f"upload to the Space {repo}")
+    print(f"would upload to the Space {repo} ({'public' if public else 'private'}):")
+    for path, content in sorted(files.items()):
+        size = len(content) if isinstance(content, bytes) else content.stat().st_size
+        print(f"  {path}  ({size} bytes)")
+    print(f"  {UPLOAD_RECORD}  (what this kit uploaded: a later upload replaces only these)")
+
+
+def main(argv: list[str]) -> int:
+    from meditod_hub.cli import parse_args
+
+    (args,) = parse_args((SpaceArguments,), argv, "meditod space", __doc__.split("\n\n")[0])
+    files, settings = plan(args)
+    if args.dry_run:
+        print_plan(args.repo, files, args.public)
+        return 0
+    url = upload(args.repo, files, public=args.public, timeout=args.timeout)
+    print(f"uploaded the app ({len(files)} files; models: "
+          f"{', '.join(s['source'] for s in settings.values())}) to {url}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))
