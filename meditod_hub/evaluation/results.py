@@ -35,12 +35,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from meditod_hub.data.tasks import TASK_NAMES, TASKS, Metric, get_task
+from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, TASKS, Metric, get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.evaluation import paper_results
 from meditod_hub.evaluation.records import Results, ResultsError, value_at
 from meditod_hub.files import atomic_write, output_path
-from meditod_hub.models.runs import FEWSHOT_INFO
+from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO
 from meditod_hub.publishing import about
 
 SPLITS = ("test", "test_ood")
@@ -145,13 +145,13 @@ def _cascade_rows(path: Path, data: dict) -> list[Row]:
     return [Row(task, str(data.get("split", "")), str(models.get(task, {}).get("label", "?")),
                 "local", "cascaded", _constrained(data, data[task]["cascaded"]), "",
                 _scores(task, data[task]["cascaded"]), str(path), f"cascade: {chain}")
-            for task in ("pol", "nlg") if isinstance(data.get(task), dict)
+            for task in CASCADED_TASK_NAMES if isinstance(data.get(task), dict)
             and isinstance(data[task].get("cascaded"), dict)]
 
 
 def _results_row(path: Path, results: Results) -> Row:
     """A `meditod evaluate` results file, placed by what sits around it."""
-    run_info = path.parent.parent.parent / "run_info.json"
+    run_info = path.parent.parent.parent / RUN_INFO
     beside = path.parent / FEWSHOT_INFO
     if path.parent.parent.name == "eval" and run_info.is_file():  # <run>/eval/<split>/
         info = _json(run_info)
