@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from meditod_hub.apps.annotate.assist import Assistant
+from meditod_hub.apps.annotate.assist import LabelSuggester
 from meditod_hub.apps.annotate.server import PortalSettings, create_app
 from meditod_hub.data.dataset import load_split
 from meditod_hub.errors import UsageError
@@ -59,7 +59,7 @@ def test_accepting_every_suggestion_reproduces_the_models_predictions(
 
     release = release_copy(embedded_release)
     nlu, pol = (Recording(load_predictor(ModelSpec(str(runs[t])), t)) for t in ("nlu", "pol"))
-    app = create_app(PortalSettings(source=release, assistant=Assistant(nlu, pol)))
+    app = create_app(PortalSettings(source=release, assistant=LabelSuggester(nlu, pol)))
     client = TestClient(app, base_url="http://127.0.0.1")
     trained_on = json.loads((embedded_release / "dialogs.json").read_text())["9001"]
     did = client.post("/api/import", json={"text": transcript(trained_on)}).json()["id"]

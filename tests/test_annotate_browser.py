@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub.apps.annotate.assist import Assistant
+from meditod_hub.apps.annotate.assist import LabelSuggester
 from meditod_hub.apps.annotate.serve import listening_socket
 from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
 from meditod_hub.data.release import read_release
@@ -80,8 +80,8 @@ class Server:
         self.socket.close()
 
 
-def serve(source: Path, assistant: Assistant | None = None) -> Server:
-    return Server(PortalSettings(source=source, assistant=assistant or Assistant(),
+def serve(source: Path, assistant: LabelSuggester | None = None) -> Server:
+    return Server(PortalSettings(source=source, assistant=assistant or LabelSuggester(),
                               allowed_hosts=LOOPBACK_HOSTS))
 
 
@@ -307,7 +307,7 @@ class FixedNLU:
 def test_suggestions_are_marked_until_accepted_and_origins_recorded(browser, tmp_path):
     release = tmp_path / "release"
     (tmp_path / "visit.txt").write_text(TRANSCRIPT, encoding="utf-8")
-    with serve(release, Assistant(nlu=FixedNLU())) as server:
+    with serve(release, LabelSuggester(nlu=FixedNLU())) as server:
         page = open_page(browser, server.url)
         import_transcript(page, tmp_path / "visit.txt")
         did = page.evaluate("() => S.did")

@@ -261,7 +261,7 @@ def plan_batching(family: Family, training, model_args) -> str:
     return "padded"
 
 
-def load_model(family: Family, model_args, training):
+def load_trainable_model(family: Family, model_args, training):
     """The base model (4-bit when the recipe says so), ready for LoRA on a quantized base."""
     quantization = get_quantization_config(model_args)
     # FSDP / ZeRO-3 shard the base themselves; DDP wants one full copy on each process's GPU.
@@ -529,7 +529,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
                            "id that is cached or reachable") from None
     ensure_pad_token(tokenizer, family)
     train, evaluation, scorer = prepare_data(recipe, tokenizer, budget)
-    model = load_model(family, recipe.model, training)
+    model = load_trainable_model(family, recipe.model, training)
     recorder = ResumeRecorder(resume_fingerprint(recipe), runtime_before)
     trainer = make_trainer(recipe, model, tokenizer, train, evaluation, scorer,
                            [*callbacks, recorder])

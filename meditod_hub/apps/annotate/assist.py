@@ -27,7 +27,7 @@ class Suggestion:
     model: str
 
 
-class Assistant:
+class LabelSuggester:
     """Suggestions for one utterance from the NLU and POL predictors (either may be absent)."""
 
     def __init__(self, nlu: Predictor | None = None, pol: Predictor | None = None):

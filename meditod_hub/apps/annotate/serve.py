@@ -107,12 +107,12 @@ def machine_hosts(host: str) -> list[str]:
 
 
 def build_settings(args: AnnotateArguments):
-    from meditod_hub.apps.annotate.assist import Assistant
+    from meditod_hub.apps.annotate.assist import LabelSuggester
     from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS, PortalSettings
     from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 
     # suggestions decode under the CMAS grammar, as the assistant's turns do: each one parses
-    assistant = Assistant(*(
+    assistant = LabelSuggester(*(
         load_predictor(ModelSpec(source, getattr(args, f"{task}_family"),
                                  getattr(args, f"{task}_revision"),
                                  decode=DecodeOptions(constrained=True)), task)

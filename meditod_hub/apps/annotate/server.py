@@ -30,7 +30,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from meditod_hub.apps.annotate.assist import Assistant
+from meditod_hub.apps.annotate.assist import LabelSuggester
 from meditod_hub.apps.annotate.schema import schema
 from meditod_hub.apps.annotate.store import (
     ReleaseStore,
@@ -90,7 +90,7 @@ class PortalSettings:
     source: Path | None                   # local: the folder edited; Space: each annotator's start
     space: bool = False
     workdir: Path | None = None           # Space: where annotators' folders live
-    assistant: Assistant = field(default_factory=Assistant)
+    assistant: LabelSuggester = field(default_factory=LabelSuggester)
     backup: Any = None                    # space.Backup, or None
     identify: Callable[[Request], str | None] = hub_username
     allowed_hosts: list[str] | None = None  # None: any (a Space sits behind the Hub's proxy)
