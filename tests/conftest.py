@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -14,6 +15,11 @@ AUTHORS_SAMPLE = PROJECT_ROOT.parent / "shared" / "meditod-sample"
 EMBEDDED_SAMPLE = PROJECT_ROOT / "data" / "sample"
 
 sys.path.insert(0, str(PROJECT_ROOT))
+# Under `make test` the make that runs pytest exports MAKEFLAGS/MAKELEVEL: a `make` a test runs
+# would inherit its variables and print "Entering directory" lines. Tests run `make` as a user's
+# shell does.
+for _variable in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS"):
+    os.environ.pop(_variable, None)
 
 # Fixtures that train a model: every test whose fixture closure holds one is marked `slow`
 # (`pytest_collection_modifyitems`), so `pytest -m "not slow"` is a fast loop.

@@ -373,6 +373,7 @@ def test_a_new_annotator_imports_labels_and_builds_without_touching_the_split(br
         page.wait_for_function("() => S.dialogue && !document.querySelector('#import-dialog').open")
         did = page.evaluate("() => S.did")
         assert page.input_value("#split-select") == "train" and page.inner_text("#split-note") == ""
+        page.wait_for_function("() => document.querySelectorAll('#utterances li .num').length")
         numbers = page.locator("#utterances li .num").all_inner_texts()
         assert numbers == ["0", "1", "2", "3", "4"]
 

@@ -145,12 +145,13 @@ def app_url(tiny_runs, tmp_path):  # noqa: F811
     log.close()
 
 
-def _send(page, text: str, replies_before: int) -> None:
+def _send(page, text: str, turn: int) -> None:
+    """Send the patient's line of turn `turn` and wait for the whole turn (the reply streams in
+    before the turn's status and panels are updated)."""
     page.fill("#patient-input textarea", text)
     page.click("#send")
-    page.wait_for_function(
-        "n => document.querySelectorAll('#chat [data-testid=\"bot\"]').length > n",
-        arg=replies_before, timeout=120_000)
+    page.wait_for_function("n => document.querySelector('#turn-status').innerText"
+                           ".includes('Turn ' + n + ':')", arg=turn, timeout=120_000)
 
 
 def _bot(page) -> list[str]:
@@ -253,8 +254,6 @@ def test_the_reply_streams_and_the_action_history_and_exports_hold_the_conversat
                        {subtree: true, childList: true, characterData: true}); }""")
         for n, line in enumerate(lines, 1):
             _send(page, line, n)
-            page.wait_for_function("n => document.querySelector('#turn-status').innerText"
-                                   ".includes('Turn ' + n)", arg=n, timeout=120_000)
         replies = _bot(page)[1:]
         seen = [t.strip() for t in page.evaluate("window.seen")]
         first_parts = seen[:seen.index(replies[0].strip())]

@@ -158,6 +158,7 @@ def test_sources_that_cannot_work_are_refused_in_one_line(tiny_models, tiny_runs
 HUB_CLIENT = """
 import json, sys
 from meditod_hub.errors import MeditodError
+from meditod_hub.models.predictor import ModelSpec, load_predictor
 from helpers import weights_digest
 for repo, revision, family in json.loads(sys.argv[1]):
     try:

@@ -28,6 +28,8 @@ def predict_rows(model, tokenizer, family, task, data, budget, batch_size=16, co
     """Records of a model in this process, as `meditod predict` makes them."""
     decode = DecodeOptions(batch_size, constrained=constrained, vocabulary=vocabulary)
     return LocalPredictor(model, tokenizer, family, task, budget, decode).predict(data)
+
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 TINY = {"llama": "tiny-llama", "biogpt": "tiny-biogpt", "flan-t5": "tiny-t5", "pptod": "tiny-pptod"}
 LABEL_KIND = {"nlu": "nlu", "pol": "actions"}
@@ -369,18 +371,26 @@ def load_run(folder: Path):
 @pytest.mark.parametrize("task", ["nlu", "pol"])
 def test_the_grammar_never_changes_an_answer_that_already_parses_and_validates(
         task, tiny_runs, embedded_build, sample_build):
-    """Over every row of the embedded and the authors' samples: wherever the trained model's
-    free greedy answer parses and is a valid, non-empty CMAS label, the constrained answer is
-    the same text."""
+    """Over every row of the embedded and the authors' samples: wherever the trained model's free
+    greedy answer, up to its closing marker, is inside the CMAS grammar (it parses, and every
+    intent, slot, attribute, action and check is CMAS's), the constrained answer is that text.
+    (A free answer may run on past `[done]`, which its parser ignores; the grammar stops there.)"""
     model, tokenizer, family, budget = load_run(tiny_runs / task)
     data = [row for build in (embedded_build, sample_build)
             for split in ("validation", "test") for row in rows(build, task, split)]
     free = predict_rows(model, tokenizer, family, task, data, budget)
     held = predict_rows(model, tokenizer, family, task, data, budget, constrained=True)
-    valid = [i for i, r in enumerate(free)
-             if r.parse_ok and r.prediction and not label_errors(LABEL_KIND[task], r.prediction)]
-    assert len(valid) >= len(data) // 2, "a trained model mostly answers well"
-    assert [held[i].raw for i in valid] == [free[i].raw for i in valid]
+    grammar = compiled(tokenizer, C.grammar("chat", task))
+
+    def answer(raw: str) -> str:
+        return raw[:raw.index(chat.ANSWER_CLOSE) + len(chat.ANSWER_CLOSE)] \
+            if chat.ANSWER_CLOSE in raw else raw
+
+    valid = [i for i, r in enumerate(free) if r.parse_ok and accepts(grammar, answer(r.raw))]
+    # The tiny runs memorise the embedded sample's training dialogues; on these held-out rows a
+    # fifth or more of their free answers are inside CMAS: enough rows to test the property.
+    assert len(valid) >= len(data) // 5, (len(valid), len(data))
+    assert [held[i].raw for i in valid] == [answer(free[i].raw) for i in valid]
     assert all(r.parse_ok for r in held)
 
 

@@ -292,8 +292,17 @@ def serve_lines(block: Block, root: Path, env: dict, values: dict) -> None:
                                   stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             url = _first_url(server, f"{block.name}: {line!r}")
-            with urllib.request.urlopen(url, timeout=60) as answer:
-                assert answer.status == 200, f"{block.name}: {url} answered {answer.status}"
+            try:
+                with urllib.request.urlopen(url, timeout=60) as answer:
+                    assert answer.status == 200, f"{block.name}: {url} answered {answer.status}"
+            except OSError as exc:
+                try:  # a server that is failing: let it finish saying why
+                    server.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+                raise AssertionError(f"{block.name}: {line!r} printed {url}, which refused ({exc}; "
+                                     f"server exit {server.poll()}); output:\n"
+                                     f"{_available(server)[-2000:]}") from None
         finally:
             os.killpg(server.pid, signal.SIGINT)
             try:
@@ -301,6 +310,21 @@ def serve_lines(block: Block, root: Path, env: dict, values: dict) -> None:
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait()
+
+
+def _available(server: subprocess.Popen) -> str:
+    """What the server has printed and not yet been read, without waiting for more."""
+    import selectors
+
+    fd, text = server.stdout.fileno(), ""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while selector.select(timeout=0.1):
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            text += chunk.decode("utf-8", "replace")
+    return text
 
 
 def _first_url(server: subprocess.Popen, what: str) -> str:

@@ -1004,7 +1004,7 @@ def damaged_checkpoint(embedded_build, tiny_models, tmp_path):
     checkpoint = tmp_path / "run" / "checkpoints" / "checkpoint-1"
     shutil.copytree(tiny_models / "tiny-llama", checkpoint)
     record_output(tmp_path / "run", "train")
-    record_ = T.run_fingerprint(T.parse_recipe(argv))
+    record_ = T.resume_fingerprint(T.parse_recipe(argv))
     (checkpoint / "meditod_resume.json").write_text(json.dumps({**record_, "runtime_s": 1.0}))
     (checkpoint / "trainer_state.json").write_text(json.dumps(
         {"global_step": 0, "max_steps": 1, "num_train_epochs": 1, "log_history": []}))

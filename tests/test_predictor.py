@@ -116,3 +116,24 @@ def test_one_run_predicts_the_same_through_every_command(tiny_runs, embedded_bui
             assert (found.label, found.parse_ok) == (expected["prediction"], expected["parse_ok"])
             compared += 1
     assert compared == len(rows["nlu"]) + len(rows["pol"])
+
+
+# --- streaming: the answer, never the format's markers ------------------------------------------
+@pytest.mark.parametrize("family,pieces,shown", [
+    ("llama", ["[answer]", " Any", " fever?", " [done]", " [answer] junk"], "Any fever?"),
+    ("biogpt", ["Any", " fever?"], "Any fever?"),
+])
+def test_a_streamed_reply_shows_the_answer_as_the_parser_reads_it(family, pieces, shown):
+    from meditod_hub.models.predictor import Predictor
+
+    class Streaming(Predictor):
+        def generate(self, rows, progress, stream=None):
+            for piece in pieces:
+                stream(piece)
+            return {0: "".join(pieces)}, {}
+
+    seen = []
+    predictor = Streaming(FAMILIES[family], "nlg", Budget(None, 8))
+    [record] = predictor.predict([{"id": "d-1"}], stream=seen.append)
+    assert "".join(seen) == shown == record.prediction
+    assert len(seen) >= 2, "pieces arrive as they are generated, not at the end"

@@ -18,6 +18,7 @@ import pytest
 from helpers import HUB_DATASET, RESULTS, STRANGER, add_foreign_models, meditod, publish_tiny_runs, write_run
 
 from meditod_hub.evaluation import results as R
+from meditod_hub.files import RECORD
 
 PROJECT = Path(__file__).resolve().parent.parent
 def test_hub_models_appear_beside_the_papers_rows_and_unreadable_ones_are_listed(tmp_path,
@@ -139,7 +140,7 @@ def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs,
     assert lines[-1].startswith("| tiny-llama | supervised | local | no | llama | ")
     assert f" {f1:.4f} |" in lines[-1]
     assert {p.name for p in out.iterdir()} == {"results.md", "results.csv", "results.json",
-                                               "nlu.png", "pol.png", "nlg.png"}
+                                               "nlu.png", "pol.png", "nlg.png", RECORD}
 
 
 def test_readme_and_dataset_card_show_the_generated_headline_table(embedded_build):

@@ -27,6 +27,7 @@ from helpers import train_args
 
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation.fewshot.run import main as fewshot
+from meditod_hub.files import RECORD
 from meditod_hub.models import predict as P
 from meditod_hub.models.endpoint import AnswerCache
 
@@ -180,7 +181,8 @@ def test_fewshot_pol_and_nlg_write_every_output(fewshot_argv, in_tmp, task):
     assert fewshot(fewshot_argv(task)) == 0
     folder = in_tmp / task
     assert {p.name for p in folder.iterdir()} == {"predictions.jsonl", "results.json",
-                                                  "results.md", "results.png", "fewshot_info.json"}
+                                                  "results.md", "results.png", "fewshot_info.json",
+                                                  RECORD}  # the output guard's record
     records = lines(folder / "predictions.jsonl")
     assert len(records) == 5 and all(isinstance(r["raw"], str) for r in records)
     info = json.loads((folder / "fewshot_info.json").read_text())

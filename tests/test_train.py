@@ -172,6 +172,7 @@ class Interrupted(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_to_the_same_global_step(tiny_models, embedded_build, tmp_path):
     from transformers import TrainerCallback
 

@@ -15,7 +15,9 @@ and three renderers write it in each format's concrete syntax:
 Grammars are EBNF in the GBNF dialect, which xgrammar (here, vLLM, SGLang), llama.cpp's server
 and llguidance (`gbnf_to_lark`) all read; `json_schema` gives the fewshot answer as a JSON schema
 for servers that take only that (OpenAI, TGI). Non-medical values are free text that cannot break
-the structure (no quote or control character in JSON, no span delimiter in spans). The head
+the structure (no quote, bracket, brace or control character in JSON, no span delimiter in spans:
+no MediTOD label holds one, and a bracket inside a value would let the chat format's `[done]`
+marker, or closing characters that close nothing, into a string). The head
 `value` of a medical slot (the UMLS-canonical concept) is one of a `Vocabulary` when one is given
 (`training_vocabulary`: every such value of a training split; `read_vocabulary`: a user file,
 one value per line), otherwise free text. Keys may come in any order and attributes repeat (a
@@ -220,10 +222,11 @@ class _Rules:
         return "".join(f"{name} ::= {body}\n" for name, body in self.rules.items())
 
 
-# JSON: strings without quote, backslash or control character, or with JSON's escapes.
+# JSON: strings without quote, backslash, bracket, brace or control character, or with JSON's
+# escapes (module docstring: why no bracket or brace).
 _JSON_COMMON = {
     "ws": '" "?',
-    "json-char": '[^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] | "\\\\u" [0-9a-fA-F]{4}',
+    "json-char": '[^"\\\\\\[\\]{}\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] | "\\\\u" [0-9a-fA-F]{4}',
     "json-text": '"\\"" json-char* "\\""',
     "json-list": '"[" ws ( json-text ( "," ws json-text )* )? ws "]"',
 }

@@ -106,13 +106,14 @@ class Predictor:
     def predict(self, rows: list[dict], progress: bool = False,
                 stream: Callable[[str], None] | None = None) -> list[Prediction]:
         """One record per row, in order (the evaluation contract, `records.Prediction`).
-        `stream` (one row): called with each new piece of the output's text, where the model
-        runs in this process (a served model answers whole)."""
+        `stream` (one row, a free-text task): called with each new piece of the answer as the
+        format's parser reads it (no answer markers), where the model runs in this process (a
+        served model answers whole)."""
         if not rows:
             return []
         if stream is not None and len(rows) > 1:
             raise ValueError("a streamed output follows one row at a time")
-        raws, unfit = self.generate(rows, progress, stream)
+        raws, unfit = self.generate(rows, progress, stream and self._answer_stream(stream))
         empty = get_task(self.task).empty_label
         records = []
         for i, row in enumerate(rows):
@@ -124,6 +125,19 @@ class Predictor:
                 records.append(Prediction(row["id"], empty, False, "", unfit[i],
                                           self.decode.constrained))
         return records
+
+    def _answer_stream(self, stream: Callable[[str], None]) -> Callable[[str], None]:
+        """Raw pieces of generated text -> new pieces of the parsed answer: the format's markers
+        (the chat format's `[answer]` ... `[done]`) are never shown, nor what follows the end."""
+        raw, shown = [""], [""]
+
+        def piece(text: str) -> None:
+            raw[0] += text
+            answer = self.family.parse(self.task, raw[0]).value
+            if isinstance(answer, str) and answer.startswith(shown[0]) and answer != shown[0]:
+                stream(answer[len(shown[0]):])
+                shown[0] = answer
+        return piece
 
     def generate(self, rows: list[dict], progress: bool,
                  stream: Callable[[str], None] | None = None
