@@ -320,3 +320,11 @@ def test_the_token_is_printed_once_in_the_link_and_the_warning_says_reading_is_e
     assert out.count(token) == 1 and token not in err
     assert "http://annotate.lan:" in out
     assert "whoever has this link can read the dialogues and edit the release" in err
+
+
+def test_the_printed_link_answers_before_the_server_accepts():
+    """The socket listens when the link is printed: a browser (or the docs test) that opens it at
+    once waits for the server instead of being refused."""
+    sock = listening_socket("127.0.0.1", 0)
+    with sock, socket.create_connection(sock.getsockname()[:2], timeout=5):
+        pass

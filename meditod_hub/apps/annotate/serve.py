@@ -71,7 +71,8 @@ class AnnotateArguments:
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """Bound before the server starts, so a busy port is a one-line error, not a log."""
+    """Bound and listening before the server starts, so a busy port is a one-line error, not a
+    log, and the printed link answers at once (connections wait until the server accepts)."""
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port}: use 1-65535 (or 0 for any free port)")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -83,6 +84,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise MeditodError(f"cannot listen on {host}:{port} ({exc.strerror}): pass another "
                            "PORT=... (make) or --port") from None
+    sock.listen(128)
     return sock
 
 
