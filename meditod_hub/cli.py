@@ -65,7 +65,7 @@ def parse_args(types, argv: list[str], prog: str, description: str) -> tuple:
     its import alone costs seconds before `-h` can answer. Numeric fields are checked here, from
     their metadata: `min` / `max` (inclusive), `above` (exclusive); every float must be finite.
     """
-    parser = _Parser(prog=prog, description=description, formatter_class=_Help,
+    parser = KitParser(prog=prog, description=description, formatter_class=_Help,
                      allow_abbrev=False)
     for cls in types:
         hints = typing.get_type_hints(cls)
@@ -76,7 +76,10 @@ def parse_args(types, argv: list[str], prog: str, description: str) -> tuple:
                  for cls in types)
 
 
-class _Parser(argparse.ArgumentParser):
+class KitParser(argparse.ArgumentParser):
+    """argparse whose usage errors are the kit's one-line `UsageError` (exit 2, one line), so
+    `meditod tiny` and `meditod app` fail like every other command."""
+
     def error(self, message: str):
         message = re.sub(r"(--\w+)/--[\w-]+", r"\1", message)  # `--max_length`, not its alias too
         raise UsageError(f"{message} (see {self.prog} -h)")

@@ -280,9 +280,9 @@ def launch(demo, **kwargs):
 
 def main(argv: list[str], base: Path | None = None) -> int:
     """`meditod app`: settings from the environment and `base` (default the working folder)."""
-    from meditod_hub.cli import _Parser
+    from meditod_hub.cli import KitParser
 
-    _Parser(prog="meditod app", description=__doc__.split("\n\n")[0] + " Models: "
+    KitParser(prog="meditod app", description=__doc__.split("\n\n")[0] + " Models: "
                             "MEDITOD_NLU/POL/NLG (run folders or Hub ids), default "
                             f"{DEFAULT_RUNS}/<task>; MEDITOD_SAVE_DIR: opt-in transcripts."
                             ).parse_args(argv)

@@ -234,9 +234,9 @@ def build_all(data: str | Path, out: str | Path, names: Iterable[str] = FAMILY_O
 
 
 def main(argv: list[str] | None = None) -> int:
-    from meditod_hub.cli import _Parser
+    from meditod_hub.cli import KitParser
 
-    parser = _Parser(prog="meditod tiny", description=__doc__.split("\n\n")[0])
+    parser = KitParser(prog="meditod tiny", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="meditod", help="built dataset folder (meditod build)")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--models", nargs="+", default=list(FAMILY_OF), choices=list(FAMILY_OF))
