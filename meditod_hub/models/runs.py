@@ -23,7 +23,7 @@ import yaml
 from meditod_hub.data.tasks import MULTITASK, TASKS, tasks_of
 from meditod_hub.errors import MeditodError
 from meditod_hub.evaluation.records import Results, ResultsError
-from meditod_hub.files import atomic_write
+from meditod_hub.files import atomic_write, read_json
 from meditod_hub.models.families import Budget, Family, get_family
 
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
@@ -87,14 +87,12 @@ def eval_dir(run: Path, split: str) -> Path:
 
 
 def _read_json(path: Path) -> dict:
+    """A run's JSON file through the kit's one reader (`files.read_json`), failing as a
+    `RunError`: callers tell an unusable run from other failures."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise RunError(f"{path}: cannot read ({type(exc).__name__}); is it a run of this kit?"
-                       ) from None
-    if not isinstance(value, dict):
-        raise RunError(f"{path}: expected a JSON object")
-    return value
+        return read_json(path, fix="is it a run of this kit?")
+    except MeditodError as exc:
+        raise RunError(str(exc)) from None
 
 
 def read_run(path: str | Path, require_results: bool = True) -> Run:
