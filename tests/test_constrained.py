@@ -103,8 +103,8 @@ def test_every_gold_answer_of_the_sample_is_inside_its_grammar(family, sample_bu
     fmt = FAMILIES[family].grammar_format
     splits = ("train", "validation", "test")
     vocabulary = frozenset(v for split in splits for task in ("nlu", "pol")
-                           for row in rows(sample_build, task, split)
-                           for v in C.medical_values(task, row[LABEL_KIND[task]]))
+                           for v in C.medical_values(task, (row[LABEL_KIND[task]] for row in
+                                                            rows(sample_build, task, split))))
     for task in ("nlu", "pol", "nlg"):
         text = C.grammar(fmt, task, vocabulary)
         if text is None:
@@ -203,7 +203,7 @@ def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_
         held = predict_rows(model, tokenizer, fam, task, rows(embedded_build, task)[:4],
                             Budget(None, 64), batch_size=4, constrained=True,
                             vocabulary=vocabulary)
-        values = [v for r in held for v in C.medical_values(task, r.prediction)]
+        values = list(C.medical_values(task, [r.prediction for r in held]))
         assert all(r.parse_ok for r in held)
         assert set(values) <= vocabulary
     grammar = compiled(tokenizer, C.grammar("chat", "nlu", vocabulary))
@@ -219,8 +219,14 @@ def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_
 
 def test_the_default_vocabulary_is_the_training_splits_medical_heads(embedded_build):
     vocabulary = C.resolve_vocabulary("train", str(embedded_build))
-    train = [v for task in ("nlu", "pol") for row in rows(embedded_build, task, "train")
-             for v in C.medical_values(task, row[LABEL_KIND[task]])]
+    # the medical heads, read from cmas here, not through the module's schema
+    train = [entry["value"] for row in rows(embedded_build, "nlu", "train") for item in row["nlu"]
+             for key, entries in item.get("slots", {}).items()
+             if cmas.split_slot_key(key).base in cmas.MEDICAL_BASE_SLOTS for entry in entries
+             if "value" in entry]
+    train += [entry["value"] for row in rows(embedded_build, "pol", "train")
+              for action in row["actions"] for key, entries in action.items()
+              if key in cmas.MEDICAL_ACTION_SLOTS for entry in entries if "value" in entry]
     assert vocabulary == {v.lower() for v in train} and vocabulary
     assert C.resolve_vocabulary("none", str(embedded_build)) is None
 
@@ -272,7 +278,7 @@ def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_m
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 4 and all(r["constrained"] and r["parse_ok"] for r in lines)
     vocabulary = C.resolve_vocabulary("train", str(embedded_build))
-    assert {v for r in lines for v in C.medical_values("pol", r["prediction"])} <= vocabulary
+    assert set(C.medical_values("pol", [r["prediction"] for r in lines])) <= vocabulary
     err = capsys.readouterr().err
     assert f"the chat grammar of pol, {len(vocabulary)} canonical medical values" in err
     assert "4 predictions, 0 did not parse" in err

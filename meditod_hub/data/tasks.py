@@ -2,7 +2,10 @@
 release's label key for NLU and POL), the key every label item carries, where it sits in the
 cascade, its headline, model-index and chart metrics, and the one `score` that `meditod evaluate`,
 the local `evaluate` modules, training-time validation and the model cards all go through.
-Nothing else branches on a task's name.
+Nothing else branches on a task's name: code that depends on a label's shape keys its tables by
+the label's column (`nlu` items, `actions`, the `response` text), and what a task reads beside
+the dialogue by its `input_column` (`state`, `actions`). A format renders columns; the task says
+which ones. Per-task wording (system messages, prefixes) is a format's table keyed by task name.
 
 A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
 (`actions`) or the doctor's text (`response`). Predictions handed to `score` are labels aligned
@@ -55,6 +58,9 @@ class Task:
     # the task whose predicted labels a cascade builds it from (NLU, POL).
     input_column: str | None = None
     upstream: str | None = None
+    # Where a label item keeps its slots: under this key (NLU items), or None for beside the
+    # head (a doctor action's slots are its other keys).
+    slots_key: str | None = None
 
     @property
     def structured(self) -> bool:
@@ -64,6 +70,13 @@ class Task:
     def empty_label(self) -> list | str:
         """What a prediction that did not parse (or was never made) holds."""
         return [] if self.structured else ""
+
+    def item_slots(self, item: dict) -> dict:
+        """One label item's slots (slot key -> entries), wherever this task's labels keep them."""
+        if self.slots_key is not None:
+            slots = item.get(self.slots_key)
+            return slots if isinstance(slots, dict) else {}
+        return {key: value for key, value in item.items() if key != self.item_head}
 
     @property
     def headline_metric(self) -> Metric:
@@ -111,7 +124,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
     Task("nlu", "patient", "nlu", "intent",
          "from the dialogue so far and the patient's utterance, predict its intents, slots and "
          "attributes (CMAS labels)", "f1", _F1 + (_JOINT,),
-         ("f1", "medical.f1", "joint_accuracy")),
+         ("f1", "medical.f1", "joint_accuracy"), slots_key="slots"),
     Task("pol", "doctor", "actions", "action",
          "from the dialogue so far and the dialogue state, predict the doctor's next actions",
          "f1", _F1 + (_JOINT,) + _PAK,

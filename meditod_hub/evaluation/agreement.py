@@ -68,43 +68,37 @@ def check_same_dialogue(did: str, a: dict, b: dict) -> None:
 def label_paths(task: str, label: list) -> Counter:
     """(name path, value) pairs of one label; paths are names only (intent or action / slot /
     attribute or check)."""
-    head_key = get_task(task).item_head
+    spec = get_task(task)
     out: Counter = Counter()
     for item in label:
-        kind = item.get(head_key)
-        for path, value in ENTRY_PATHS[task](item, head_key):
-            out[(kind, *path), value] += 1
+        kind, slots = item.get(spec.item_head), spec.item_slots(item)
+        if not slots:
+            out[(kind,), None] += 1
+        for slot, entries in slots.items():
+            for entry in entries:
+                for path, value in ENTRY_PATHS[spec.target_column](entry):
+                    out[(kind, slot, *path), value] += 1
     return out
 
 
-def _nlu_entry_paths(item: dict, head_key: str):
-    """An NLU item's slots sit under `slots`; each entry's attributes are its paths."""
-    slots = item.get("slots") or {}
-    if not slots:
+def _attribute_paths(entry: dict):
+    """An NLU entry: each attribute is a path, its value read with the entry's head value."""
+    head = json.dumps(entry.get("value"))
+    if not entry:
         yield (), None
-    for slot, entries in slots.items():
-        for entry in entries:
-            head = json.dumps(entry.get("value"))
-            if not entry:
-                yield (slot,), None
-            for attr, value in entry.items():
-                yield (slot, attr), head + json.dumps(value)
+    for attr, value in entry.items():
+        yield (attr,), head + json.dumps(value)
 
 
-def _action_entry_paths(item: dict, head_key: str):
-    """An action's other keys are its slots; each entry has a value and checks."""
-    slots = {k: v for k, v in item.items() if k != head_key}
-    if not slots:
-        yield (), None
-    for slot, entries in slots.items():
-        for entry in entries:
-            head = json.dumps(entry.get("value"))
-            yield (slot, "value"), head
-            for check in entry.get("checks") or []:
-                yield (slot, f"check:{check.get('type')}"), head + json.dumps(check.get("values"))
+def _action_paths(entry: dict):
+    """An action's entry: its value, and each check with its values."""
+    head = json.dumps(entry.get("value"))
+    yield ("value",), head
+    for check in entry.get("checks") or []:
+        yield (f"check:{check.get('type')}",), head + json.dumps(check.get("values"))
 
 
-ENTRY_PATHS = {"nlu": _nlu_entry_paths, "pol": _action_entry_paths}  # by label shape
+ENTRY_PATHS = {"nlu": _attribute_paths, "actions": _action_paths}  # by the label's column
 
 
 def disagreements(task: str, rows_a: list[dict], labels_b: list) -> list[dict]:

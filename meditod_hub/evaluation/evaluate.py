@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
     for path in (args.out, *side_files(args.out)):
         output_path(path, purpose="evaluate", inputs=[args.predictions, args.judge_cache],
                     input_folders=[args.data])
-    if args.task == "nlg" and args.bertscore_model:
+    if args.bertscore_model and not get_task(args.task).structured:
         bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = evaluate(args)
     results.write(args.out, chart=args.chart, purpose="evaluate")

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import cmas
+from meditod_hub.data.tasks import LABELLED_TASK_NAMES, get_task
 from meditod_hub.errors import UsageError
 
 FORMATS = ("chat", "span", "pptod", "fewshot")
@@ -87,16 +88,24 @@ class LabelSchema:
 def label_schema(task: str, status_attributes: bool = False) -> LabelSchema:
     """The CMAS language of `task`'s labels, read from cmas now. `status_attributes`: NLU slots
     keyed by base slot with the polarity as a `status` attribute (the in-context answer)."""
-    if task == "nlu":
-        return LabelSchema("intent", tuple(cmas.PATIENT_INTENTS), True,
-                           tuple(_nlu_slots(status_attributes)))
-    if task == "pol":
-        return LabelSchema("action", tuple(cmas.ACTION_TYPES), False,
-                           tuple(SlotSchema(slot, {"value": "medical" if slot in
-                                                   cmas.MEDICAL_ACTION_SLOTS else "text"},
-                                            check_types(slot))
-                                 for slot in cmas.ACTION_SLOTS))
-    raise UsageError(f"task {task!r} has no structured labels to constrain (nlu or pol)")
+    spec = get_task(task)
+    if not spec.structured:
+        raise UsageError(f"task {task!r} has no structured labels to constrain "
+                         f"({' or '.join(LABELLED_TASK_NAMES)})")
+    return LABEL_SCHEMAS[spec.target_column](status_attributes)
+
+
+def _nlu_schema(status_attributes: bool) -> LabelSchema:
+    return LabelSchema("intent", tuple(cmas.PATIENT_INTENTS), True,
+                       tuple(_nlu_slots(status_attributes)))
+
+
+def _actions_schema(status_attributes: bool) -> LabelSchema:
+    return LabelSchema("action", tuple(cmas.ACTION_TYPES), False,
+                       tuple(SlotSchema(slot, {"value": "medical" if slot in
+                                               cmas.MEDICAL_ACTION_SLOTS else "text"},
+                                        check_types(slot))
+                             for slot in cmas.ACTION_SLOTS))
 
 
 def _attribute_kind(base: str, attribute: str) -> str:
@@ -131,33 +140,35 @@ def check_types(slot: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tuple(cmas.CHECK_TYPES.get(slot, ())) + attributes + families))
 
 
+# The language of each structured label, by the label's column.
+LABEL_SCHEMAS = {"nlu": _nlu_schema, "actions": _actions_schema}
+
+
 # --- vocabularies -------------------------------------------------------------------------------
 
-def medical_values(task: str, label) -> Iterable[str]:
-    """The medical head values of one NLU label or action list."""
-    for item in label or ():
-        if not isinstance(item, dict):
-            continue
-        slots = item.get("slots", {}) if task == "nlu" else item
-        for key, entries in (slots.items() if isinstance(slots, dict) else ()):
-            split = cmas.split_slot_key(key) if task == "nlu" else None
-            medical = (split.base in cmas.MEDICAL_BASE_SLOTS if split else False) if task == "nlu" \
-                else key in cmas.MEDICAL_ACTION_SLOTS
-            if medical and isinstance(entries, list):
-                yield from (e["value"] for e in entries
-                            if isinstance(e, dict) and isinstance(e.get("value"), str))
+def medical_values(task: str, labels: Iterable) -> Iterable[str]:
+    """The medical head values of NLU labels or action lists (a value of a slot whose `value`
+    is a canonical concept in `task`'s language)."""
+    spec, schema = get_task(task), label_schema(task)
+    medical = {slot.key for slot in schema.slots if slot.attributes.get("value") == "medical"}
+    for label in labels:
+        for item in label or ():
+            if not isinstance(item, dict):
+                continue
+            for key, entries in spec.item_slots(item).items():
+                if key in medical and isinstance(entries, list):
+                    yield from (e["value"] for e in entries
+                                if isinstance(e, dict) and isinstance(e.get("value"), str))
 
 
 def training_vocabulary(data: str) -> Vocabulary:
     """Every canonical medical value of the built dataset's training split (NLU and POL labels)."""
     from meditod_hub.data.dataset import load_split
-    from meditod_hub.data.tasks import get_task
 
     values = set()
-    for task in ("nlu", "pol"):
+    for task in LABELLED_TASK_NAMES:
         column = get_task(task).target_column
-        for row in load_split(data, task, "train"):
-            values.update(medical_values(task, row[column]))
+        values.update(medical_values(task, (row[column] for row in load_split(data, task, "train"))))
     return frozenset(v.lower() for v in values if v.strip())
 
 
@@ -330,13 +341,14 @@ def grammar(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> str | 
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r}: one of {', '.join(FORMATS)}")
+    spec = get_task(task)
     rules = _Rules()
     rules.add("root", "")
-    if task == "nlg":
+    if not spec.structured:
         if fmt == "chat":
             rules.rules["root"] = f'{_literal(chat.ANSWER_OPEN + " ")} [^\\[]* {_literal(chat.ANSWER_CLOSE)}'
         elif fmt == "pptod":
-            sos, eos = pptod.RESPONSE_SPAN
+            sos, eos = pptod.SPAN_COLUMNS[spec.target_column].markers
             rules.rules["root"] = f'{_literal(sos)} [^<]* {_literal(eos)}'
         else:
             return None
@@ -349,7 +361,7 @@ def grammar(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> str | 
     else:
         label = _span_label(rules, schema, vocabulary)
         if fmt == "pptod":
-            sos, eos = pptod.NLU_SPAN if task == "nlu" else pptod.ACTION_SPAN
+            sos, eos = pptod.SPAN_COLUMNS[spec.target_column].markers
             label = f'{_literal(sos)} " " {label} sp {_literal(eos)}'
         rules.rules["root"] = label
     return rules.text()
@@ -357,7 +369,7 @@ def grammar(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> str | 
 
 def json_schema(task: str, vocabulary: Vocabulary | None = None) -> dict | None:
     """The in-context answer (`fewshot` format) as a JSON schema; None for NLG (free text)."""
-    if task == "nlg":
+    if not get_task(task).structured:
         return None
     schema = label_schema(task, status_attributes=True)
 
@@ -413,7 +425,7 @@ class Constraint:
         where the answer is free text."""
         if self.grammar is None:
             return None
-        closing = "" if self.task == "nlg" else CLOSING_CHARACTERS[self.fmt]
+        closing = CLOSING_CHARACTERS[self.fmt] if get_task(self.task).structured else ""
         compiled, closers = _compiled(tokenizer, vocab_size, tuple(stops), self.grammar, closing,
                                       self.closing_markers)
         return GrammarProcessor(compiled, closers, stops, max_new_tokens)

@@ -223,17 +223,21 @@ def _slots(definitions) -> str:
     return "slots = [" + ", ".join(blocks) + "]"
 
 
+# The intents and slots a structured task's prompt defines: the doctor's slots have no status
+# and add the disease.
+DEFINITIONS = {
+    "nlu": (NLU_INTENTS, SLOT_DEFINITIONS),
+    "pol": (POL_INTENTS, tuple((s, d, tuple(a for a in attrs if a[0] != "status"))
+                               for s, d, attrs in SLOT_DEFINITIONS) + (DISEASE_DEFINITION,)),
+}
+
+
 def system_prompt(task: str) -> str:
-    get_task(task)
+    spec = get_task(task)
     rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(RULES[task])
-    if task == "nlg":
+    if not spec.structured:
         return HEADERS[task] + "\n\n" + rules
-    if task == "nlu":
-        intents, definitions = NLU_INTENTS, SLOT_DEFINITIONS
-    else:
-        intents = POL_INTENTS
-        definitions = tuple((s, d, tuple(a for a in attrs if a[0] != "status"))
-                            for s, d, attrs in SLOT_DEFINITIONS) + (DISEASE_DEFINITION,)
+    intents, definitions = DEFINITIONS[task]
     return (f"{HEADERS[task]}\n```\n{_intents(intents)}\n\n{_slots(definitions)}\n```\n{rules}")
 
 
@@ -252,15 +256,19 @@ def last_turn(row: dict) -> str:
     return "\n".join(dialogue_lines(row)[-2:])
 
 
+# What a task reads beside the dialogue (its input column) replaces the history, under these
+# headers, as indented JSON.
+INPUT_BLOCKS = {"state": "[dialog state]", "actions": "[actions]"}
+
+
 def user_message(task: str, row: dict) -> str:
-    get_task(task)
+    given = get_task(task).input_column
     turn = f"[last turn]\n{last_turn(row)}\n\n[output]"
-    if task == "nlu":
+    if given is None:
         window = dialogue_lines(row)[-(HISTORY_SIZE + 1):]
         return "[dialog history]\n" + "\n".join(window[:-2]) + "\n\n" + turn
-    if task == "pol":
-        return "[dialog state]\n```\n" + json.dumps(row_field(row, "state"), indent=2) + "\n```\n\n" + turn
-    return "[actions]\n```\n" + json.dumps(row_field(row, "actions"), indent=2) + "\n```\n\n" + turn
+    shown = json.dumps(row_field(row, given), indent=2)
+    return f"{INPUT_BLOCKS[given]}\n```\n{shown}\n```\n\n{turn}"
 
 
 def exemplar_answer(task: str, row: dict) -> str:
@@ -268,7 +276,8 @@ def exemplar_answer(task: str, row: dict) -> str:
     label = row_field(row, spec.target_column)
     if not spec.structured:
         return label
-    return json.dumps(to_status_attributes(label) if task == "nlu" else label)
+    to_answer, _ = ANSWER_VIEWS.get(spec.target_column, (_same, _same))
+    return json.dumps(to_answer(label))
 
 
 def exemplar_pair(task: str, row: dict) -> list[dict]:
@@ -337,6 +346,14 @@ def from_status_attributes(items: list) -> list[dict]:
     return out
 
 
+# An answer's view of a label, by the label's column, and back: NLU's status is an attribute.
+ANSWER_VIEWS = {"nlu": (to_status_attributes, from_status_attributes)}
+
+
+def _same(items: list) -> list:
+    return items
+
+
 def _objects(value, what: str) -> list[dict]:
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise ValueError(f"{what} is not a list of objects")
@@ -358,8 +375,8 @@ def parse_answer(task: str, text: str) -> ParseResult:
         items = _objects(value, "the answer")
         if not all(isinstance(i.get(spec.item_head), str) for i in items):
             raise ValueError(f"an item has no string {spec.item_head!r}")
-        if task == "nlu":
-            items = from_status_attributes(items)
+        _, from_answer = ANSWER_VIEWS.get(spec.target_column, (_same, _same))
+        items = from_answer(items)
     except json.JSONDecodeError as exc:
         return ParseResult([], False, f"not JSON ({exc.msg})")
     except ValueError as exc:

@@ -6,6 +6,8 @@ tuple count, so a reader sees where a model fails. NLG: one row per score.
 
 from __future__ import annotations
 
+from meditod_hub.data.tasks import get_task
+
 CLASS_LABELS = {"medical": "medical", "non_medical": "non-medical", "overall": "overall"}
 
 
@@ -47,7 +49,7 @@ def _nlg_markdown(results: dict) -> list[str]:
 
 def markdown(results: dict) -> str:
     title = f"# MediTOD {results['task'].upper()} results ({results['split']})"
-    body = _nlg_markdown(results) if results["task"] == "nlg" else _f1_markdown(results)
+    body = _f1_markdown(results) if get_task(results["task"]).structured else _nlg_markdown(results)
     if "constrained" in results:  # the decoding setting that produced the predictions
         setting = "constrained (CMAS grammar)" if results["constrained"] else "unconstrained"
         body = [f"Decoding: {setting}.", ""] + body
@@ -62,7 +64,7 @@ _FONT_SIZE, _BAR, _GAP, _PLOT_WIDTH, _MARGIN = 13, 9, 10, 420, 14
 
 def chart_png(results: dict) -> bytes:
     """A horizontal bar chart: F1 per slot type and class (NLU/POL) or each score (NLG)."""
-    if results["task"] == "nlg":
+    if not get_task(results["task"]).structured:
         rows = {"BLEU-2/100": {"score": results["bleu2"] / 100},
                 "BLEU-4/100": {"score": results["bleu4"] / 100},
                 "ROUGE-1": {"score": results["rouge1"]}, "ROUGE-L": {"score": results["rougeL"]}}

@@ -35,6 +35,10 @@ SYSTEM_MESSAGES = {
     "nlg": "Given the action, dialog history and last turn of a dialog between a doctor and a "
            "patient, suggest the doctor's response as a continuation of the dialog.",
 }
+# What a task reads beside the dialogue (its input column) is shown first, under these headers.
+# Upstream's prompt that shows the actions (NLG) shows the last turn only, no history.
+INPUT_BLOCKS = {"state": "[dialog state]", "actions": "[action]"}
+HISTORY_WITH_INPUT = {"state": True, "actions": False}
 ANSWER_OPEN, ANSWER_CLOSE = "[answer]", "[done]"
 WINDOW = 4  # `history_size` in every upstream config
 
@@ -42,15 +46,13 @@ _WHITESPACE = re.compile(r"\s*")
 
 
 def user_message(task: str, row: dict) -> str:
-    get_task(task)
+    given = get_task(task).input_column
     lines = context_lines(row)
     blocks = []
-    if task == "pol":
-        blocks.append("[dialog state]\n" + json.dumps(row_field(row, "state")))
-    elif task == "nlg":
-        blocks.append("[action]\n" + json.dumps(row_field(row, "actions")))
+    if given is not None:
+        blocks.append(f"{INPUT_BLOCKS[given]}\n" + json.dumps(row_field(row, given)))
     window = lines[-WINDOW:]
-    if task != "nlg" and len(window) > 2:
+    if HISTORY_WITH_INPUT.get(given, True) and len(window) > 2:
         blocks.append("[dialog history]\n" + "\n".join(window[:-2]))
     blocks += ["[last turn]\n" + "\n".join(lines[-2:]), "[output]"]
     return "\n\n".join(blocks)

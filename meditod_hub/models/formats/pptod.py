@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from meditod_hub.data.cmas import is_list_attribute
 from meditod_hub.models.formats import ParseResult
@@ -78,12 +79,20 @@ def unwrap(span: tuple[str, str], text: str) -> tuple[str, str | None]:
 
 def serialise_nlu(items: list[dict]) -> str:
     """NLU items -> `<sos_b> ... <eos_b>` (the authors' `bspn_nlu`)."""
-    return wrap(NLU_SPAN, _items_text(items, "intent", _nlu_slots, _nlu_entry_text))
+    return wrap(NLU_SPAN, _nlu_text(items))
 
 
 def serialise_actions(actions: list[dict]) -> str:
     """Doctor actions -> `<sos_a> ... <eos_a>` (the authors' `aspn`)."""
-    return wrap(ACTION_SPAN, _items_text(actions, "action", _action_slots, _action_entry_text))
+    return wrap(ACTION_SPAN, _actions_text(actions))
+
+
+def _nlu_text(items: list[dict]) -> str:
+    return _items_text(items, "intent", _nlu_slots, _nlu_entry_text)
+
+
+def _actions_text(actions: list[dict]) -> str:
+    return _items_text(actions, "action", _action_slots, _action_entry_text)
 
 
 def serialise_state(state: dict) -> str:
@@ -207,6 +216,12 @@ def parse_actions(text: str) -> ParseResult:
     return _parse(text, ACTION_SPAN, "action", False, _action_entry)
 
 
+def parse_response(text: str) -> ParseResult:
+    """`<sos_r> ... <eos_r>` (markers optional) -> the doctor's text."""
+    body, reason = unwrap(RESPONSE_SPAN, text)
+    return ParseResult(body, reason is None, reason)
+
+
 def _parse(text, span, head_key: str, nested: bool, entry_from: Callable) -> ParseResult:
     if not isinstance(text, str):
         return ParseResult([], False, f"expected a string, got {type(text).__name__}")
@@ -278,3 +293,28 @@ def _action_entry(content: str) -> dict | None:
         else:
             entry[key] = value
     return entry
+
+
+# --- the grammar's writing of each dataset column ------------------------------------------------
+
+@dataclass(frozen=True)
+class SpanColumn:
+    """How the grammar writes one dataset column (a task's label or what it reads beside the
+    dialogue): its markers, its text without them, and, for a label, its parser."""
+
+    markers: tuple[str, str]
+    text: Callable[[object], str]
+    parse: Callable[[str], ParseResult] | None = None
+
+    def span(self, value) -> str:
+        return wrap(self.markers, self.text(value))
+
+
+# Keyed by column name (`meditod_hub.data.tasks`: target and input columns). The state is
+# written as slot spans inside the belief markers, where PPTOD's belief state sits.
+SPAN_COLUMNS = {
+    "nlu": SpanColumn(NLU_SPAN, _nlu_text, parse_nlu),
+    "actions": SpanColumn(ACTION_SPAN, _actions_text, parse_actions),
+    "response": SpanColumn(RESPONSE_SPAN, str, parse_response),
+    "state": SpanColumn(NLU_SPAN, serialise_state),
+}

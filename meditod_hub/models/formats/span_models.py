@@ -27,7 +27,7 @@ NLG the action; gold ones, as everywhere upstream):
    model. Here the branch the flag meant: `actions: <action span> history: <last 4 lines>`, with
    its prefix kept verbatim (upstream words it "... to dialog act:").
 3. BioGPT POL / NLG: upstream configs give the history only; here the Flan-T5 bodies (+ trigger),
-   so every family sees what the paper says. Revert by editing PREFIXES / `_head`.
+   so every family sees what the paper says. Revert by editing PREFIXES / `source_parts`.
 4. PPTOD: the fork is not released. Upstream PPTOD's prefixes and context markers, the whole
    context (`fit` cuts it), and the gold state / action as a span after the context, where
    upstream PPTOD puts its DB span.
@@ -46,17 +46,10 @@ from dataclasses import dataclass, field
 from meditod_hub.data.tasks import get_task
 from meditod_hub.models.formats import ParseResult, context_lines, context_utterances, row_field
 from meditod_hub.models.formats.pptod import (
-    ACTION_SPAN,
     CONTEXT_SPAN,
-    NLU_SPAN,
     RESPONSE_SPAN,
+    SPAN_COLUMNS,
     USER_SPAN,
-    parse_actions,
-    parse_nlu,
-    serialise_actions,
-    serialise_nlu,
-    serialise_state,
-    unwrap,
     wrap,
 )
 
@@ -70,6 +63,8 @@ HISTORY_WINDOW = 4          # context lines after `dst:` / `actions:` (upstream'
 LAST_TURN = 2               # the doctor's line and the patient's: cut only after the state
 BIOGPT_TRIGGER = "answer:"  # upstream appends " answer: "; the spaces are not tokens
 EMPTY = "NONE"              # an empty state / action list in a flan-t5 / biogpt body
+# A flan-t5 / biogpt body names what the task reads beside the dialogue (by its input column).
+INPUT_KEYS = {"state": "dst:", "actions": "actions:"}
 # Upstream's fixes for BioGPT's Moses detokenisation of a span (+ the slash, deviation 6).
 BIOGPT_REPAIRS = ((" _ ", "_"), ("@ ", "@"), (" @", "@"), (" = ", "="), (" / ", "/"))
 
@@ -125,21 +120,20 @@ def without_oldest(state: dict, k: int) -> dict:
 
 
 def source_parts(style: SpanStyle, task: str, row: dict) -> SourceParts:
-    get_task(task)
-    prefix = style.prefixes[task]
+    spec = get_task(task)
+    prefix, given = style.prefixes[task], spec.input_column
     if style.markers:
         context = [wrap(USER_SPAN if speaker == "patient" else RESPONSE_SPAN, text)
                    for speaker, text in context_utterances(row)]
-        tail = " ".join(p for p in (CONTEXT_SPAN[1], _pptod_gold_span(task, row), style.trigger)
-                        if p)
+        gold = SPAN_COLUMNS[given].span(row_field(row, given)) if given else ""
+        tail = " ".join(p for p in (CONTEXT_SPAN[1], gold, style.trigger) if p)
         parts = SourceParts(prefix, CONTEXT_SPAN[0], context, tail)
+    elif given is None:
+        parts = SourceParts(prefix, "", context_lines(row), style.trigger)
     else:
-        lines = context_lines(row)
-        if task == "nlu":
-            parts = SourceParts(prefix, "", lines, style.trigger)
-        else:
-            parts = SourceParts(prefix, _head(task, row), lines[-HISTORY_WINDOW:], style.trigger)
-    if task != "pol":
+        head = f"{INPUT_KEYS[given]} {SPAN_COLUMNS[given].text(row_field(row, given)) or EMPTY} history:"
+        parts = SourceParts(prefix, head, context_lines(row)[-HISTORY_WINDOW:], style.trigger)
+    if given != "state":  # the one input `fit` may thin, oldest entries first
         return parts
     state = row_field(row, "state")
     return SourceParts(parts.prefix, parts.head, parts.context, parts.tail,
@@ -147,28 +141,10 @@ def source_parts(style: SpanStyle, task: str, row: dict) -> SourceParts:
                        lambda k: source_parts(style, task, {**row, "state": without_oldest(state, k)}))
 
 
-def _pptod_gold_span(task: str, row: dict) -> str:
-    if task == "pol":
-        return wrap(NLU_SPAN, serialise_state(row_field(row, "state")))
-    if task == "nlg":
-        return serialise_actions(row_field(row, "actions"))
-    return ""
-
-
-def _head(task: str, row: dict) -> str:
-    if task == "pol":
-        return f"dst: {serialise_state(row_field(row, 'state')) or EMPTY} history:"
-    actions = unwrap(ACTION_SPAN, serialise_actions(row_field(row, "actions")))[0]
-    return f"actions: {actions or EMPTY} history:"
-
-
 def target_text(style: SpanStyle, task: str, row: dict) -> str:
-    if task == "nlg":
-        text = row_field(row, get_task(task).target_column)
-        return wrap(RESPONSE_SPAN, text) if style.markers else text
-    span, markers = ((serialise_nlu(row_field(row, "nlu")), NLU_SPAN) if task == "nlu"
-                     else (serialise_actions(row_field(row, "actions")), ACTION_SPAN))
-    return span if style.markers else unwrap(markers, span)[0]
+    column = get_task(task).target_column
+    span, label = SPAN_COLUMNS[column], row_field(row, column)
+    return span.span(label) if style.markers else span.text(label)
 
 
 def parse_target(style: SpanStyle, task: str, text: str) -> ParseResult:
@@ -180,9 +156,7 @@ def parse_target(style: SpanStyle, task: str, text: str) -> ParseResult:
     spec = get_task(task)
     if not isinstance(text, str):
         return ParseResult(spec.empty_label, False, f"expected a string, got {type(text).__name__}")
-    if not spec.structured:
-        body, reason = unwrap(RESPONSE_SPAN, text)
-        return ParseResult(body, reason is None, reason)
-    for old, new in style.repairs:
-        text = text.replace(old, new)
-    return (parse_nlu if task == "nlu" else parse_actions)(text)
+    if spec.structured:
+        for old, new in style.repairs:
+            text = text.replace(old, new)
+    return SPAN_COLUMNS[spec.target_column].parse(text)

@@ -1,0 +1,61 @@
+"""The task spec (`meditod_hub.data.tasks`) owns what a task means: no other module branches on
+a task's name, and a label's shape is read from the spec."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from meditod_hub.data.tasks import TASK_NAMES, get_task
+
+PACKAGE = Path(__file__).resolve().parents[1] / "meditod_hub"
+
+
+def _names_a_task(node: ast.expr) -> bool:
+    """`task`, `self.task`, `args.task`, `results["task"]`: an expression that holds a task name."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return node.slice.value == "task"
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+    return name == "task" or name.endswith("_task")
+
+
+def _task_literal(node: ast.expr) -> bool:
+    literals = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return any(isinstance(n, ast.Constant) and n.value in TASK_NAMES for n in literals)
+
+
+def test_no_module_outside_the_task_spec_branches_on_a_task_name():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "data" / "tasks.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            if any(map(_names_a_task, sides)) and any(map(_task_literal, sides)):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not found, ("these compare a task with a task's name; ask the task spec instead "
+                       f"(its columns, structured, item_slots): {found}")
+
+
+def test_the_guard_sees_the_branches_it_forbids():
+    """The check above would catch each way the old code spelled a task branch."""
+    for source in ('task == "nlu"', 'self.task != "nlg"', 'args.task in ("nlu", "pol")',
+                   'results["task"] == "nlg"', '"pol" == spec_task'):
+        compare = ast.parse(source, mode="eval").body
+        sides = [compare.left, *compare.comparators]
+        assert any(map(_names_a_task, sides)) and any(map(_task_literal, sides)), source
+
+
+@pytest.mark.parametrize("task, item, slots", [
+    ("nlu", {"intent": "inform", "slots": {"positive_symptom": [{"value": "cough"}]}},
+     {"positive_symptom": [{"value": "cough"}]}),
+    ("nlu", {"intent": "chit-chat"}, {}),
+    ("nlu", {"intent": "inform", "slots": "broken"}, {}),
+    ("pol", {"action": "inquire", "symptom": [{"value": "fever"}]},
+     {"symptom": [{"value": "fever"}]}),
+    ("pol", {"action": "other"}, {}),
+])
+def test_a_label_item_s_slots_come_from_the_spec(task, item, slots):
+    assert get_task(task).item_slots(item) == slots
