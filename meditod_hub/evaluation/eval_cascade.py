@@ -262,8 +262,7 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
                "nlu_f1": results["nlu"]["f1"], "rows": table_rows(results),
                "lines": attribution_lines(results["attribution"])}
     files = {f"eval/cascade/{name}": Path(folder) / name
-             for name in ("results.json", "results.md", "results.png")
-             if (Path(folder) / name).is_file()}
+             for name in OUT_FILES if (Path(folder) / name).is_file()}
     return section, files
 
 

@@ -12,6 +12,8 @@ setting, and its results record it.
 
 Results (evaluation -> cards, publishing, reports): `results.json` `{"task", "split", ...scores}`
 and, beside it and named after its stem, a Markdown table (`.md`) and a chart (`.png`).
+`meditod eval-cascade` writes a `results.json` of another shape (the three tasks, gold and
+cascaded inputs side by side, the models used): `meditod_hub.evaluation.eval_cascade` owns it.
 """
 
 from __future__ import annotations

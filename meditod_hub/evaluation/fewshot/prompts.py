@@ -363,9 +363,11 @@ def _objects(value, what: str) -> list[dict]:
 def parse_answer(task: str, text: str) -> ParseResult:
     """A model's answer -> NLU items / actions / the response. Never raises.
 
-    As the authors' `post.py`: NLU/POL lowercased, then `json.loads` (NLU mapped back to status
-    prefixes); an answer that does not parse scores as empty and is counted. NLG: the stripped
-    text (the NLG metrics lowercase it themselves).
+    As the authors' `post.py` (pinned:
+    https://github.com/dair-iitd/MediTOD/blob/d99ff6d0cc280cef8dd073ce24d7ad1617b73909/src/prompting/post.py):
+    NLU/POL lowercased, then `json.loads` (NLU mapped back to status prefixes); an answer that
+    does not parse scores as empty and is counted. NLG: the stripped text (the NLG metrics
+    lowercase it themselves).
     """
     spec = get_task(task)
     if not spec.structured:

@@ -12,11 +12,13 @@ upstream stop string. At inference we render [system, user] with the generation 
 upstream, do not append `ANSWER_OPEN`: the model was trained to write it and generates it first.
 `parse_answer` accepts output with or without it.
 
-`parse_answer` follows upstream `post.py` for NLU/POL: lowercase, keep the text before `[done]`,
-`json.loads` (gold is lowercase already; lowercasing JSON text changes no escape). NLG text is
-not lowercased. Deviations: upstream also cut at the first `[1]` (dropped: it can cut valid
-JSON) and scored an undecodable answer as `[]`; here the complete leading items of a truncated
-or malformed JSON list are kept and `ok` is False with the reason.
+`parse_answer` follows upstream `post.py` for NLU/POL (pinned:
+https://github.com/dair-iitd/MediTOD/blob/d99ff6d0cc280cef8dd073ce24d7ad1617b73909/src/llama/post.py):
+lowercase, keep the text before `[done]`, `json.loads` (gold is lowercase already; lowercasing
+JSON text changes no escape). NLG text is not lowercased. Deviations: upstream also cut at the
+first `[1]` (dropped: it can cut valid JSON) and scored an undecodable answer as `[]`; here the
+complete leading items of a truncated or malformed JSON list are kept and `ok` is False with the
+reason.
 """
 
 from __future__ import annotations
