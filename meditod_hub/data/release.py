@@ -35,6 +35,7 @@ METADATA_FILE = "release.json"
 # labels do not validate; the build reports it like any other problem.
 DRAFT_KEY = "draft"
 SPLITS = ("train", "validation", "test", "test_ood")
+EVAL_SPLITS = SPLITS[2:]  # where models are scored and the paper reports: test, test_ood
 # Longer than any real utterance (the longest in the authors' sample is ~200 words); every later
 # row of its dialogue repeats it in `context`, so it is reported.
 LONG_UTTERANCE_CHARS = 20_000

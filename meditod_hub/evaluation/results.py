@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, TASKS, Metric, get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.evaluation import paper_results
@@ -43,7 +44,6 @@ from meditod_hub.files import atomic_write, output_path
 from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO
 from meditod_hub.publishing import about
 
-SPLITS = ("test", "test_ood")
 SPLIT_LABELS = {"test": "test (respiratory, in-domain)",
                 "test_ood": "test_ood (musculoskeletal, out-of-domain)"}
 SETTINGS = ("supervised", "in-context", "cascaded")
@@ -89,7 +89,7 @@ class Report:
 
     def tables(self) -> list[tuple[str, str, list[Row]]]:
         """(task, split, rows) in task order, test and test_ood first; rows in report order."""
-        splits = list(SPLITS) + sorted({r.split for r in self.rows} - set(SPLITS))
+        splits = list(EVAL_SPLITS) + sorted({r.split for r in self.rows} - set(EVAL_SPLITS))
         return [(task, split, rows) for task in TASK_NAMES for split in splits
                 if (rows := [r for r in self.rows if (r.task, r.split) == (task, split)])]
 
@@ -350,11 +350,11 @@ def headline_markdown() -> str:
     card and the README show it; tests/test_results.py keeps the README's copy equal to it)."""
     tasks = [get_task(t) for t in TASK_NAMES]
     heads = [f"{t.name.upper()} {t.headline_metric.name.split(' (')[0]}"
-             + ("" if split == "test" else " (OOD)") for split in SPLITS for t in tasks]
+             + ("" if split == "test" else " (OOD)") for split in EVAL_SPLITS for t in tasks]
     lines = ["| model | setting | " + " | ".join(heads) + " |", "|---" * (2 + len(heads)) + "|"]
     for key in dict.fromkeys(model for model, _, _ in paper_results.RESULTS):
         cells = [cell(paper_results.paper_row(key, t.name, split).get(t.headline),
-                      t.headline_metric) for split in SPLITS for t in tasks]
+                      t.headline_metric) for split in EVAL_SPLITS for t in tasks]
         lines.append(f"| {paper_results.paper_model(key).name} | {paper_results.setting(key)} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -388,7 +388,7 @@ def chart_png(task: str, rows: list[Row]) -> bytes:
     from PIL import Image, ImageDraw, ImageFont
 
     metric = get_task(task).headline_metric
-    shown = [r for split in SPLITS for r in rows if r.split == split and r.value(metric.key)
+    shown = [r for split in EVAL_SPLITS for r in rows if r.split == split and r.value(metric.key)
              is not None]
     labels = [f"{r.system} ({r.setting}{', OOD' if r.split == 'test_ood' else ''})" for r in shown]
     top_value = max([r.value(metric.key) for r in shown] + [1e-9])

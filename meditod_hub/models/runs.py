@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import MULTITASK, TASKS, tasks_of
 from meditod_hub.errors import MeditodError
 from meditod_hub.evaluation.records import Results, ResultsError
@@ -29,7 +30,6 @@ from meditod_hub.models.families import Budget, Family, get_family
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
 # What a `meditod fewshot` output was (never a key): no training run behind it, so not RUN_INFO.
 FEWSHOT_INFO = "fewshot_info.json"
-EVAL_SPLITS = ("test", "test_ood")
 REQUIRED_INFO = ("model", "task", "family", "base_model", "adapter")
 
 

@@ -29,11 +29,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.errors import MeditodError, UsageError, run_main
 from meditod_hub.evaluation.results import (
     SPLIT_LABELS,
-    SPLITS,
     Report,
     Row,
     hub_rows,
@@ -193,7 +193,7 @@ def build(board: Board):
         with gr.Row():
             task = gr.Radio([(t.upper(), t) for t in TASK_NAMES], value="nlu", label="Task",
                             elem_id="task")
-            split = gr.Radio([(SPLIT_LABELS[s], s) for s in SPLITS], value="test", label="Split",
+            split = gr.Radio([(SPLIT_LABELS[s], s) for s in EVAL_SPLITS], value="test", label="Split",
                              elem_id="split")
         with gr.Row():
             setting = gr.Radio(list(SETTING_CHOICES), value=ANY, label="Setting",

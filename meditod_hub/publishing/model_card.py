@@ -19,9 +19,10 @@ from pathlib import Path
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData, constants
 
+from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import Metric, get_task
 from meditod_hub.evaluation import paper_results
-from meditod_hub.models.runs import EVAL_SPLITS, Run, run_tasks
+from meditod_hub.models.runs import Run, run_tasks
 from meditod_hub.publishing import about
 from meditod_hub.publishing.card import card_template
 

@@ -42,10 +42,11 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, Mo
 from huggingface_hub.errors import EntryNotFoundError
 
 from meditod_hub.cli import parse_args
+from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.files import atomic_write, output_folder, read_json
-from meditod_hub.models.runs import EVAL_SPLITS, PUBLISHED, RECIPE, RUN_INFO, Run, RunError, read_run
+from meditod_hub.models.runs import PUBLISHED, RECIPE, RUN_INFO, Run, RunError, read_run
 from meditod_hub.publishing.hub import (
     KEEP_ON_HUB,
     UPLOAD_RECORD,
