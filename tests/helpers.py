@@ -12,10 +12,12 @@ Every case lands in `SWEEP`, which conftest prints as the sweep table.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -231,6 +233,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace: float = 30) -> None:
+    """Stop a process started with `start_new_session=True` and all it started: `sig` to the
+    group, SIGKILL after `grace` seconds, then SIGKILL to what it left running in the group."""
+    for step in (sig, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, step)
+        except ProcessLookupError:  # the group is gone: nothing left to stop
+            break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+    proc.wait()
 
 
 # --- training ---------------------------------------------------------------------------------

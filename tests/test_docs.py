@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import stop_group
 
 PROJECT = Path(__file__).resolve().parent.parent
 DOC_GLOBS = ("README.md", "docs/*.md", "recipes/*/README.md", "spaces/*/README.md")
@@ -229,11 +230,7 @@ def run_block(block: Block, root: Path, env: dict, values: dict) -> None:
         except subprocess.TimeoutExpired:
             code = "timeout"
         finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+            stop_group(proc, signal.SIGKILL)
     output = log.read_text(errors="replace")
     log.unlink()
     if code != 0:
@@ -304,12 +301,7 @@ def serve_lines(block: Block, root: Path, env: dict, values: dict) -> None:
                                      f"server exit {server.poll()}); output:\n"
                                      f"{_available(server)[-2000:]}") from None
         finally:
-            os.killpg(server.pid, signal.SIGINT)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+            stop_group(server, signal.SIGINT)
 
 
 def _available(server: subprocess.Popen) -> str:

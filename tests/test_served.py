@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -23,7 +22,7 @@ import urllib.request
 
 import pytest
 import torch
-from helpers import train_args
+from helpers import stop_group, train_args
 
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation.fewshot.run import main as fewshot
@@ -65,12 +64,7 @@ def transformers_serve(tmp_path_factory):
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop_group(server)
 
 
 @pytest.fixture(scope="session")
