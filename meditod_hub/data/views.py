@@ -84,6 +84,12 @@ def _state(utt: dict, state: DialogueState) -> dict:
     return utt["dialog_state"] if "dialog_state" in utt else state.render()
 
 
+def _row_head(dialogue_id: str, utt: dict, turn: int, context: list[dict]) -> dict:
+    """The columns every NLU / POL / NLG row opens with, in the dataset's order."""
+    return {"id": f"{dialogue_id}-{utt['uttr_id']}", "dialogue_id": dialogue_id, "turn": turn,
+            "uttr_id": utt["uttr_id"], "context": context}
+
+
 def to_dialogue(dialogue_id: str, dialogue: dict) -> dict:
     return {"dialogue_id": dialogue_id,
             "num_utterances": len(dialogue["utterances"]),
@@ -99,11 +105,7 @@ def to_nlu(dialogue_id: str, utterances: list[dict]) -> list[dict]:
             last_doctor = utt["text"]
             continue
         rows.append({
-            "id": f"{dialogue_id}-{utt['uttr_id']}",
-            "dialogue_id": dialogue_id,
-            "turn": len(rows),
-            "uttr_id": utt["uttr_id"],
-            "context": context[:index],
+            **_row_head(dialogue_id, utt, len(rows), context[:index]),
             "last_doctor_text": last_doctor,
             "patient_text": utt["text"],
             "intents": [item["intent"] for item in utt["nlu"]],
@@ -125,11 +127,7 @@ def to_nlg(dialogue_id: str, utterances: list[dict]) -> list[dict]:
         if last_patient is None:  # opening doctor line(s): never a target
             continue
         rows.append({
-            "id": f"{dialogue_id}-{utt['uttr_id']}",
-            "dialogue_id": dialogue_id,
-            "turn": len(rows),
-            "uttr_id": utt["uttr_id"],
-            "context": context[:index],
+            **_row_head(dialogue_id, utt, len(rows), context[:index]),
             "last_patient_text": last_patient,
             "state": current,
             "action_types": [act["action"] for act in utt["actions"]],
