@@ -77,11 +77,12 @@ class SlotSchema:
 @dataclass(frozen=True)
 class LabelSchema:
     """An NLU item list or an action list: items opened by a head (`intent` / `action`) with one
-    of `heads`; slots under `slots` (NLU) or beside the head (POL)."""
+    of `heads`; slots under `slots_key` (NLU) or, where it is None, beside the head (POL). Head
+    and slots key are the task spec's (`Task.item_head`, `Task.slots_key`)."""
 
     head: str
     heads: tuple[str, ...]
-    nested: bool
+    slots_key: str | None
     slots: tuple[SlotSchema, ...]
 
 
@@ -92,20 +93,19 @@ def label_schema(task: str, status_attributes: bool = False) -> LabelSchema:
     if not spec.structured:
         raise UsageError(f"task {task!r} has no structured labels to constrain "
                          f"({' or '.join(LABELLED_TASK_NAMES)})")
-    return LABEL_SCHEMAS[spec.target_column](status_attributes)
+    heads, slots = LABEL_LANGUAGES[spec.target_column](status_attributes)
+    return LabelSchema(spec.item_head, heads, spec.slots_key, slots)
 
 
-def _nlu_schema(status_attributes: bool) -> LabelSchema:
-    return LabelSchema("intent", tuple(cmas.PATIENT_INTENTS), True,
-                       tuple(_nlu_slots(status_attributes)))
+def _nlu_language(status_attributes: bool) -> tuple[tuple[str, ...], tuple[SlotSchema, ...]]:
+    return tuple(cmas.PATIENT_INTENTS), tuple(_nlu_slots(status_attributes))
 
 
-def _actions_schema(status_attributes: bool) -> LabelSchema:
-    return LabelSchema("action", tuple(cmas.ACTION_TYPES), False,
-                       tuple(SlotSchema(slot, {"value": "medical" if slot in
-                                               cmas.MEDICAL_ACTION_SLOTS else "text"},
-                                        check_types(slot))
-                             for slot in cmas.ACTION_SLOTS))
+def _actions_language(status_attributes: bool) -> tuple[tuple[str, ...], tuple[SlotSchema, ...]]:
+    return tuple(cmas.ACTION_TYPES), tuple(
+        SlotSchema(slot, {"value": "medical" if slot in cmas.MEDICAL_ACTION_SLOTS else "text"},
+                   check_types(slot))
+        for slot in cmas.ACTION_SLOTS)
 
 
 def _attribute_kind(base: str, attribute: str) -> str:
@@ -140,8 +140,8 @@ def check_types(slot: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tuple(cmas.CHECK_TYPES.get(slot, ())) + attributes + families))
 
 
-# The language of each structured label, by the label's column.
-LABEL_SCHEMAS = {"nlu": _nlu_schema, "actions": _actions_schema}
+# The heads and slots of each structured label, by the label's column.
+LABEL_LANGUAGES = {"nlu": _nlu_language, "actions": _actions_language}
 
 
 # --- vocabularies -------------------------------------------------------------------------------
@@ -278,10 +278,10 @@ def _json_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | Non
         slot_rules.append(f"{_json_key(slot.key)} ws " + _sequence(entry, '"," ws', '"[" ws', 'ws "]"'))
     slot_rule = rules.add("json-slot", _alternatives(slot_rules))
     head = "( " + _alternatives(_literal(json.dumps(h)) for h in schema.heads) + " )"
-    if schema.nested:
+    if schema.slots_key is not None:
         slots = _sequence(slot_rule, '"," ws', '"{" ws', 'ws "}"')
         item = (f'"{{" ws {_json_key(schema.head)} ws {head} '
-                f'( "," ws {_json_key("slots")} ws {slots} )? ws "}}"')
+                f'( "," ws {_json_key(schema.slots_key)} ws {slots} )? ws "}}"')
     else:
         item = f'"{{" ws {_json_key(schema.head)} ws {head} ( "," ws json-slot )* ws "}}"'
     rules.add("json-item", item)
@@ -395,9 +395,9 @@ def json_schema(task: str, vocabulary: Vocabulary | None = None) -> dict | None:
     slots = {slot.key: entry(slot) for slot in schema.slots}
     item: dict = {"type": "object", "required": [schema.head], "additionalProperties": False,
                   "properties": {schema.head: {"enum": list(schema.heads)}}}
-    if schema.nested:
-        item["properties"]["slots"] = {"type": "object", "properties": slots,
-                                       "additionalProperties": False}
+    if schema.slots_key is not None:
+        item["properties"][schema.slots_key] = {"type": "object", "properties": slots,
+                                                "additionalProperties": False}
     else:
         item["properties"].update(slots)
     return {"type": "array", "items": item, "minItems": 1}
