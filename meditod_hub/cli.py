@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build": ("meditod_hub.data.build", "validate a release and write the Hub-ready dataset folder"),
     "push": ("meditod_hub.publishing.hub", "upload a built dataset folder to the Hub (private, gated)"),
     "tiny": ("meditod_hub.models.tiny", "build the tiny offline models the tiny-* recipes train on CPU"),
+    "pretrained": ("meditod_hub.models.pretrained", "fetch and convert the real pretrained model "
+                                                    "(SmolLM2-135M-Instruct) offline"),
     "train": ("meditod_hub.models.train", "train MODEL [TASK] (a recipes/ folder) into run folders"),
     "predict": ("meditod_hub.models.predict", "greedy predictions of a run (or Hub model) on a split"),
     "fewshot": ("meditod_hub.evaluation.fewshot.run", "the paper's in-context baseline of a served model"),

@@ -135,6 +135,22 @@ def tiny_base(tmp_path_factory) -> Path:
     return tiny_llama_base(tmp_path_factory.mktemp("tiny-base"))
 
 
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """The real SmolLM2-135M-Instruct, converted once into build/pretrained (the demo's base)
+    from the wheel `make setup` fetched; no network."""
+    from meditod_hub.models import pretrained
+
+    cache = PROJECT_ROOT / pretrained.WHEEL_CACHE
+    if pretrained.find_wheel(pretrained.SMOLLM2_135M, cache) is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no {pretrained.SMOLLM2_135M.requirement} wheel in {cache}: make setup "
+                        "fetches it")
+        pytest.skip(f"no {pretrained.SMOLLM2_135M.requirement} wheel in {cache} (make setup "
+                    "fetches it)")
+    return pretrained.ensure(out=PROJECT_ROOT / pretrained.DEFAULT_OUT, cache=cache)
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One torch thread: on a shared 2-core machine two threads spin against other processes

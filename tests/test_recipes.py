@@ -42,11 +42,13 @@ def test_the_fifteen_paper_recipes_and_the_tiny_ones_exist():
         assert {(model, t) for t in TASKS} <= names, model
     assert {("tiny-llama", t) for t in TASKS} | {("tiny-t5", t) for t in TASKS} <= names
     assert {("tiny-llama-lora", t) for t in TASKS} <= names
+    assert {("smollm2-135m", t) for t in TASKS} | {("smollm2-135m-multitask", "multitask")} <= names
     assert {(f"{m}-multitask", "multitask") for m in ("llama3-8b", "openbiollm-8b",
                                                       "tiny-llama")} <= names
     for model in PAPER_MODELS + FULL_VARIANTS + ("tiny-llama", "tiny-t5", "tiny-llama-lora",
                                                  "llama3-8b-multitask", "openbiollm-8b-multitask",
-                                                 "tiny-llama-multitask"):
+                                                 "tiny-llama-multitask", "smollm2-135m",
+                                                 "smollm2-135m-multitask"):
         readme = RECIPES / model / "README.md"
         assert readme.is_file(), readme
         text = readme.read_text()
@@ -63,7 +65,8 @@ def test_recipe_resolves_and_names_its_own_run(path, parsed):
     assert recipe.script.model == path.parent.name
     assert Path(recipe.training.output_dir) == Path("runs") / path.parent.name / path.stem
     if recipe.training.eval_strategy == "no":
-        assert path.parent.name.startswith("tiny-"), "only the CPU demo recipes skip validation"
+        assert path.parent.name.startswith(("tiny-", "smollm2-")), \
+            "only the CPU recipes skip validation"
     elif recipe.script.task == "nlg":
         assert recipe.training.metric_for_best_model == "loss"
         assert recipe.training.greater_is_better is False
@@ -205,3 +208,13 @@ def test_the_resolved_recipe_a_run_saves_reproduces_the_run(path, parsed, tmp_pa
     again = parse(saved)
     assert again.resolved == recipe.resolved
     assert again.training.to_dict() == recipe.training.to_dict()
+
+
+def test_smollm2_recipes_are_lora_on_cpu_on_the_converted_base(parsed):
+    for task in (*TASKS, "multitask"):
+        model = "smollm2-135m" if task in TASKS else "smollm2-135m-multitask"
+        r = parsed[model, task]
+        assert r.model.model_name_or_path == "build/pretrained/smollm2-135m"
+        assert r.script.family == "chat" and r.model.use_peft and not r.model.load_in_4bit
+        assert r.model.dtype == "float32" and not r.training.bf16
+

@@ -6,10 +6,15 @@ else branches on a family's name.
 | family  | architecture    | format (docs/format.md)        | budget key (recipe)  | default budget |
 | ------- | --------------- | ------------------------------ | -------------------- | -------------- |
 | llama   | decoder         | chat messages, JSON answers    | `max_length`         | none, 500 new  |
+|  (chat) |                 |                                |                      |                |
 | biogpt  | decoder         | span grammar, `answer:` trigger | `max_length`        | 512, 128 new   |
 | flan-t5 | encoder-decoder | span grammar                   | `max_source_length`  | 512, 512 new   |
 | pptod   | encoder-decoder | span grammar inside markers    | `max_source_length`  | 1024, 512 new  |
 
+`llama` is the chat family: any Hugging Face chat model (Llama 3, OpenBioLLM, SmolLM2, Qwen,
+Gemma, ...) through its own chat template, pad token (`train.ensure_pad_token`) and end-of-turn
+token (`Family.stop_token_ids`); its name is the paper's, and recipes of other chat models may
+call it `chat` (an alias: runs record `llama`).
 `SpanFamily` covers the three span-grammar families (their targets are the authors' PPTOD
 spans); `encoder_decoder` says which of all four keep input and target in separate sequences.
 Default budgets are upstream's inference settings, for a recipe without budget keys and a model
@@ -131,7 +136,7 @@ class Family:
 
 @dataclass(frozen=True)
 class ChatFamily(Family):
-    """Llama-3 / OpenBioLLM: chat messages rendered by the tokenizer's template, JSON answers."""
+    """Any chat model: chat messages rendered by the tokenizer's own template, JSON answers."""
 
     served_as = "chat"
     grammar_format = "chat"
@@ -221,13 +226,14 @@ FAMILIES: dict[str, Family] = {family.name: family for family in (
     SpanFamily("pptod", encoder_decoder=True, budget_key="max_source_length",
                default_budget=Budget(1024, 512), style=span_models.PPTOD_STYLE),
 )}
-FAMILY_NAMES = tuple(FAMILIES)
+FAMILY_ALIASES = {"chat": "llama"}  # what a recipe may call a family -> its registry name
+FAMILY_NAMES = tuple(FAMILIES) + tuple(FAMILY_ALIASES)
 SPAN_FAMILIES = {name: f for name, f in FAMILIES.items() if isinstance(f, SpanFamily)}
 
 
 def get_family(name: str) -> Family:
     try:
-        return FAMILIES[name]
+        return FAMILIES[FAMILY_ALIASES.get(name, name)]
     except KeyError:
         raise UsageError(f"unknown model family {name!r}: choose one of "
                          f"{', '.join(FAMILY_NAMES)}") from None

@@ -72,6 +72,7 @@ from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.tasks import MULTITASK, TASK_NAMES, get_task, tasks_of
 from meditod_hub.errors import MeditodError, UsageError, load_failure, run_main
 from meditod_hub.files import atomic_write, output_folder, read_json
+from meditod_hub.models import pretrained
 from meditod_hub.models.families import Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
 from meditod_hub.models.predictor import DecodeOptions, LocalPredictor
@@ -83,6 +84,7 @@ logger = logging.getLogger("meditod_hub.models.train")
 # Tokens a tokenizer may already hold that can serve as padding when its pad is missing or is
 # EOS / end-of-turn (Llama-3 ships no pad; OpenBioLLM's pad is its EOS).
 PAD_CANDIDATES = ("<|finetune_right_pad_id|>", "<|reserved_special_token_0|>", "<pad>")
+ADDED_PAD = "<pad>"
 
 
 @dataclass
@@ -210,23 +212,42 @@ def encode_tasks(family: Family, rows_by_task: dict[str, list[dict]], tokenizer,
                     for task, part in parts.items() for i in part.skipped])
 
 
-def ensure_pad_token(tokenizer, family: Family) -> None:
-    """Give the tokenizer a pad token that is neither EOS nor the end-of-turn token.
+def ensure_pad_token(tokenizer, family: Family) -> bool:
+    """Give the tokenizer a pad token that is neither EOS nor the end-of-turn token; True when
+    one had to be added (the model's embeddings are then resized: `load_trainable_model`).
 
     Upstream set pad = EOS and its collator masked every pad id out of the labels, so the model
     never learned to stop (docs/format.md, "Model formats"). Distinct ids keep every collator from
-    confusing them.
+    confusing them. The choice, in order: a pad the tokenizer already has; a known padding token
+    of the vocabulary (Llama 3's `<|finetune_right_pad_id|>`); another special token that a chat
+    never renders (ChatML's `<|endoftext|>`, SmolLM2's); else a new `<pad>`.
     """
     stops = set(family.stop_token_ids(tokenizer))
     if tokenizer.pad_token_id is not None and tokenizer.pad_token_id not in stops:
-        return
-    vocab = tokenizer.get_vocab()
-    for candidate in PAD_CANDIDATES:
-        if candidate in vocab and vocab[candidate] not in stops:
-            tokenizer.pad_token = candidate
-            return
-    raise MeditodError(f"{tokenizer.name_or_path}: no pad token distinct from EOS/end-of-turn "
-                       f"and none of {PAD_CANDIDATES} in the vocabulary; add one to the tokenizer")
+        return False
+    spare = spare_special_tokens(tokenizer, stops)
+    known = [c for c in PAD_CANDIDATES if c in spare]
+    if known or spare:
+        tokenizer.pad_token = (known or spare)[0]
+        return False
+    tokenizer.add_special_tokens({"pad_token": ADDED_PAD})
+    logger.warning("%s: no pad token distinct from EOS/end-of-turn in the vocabulary; added %s "
+                   "(id %d) and resized the embeddings", tokenizer.name_or_path, ADDED_PAD,
+                   tokenizer.pad_token_id)
+    return True
+
+
+def spare_special_tokens(tokenizer, stops: set[int]) -> list[str]:
+    """Special tokens that can pad: not a stop, not BOS, and never rendered by the chat template
+    (a pad id inside a real sequence would be masked out of its labels), in vocabulary order."""
+    used = set(stops) | {tokenizer.bos_token_id}
+    if tokenizer.chat_template:
+        used |= set(tokenizer.apply_chat_template(
+            [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+             {"role": "assistant", "content": "a"}], tokenize=True, return_dict=True)["input_ids"])
+    specials = {**{i: t.content for i, t in tokenizer.added_tokens_decoder.items() if t.special},
+                **dict(zip(tokenizer.all_special_ids, tokenizer.all_special_tokens))}
+    return [token for i, token in sorted(specials.items()) if i not in used]
 
 
 # --- model ---------------------------------------------------------------------------------
@@ -527,9 +548,11 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         raise MeditodError(f"model_name_or_path {recipe.model.model_name_or_path}: cannot load "
                            f"its tokenizer ({load_failure(exc)}): give a model folder, or a Hub "
                            "id that is cached or reachable") from None
-    ensure_pad_token(tokenizer, family)
+    added_pad = ensure_pad_token(tokenizer, family)
     train, evaluation, scorer = prepare_data(recipe, tokenizer, budget)
     model = load_trainable_model(family, recipe.model, training)
+    if added_pad:
+        model.resize_token_embeddings(len(tokenizer))
     recorder = ResumeRecorder(resume_fingerprint(recipe), runtime_before)
     trainer = make_trainer(recipe, model, tokenizer, train, evaluation, scorer,
                            [*callbacks, recorder])
@@ -564,6 +587,8 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     }
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(run_dir)
+        for path in pretrained.provenance_files(recipe.model.model_name_or_path):
+            shutil.copyfile(path, run_dir / path.name)  # the base's licence travels with the run
         write_run_files(run_dir, info, recipe.resolved)
     return info
 
@@ -684,6 +709,7 @@ def train_recipe(argv: list[str], callbacks=()) -> str:
     recipe = parse_recipe(argv)
     run_dir = recipe.training.output_dir
     ensure_tiny_base(recipe.model, recipe.script.dataset_name)
+    pretrained.ensure_recipe_base(recipe.model.model_name_or_path)
     info = run(recipe, callbacks)
     return (f"{info['model']}/{info['task']}: {info['global_step']} steps on "
             f"{info['train_examples']} examples ({info['truncated_examples']} cut to fit, "

@@ -43,7 +43,7 @@ class BaseModel:
     link: str
     license: str
     citation: str
-    paper_model: str  # the paper's row for this base model (`paper_results` key)
+    paper_model: str | None  # the paper's row for this base model (`paper_results` key)
 
 
 # Keyed by the base model's name: the last part of its Hub id or local folder.
@@ -92,6 +92,16 @@ BASE_MODELS: dict[str, BaseModel] = {
   pages     = {4661--4676},
   year      = {2022}
 }""", "pptod-base"),
+    # the real small model `meditod pretrained` converts offline (not one of the paper's)
+    "smollm2-135m": BaseModel(
+        "SmolLM2-135M-Instruct", "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct",
+        "apache-2.0", """@misc{allal2025smollm2,
+  title         = {SmolLM2: When Smol Goes Big -- Data-Centric Training of a Small Language Model},
+  author        = {Allal, Loubna Ben and Lozhkov, Anton and Bakouch, Elie and others},
+  year          = {2025},
+  eprint        = {2502.02737},
+  archivePrefix = {arXiv}
+}""", None),
 }
 
 
@@ -115,7 +125,9 @@ def base_model(run: Run) -> BaseModel | None:
 def paper_row(run: Run, split: str, task: str | None = None) -> dict[str, float]:
     """The paper's row for the run's base on `task` (a multi-task run: each of its tasks)."""
     base = base_model(run)
-    return paper_results.paper_row(base.paper_model, task or run.task, split) if base else {}
+    if base is None or base.paper_model is None:
+        return {}
+    return paper_results.paper_row(base.paper_model, task or run.task, split)
 
 
 def eval_results(run: Run) -> list[EvalResult]:

