@@ -6,7 +6,7 @@ file), so a release is one of three kinds:
 
 - **synthetic**, only when its content proves it: the embedded sample (`data/sample`, by its
   content fingerprint below), or a corpus of `meditod_hub.data.synthetic` whose `release.json` records
-  the generator's seed and size and whose dialogues and splits regenerate from them exactly.
+  the generator's seed, size and style and whose dialogues and splits regenerate from them exactly.
   Built and pushed ungated (private unless `--public`).
 - **own**: the user declares the dialogues their own (e.g. made in the annotation portal) with a
   `license` in `release.json` or `meditod build --license`. The card carries that licence and
@@ -62,17 +62,19 @@ def content_fingerprint(dialogues: dict[str, dict], splits: dict[str, list[str]]
 
 def _generated(metadata: dict, fingerprint: str, dialogue_count: int) -> bool:
     """Whether the release is exactly what `meditod_hub.data.synthetic` makes from the recorded
-    seed and size (regenerated here; a size that differs is refused before generating)."""
+    seed, size and style (regenerated here; a size that differs is refused before generating)."""
     record = metadata.get("generator")
     if not isinstance(record, dict) or record.get("name") != GENERATOR:
         return False
-    seed, size = record.get("seed"), record.get("dialogues")
-    if type(seed) is not int or type(size) is not int or size != dialogue_count:
-        return False
     from meditod_hub.data import synthetic
 
+    seed, size = record.get("seed"), record.get("dialogues")
+    style = record.get("style", synthetic.DEFAULT_STYLE)
+    if type(seed) is not int or type(size) is not int or size != dialogue_count \
+            or style not in synthetic.STYLES:
+        return False
     try:
-        dialogues = synthetic.generate_dialogues(seed, size)
+        dialogues = synthetic.generate_dialogues(seed, size, style)
     except ValueError:
         return False
     return content_fingerprint(dialogues, synthetic.split_ids(size)) == fingerprint

@@ -1,15 +1,26 @@
-"""A deterministic, MediTOD-shaped synthetic corpus at paper scale, for benches and tests.
+"""A deterministic, MediTOD-shaped synthetic corpus at paper scale, for benches, tests and training.
 
 The real release needs a UMLS licence, so build, metric and training benches run on invented
 dialogues with the paper's shape: Table 3 sizes (175/20/18 respiratory + 20 musculoskeletal
-dialogues, ~96 utterances of ~13.4 words), the intent shares of its section 3 (patients 92.2%
+dialogues, ~96 utterances per dialogue), the intent shares of its section 3 (patients 92.2%
 inform, doctors 87.5% inquire), its slot shares (symptom 56%, medical history 13.5%, habit
-7.5%). Labels use the CMAS names; values are invented UMLS-looking names; text is a template
-padded with filler words to the paper's lengths: no MediTOD text, and plainly synthetic.
-States are the `meditod_hub.data.state` fold, so a build reports no warnings.
+7.5%). Labels use the CMAS names and lowercase canonical values. No MediTOD text; two styles say
+the labels:
+
+- `template` (the default): one fixed template per label, padded with filler words to the
+  paper's ~13.4 words per utterance. Plainly synthetic; for benches of scale and shape.
+- `realistic`: varied doctor and patient phrasings (`meditod_hub.data.phrasings`): lay names
+  for canonical values, denials, several slots in one turn, greetings, chit-chat, and a bare
+  "No." to a yes/no question whose value the doctor said, as in MediTOD. Every label is said
+  exactly; denials carry no details and symptoms only the details that fit them. Same sizes,
+  utterances per dialogue and intent/slot shares, shorter utterances (~8 words). For training.
+
+States are the `meditod_hub.data.state` fold, so a build reports no warnings. release.json
+records seed, size and (when not the default) style, from which a build regenerates the corpus.
 
     python -m meditod_hub.data.synthetic --out /tmp/synthetic --seed 0
     python -m meditod_hub.data.synthetic --out /tmp/small --dialogues 12
+    python -m meditod_hub.data.synthetic --out /tmp/train --dialogues 40 --style realistic
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from pathlib import Path
 
 from meditod_hub.data import cmas
 from meditod_hub.data.licence import GENERATOR
+from meditod_hub.data.phrasings import RealisticVoice
 from meditod_hub.data.release import DIALOGS_FILE, OOD_SPLIT_FILES, SPLIT_FILES
 from meditod_hub.data.state import DialogueState
 from meditod_hub.errors import UsageError, run_main
@@ -31,6 +43,9 @@ PAPER_SHAPE = {"train": (175, 95.29, 13.46), "validation": (20, 92.45, 12.77),
                "test": (18, 98.89, 13.03), "test_ood": (20, 109.85, 14.00)}
 PAPER_DIALOGUES = sum(n for n, _, _ in PAPER_SHAPE.values())  # 233
 OOD_SPLIT = "test_ood"
+# How the labels are said (module docstring); release.json records any style but the default.
+DEFAULT_STYLE = "template"
+STYLES = (DEFAULT_STYLE, "realistic")
 IN_DOMAIN, OUT_OF_DOMAIN = "respiratory", "musculoskeletal"
 
 # Paper section 3 shares (percent). Doctors open with a greeting and close with a diagnosis
@@ -168,16 +183,84 @@ def _pool(domain: str, *keys) -> tuple:
     return ()
 
 
-class _Interview:
-    """One synthetic interview: the doctor asks, the patient answers, the state folds."""
+class _TemplateVoice:
+    """The template style: each label said by one fixed template, padded with filler words to
+    the paper's words per utterance. Plainly synthetic; it may say any label."""
 
-    def __init__(self, rng: random.Random, domain: str, utterances: int, words: float):
-        self.rng, self.domain, self.words, self.length = rng, domain, words, utterances
+    def __init__(self, rng: random.Random, words: float):
+        self.rng, self.words = rng, words
+        self.said = self.word_count = 0
+
+    @staticmethod
+    def check_kinds(base, head, kinds):
+        return kinds
+
+    @staticmethod
+    def check_values(base, head, kind, pool):
+        return pool
+
+    @staticmethod
+    def attribute_values(base, head, attribute, pool, entry):
+        return pool
+
+    @staticmethod
+    def details(status, wanted):
+        return wanted
+
+    def doctor(self, kind: str, actions: list[dict], opening: bool) -> str:
+        if kind == cmas.INQUIRE_ACTION:
+            core = ", and ".join(DOCTOR_ASK[base].format(entries[0]["value"]) for act in actions
+                                 for base, entries in act.items() if base != "action")
+        elif kind == CLOSING_ACTION:
+            core = DIAGNOSIS_TEXT.format(actions[0]["disease"][0]["value"])
+        else:
+            core = self.rng.choice(INTENT_ONLY_TEXT["doctor", kind])
+        return self._pad(core) + ("?" if kind == cmas.INQUIRE_ACTION else ".")
+
+    def patient(self, items: list[dict], asked: dict) -> str:
+        return self._pad("; ".join(map(self._spoken, items))) + "."
+
+    def _spoken(self, item: dict) -> str:
+        if "slots" not in item:
+            return self.rng.choice(INTENT_ONLY_TEXT["patient", item["intent"]])
+        said = []
+        for key, entries in item["slots"].items():
+            status = cmas.split_slot_key(key).status
+            for entry in entries:
+                details = [", ".join(v) if isinstance(v, list) else v
+                           for attribute, v in entry.items() if attribute != "value"]
+                head = PATIENT_SAYS[status].format(entry.get("value", ""))
+                said.append(" ".join([head] + details))
+        return "; ".join(said)
+
+    def _pad(self, core: str) -> str:
+        """Filler words up to a drawn length; feedback on the running mean keeps the dialogue
+        near its split's words per utterance."""
+        surplus = self.word_count - self.words * self.said
+        mean = max(1.0, self.words - surplus / 2)
+        target = round(self.rng.gammavariate(1.5, mean / 1.5))
+        words = core.split()
+        while len(words) < target:
+            filler = self.rng.choice(FILLERS).split()
+            words = filler + words if self.rng.random() < 0.5 else words + filler
+        self.said += 1
+        self.word_count += len(words)
+        text = " ".join(words)
+        return text[0].upper() + text[1:]
+
+
+class _Interview:
+    """One synthetic interview: the doctor asks, the patient answers, the state folds. The
+    style's voice says each turn's labels, and narrows what may be drawn to what it can say."""
+
+    def __init__(self, rng: random.Random, domain: str, utterances: int, words: float,
+                 style: str = DEFAULT_STYLE):
+        self.rng, self.domain, self.length = rng, domain, utterances
+        self.voice = _TemplateVoice(rng, words) if style == DEFAULT_STYLE else RealisticVoice(rng)
         self.positives = rng.sample(_pool(domain, "symptom"), rng.randint(2, 5))
         self.disease = rng.choice(_pool(domain, "disease"))
         self.state = DialogueState()
         self.utterances: list[dict] = []
-        self.word_count = 0
 
     def generate(self) -> dict:
         actions = self.doctor(OPENING_ACTION)
@@ -193,27 +276,26 @@ class _Interview:
         if kind == cmas.INQUIRE_ACTION:
             bases = [_draw(self.rng, SLOT_SHARES) for _ in range(_draw(self.rng, ACTIONS_PER_TURN))]
             actions = [{"action": kind, base: [self._action_entry(base)]} for base in bases]
-            core = ", and ".join(DOCTOR_ASK[base].format(act[base][0]["value"])
-                                 for base, act in zip(bases, actions))
         elif kind == CLOSING_ACTION:
             actions = [{"action": kind, "disease": [{"value": self.disease}]}]
-            core = DIAGNOSIS_TEXT.format(self.disease)
         else:
             actions = [{"action": kind}]
-            core = self.rng.choice(INTENT_ONLY_TEXT["doctor", kind])
-        self._say("doctor", core, {"actions": actions}, "?" if kind == cmas.INQUIRE_ACTION else ".")
+        self._say("doctor", self.voice.doctor(kind, actions, not self.utterances),
+                  {"actions": actions})
         return actions
 
     def _action_entry(self, base: str) -> dict:
         entry = {"value": self._head(base) or self.rng.choice(_pool(self.domain, ("action", base)))}
-        kinds = cmas.CHECK_TYPES.get(base, ())
+        kinds = self.voice.check_kinds(base, entry["value"], cmas.CHECK_TYPES.get(base, ()))
         if kinds and self.rng.random() < (0.4 if base == "symptom" else 0.25):
             count = min(len(kinds), self.rng.choice((1, 1, 1, 2)))
-            entry["checks"] = [self._check(base, kind) for kind in self.rng.sample(kinds, count)]
+            entry["checks"] = [self._check(base, entry["value"], kind)
+                               for kind in self.rng.sample(kinds, count)]
         return entry
 
-    def _check(self, base: str, kind: str) -> dict:
-        pool = _pool(self.domain, (base, kind), kind, *cmas.CHECK_TYPE_ATTRIBUTES.get(kind, ()))
+    def _check(self, base: str, head: str, kind: str) -> dict:
+        pool = self.voice.check_values(base, head, kind, _pool(
+            self.domain, (base, kind), kind, *cmas.CHECK_TYPE_ATTRIBUTES.get(kind, ())))
         if kind == "value" or not pool or self.rng.random() >= 0.28:
             return {"type": kind}
         return {"type": kind, "values": self.rng.sample(pool, 2)}
@@ -228,7 +310,8 @@ class _Interview:
         # a second inform item volunteers something rather than answering the question again
         items = [self._inform(asked if i == 0 else []) if intent == cmas.INFORM_INTENT
                  else {"intent": intent} for i, intent in enumerate(intents)]
-        self._say("patient", "; ".join(map(self._spoken, items)), {"nlu": items})
+        questions = {(base, entry["value"]): "checks" in entry for base, entry in asked}
+        self._say("patient", self.voice.patient(items, questions), {"nlu": items})
 
     def _inform(self, asked: list[tuple[str, dict]]) -> dict:
         answers = [(base, entry["value"], entry.get("checks", [])) for base, entry in asked]
@@ -249,14 +332,15 @@ class _Interview:
     def _nlu_entry(self, base: str, head: str | None, checks: list[dict]) -> tuple[str, dict]:
         status = self._status(base, head)
         options = [a for a in cmas.SLOT_ATTRIBUTES[base]
-                   if a != "value" and _pool(self.domain, (base, a), a)]
+                   if a != "value" and self._values(base, head, a, {})]
         wanted = {self.rng.choice(cmas.CHECK_TYPE_ATTRIBUTES.get(c["type"], (c["type"],))) for c in checks}
         extra = 0 if status in NO_DETAIL_STATUSES else self.rng.choice((0, 0, 1, 1, 2, 3))
         wanted.update(self.rng.sample(options, min(max(extra, head is None), len(options))))
+        wanted = self.voice.details(status, wanted)
         entry = {} if head is None else {"value": head}
         for attribute in options:  # in CMAS order
-            if attribute in wanted:
-                entry[attribute] = self._attribute(base, attribute)
+            if attribute in wanted and (pool := self._values(base, head, attribute, entry)):
+                entry[attribute] = self._attribute(attribute, pool)
         return cmas.SlotKey(status, base).key, entry
 
     def _status(self, base: str, head: str | None) -> str | None:
@@ -270,24 +354,14 @@ class _Interview:
             return _draw(self.rng, {likely: 90, unknown: 5, other: 5})
         return _draw(self.rng, {positive: 35, negative: 55, unknown: 10})
 
-    def _attribute(self, base: str, attribute: str):
+    def _values(self, base: str, head: str | None, attribute: str, entry: dict) -> tuple:
         pool = _pool(self.domain, (base, attribute), attribute)
-        if cmas.is_list_attribute(attribute):
-            return self.rng.sample(pool, self.rng.choice((1, 1, 2)))
-        return self.rng.choice(pool)
+        return self.voice.attribute_values(base, head, attribute, pool, entry)
 
-    def _spoken(self, item: dict) -> str:
-        if "slots" not in item:
-            return self.rng.choice(INTENT_ONLY_TEXT["patient", item["intent"]])
-        said = []
-        for key, entries in item["slots"].items():
-            status = cmas.split_slot_key(key).status
-            for entry in entries:
-                details = [", ".join(v) if isinstance(v, list) else v
-                           for attribute, v in entry.items() if attribute != "value"]
-                head = PATIENT_SAYS[status].format(entry.get("value", ""))
-                said.append(" ".join([head] + details))
-        return "; ".join(said)
+    def _attribute(self, attribute: str, pool: tuple):
+        if cmas.is_list_attribute(attribute):
+            return self.rng.sample(pool, min(self.rng.choice((1, 1, 2)), len(pool)))
+        return self.rng.choice(pool)
 
     # -- shared -------------------------------------------------------------------------------
     @staticmethod
@@ -297,26 +371,12 @@ class _Interview:
     def _head(self, base: str) -> str | None:
         return self.rng.choice(_pool(self.domain, base)) if self._has_head(base) else None
 
-    def _say(self, speaker: str, core: str, labels: dict, end: str = ".") -> None:
-        utterance = {"speaker": speaker, "uttr_id": len(self.utterances),
-                     "text": self._pad(core) + end, "keywords": []}
+    def _say(self, speaker: str, text: str, labels: dict) -> None:
+        utterance = {"speaker": speaker, "uttr_id": len(self.utterances), "text": text,
+                     "keywords": []}
         if speaker == "patient":
             utterance["dialog_state"] = self.state.update(labels["nlu"]).render()
         self.utterances.append({**utterance, **labels})
-
-    def _pad(self, core: str) -> str:
-        """Filler words up to a drawn length; feedback on the running mean keeps the dialogue
-        near its split's words per utterance."""
-        surplus = self.word_count - self.words * len(self.utterances)
-        mean = max(1.0, self.words - surplus / 2)
-        target = round(self.rng.gammavariate(1.5, mean / 1.5))
-        words = core.split()
-        while len(words) < target:
-            filler = self.rng.choice(FILLERS).split()
-            words = filler + words if self.rng.random() < 0.5 else words + filler
-        self.word_count += len(words)
-        text = " ".join(words)
-        return text[0].upper() + text[1:]
 
 
 def split_sizes(dialogues: int = PAPER_DIALOGUES) -> dict[str, int]:
@@ -349,8 +409,11 @@ def _lengths(rng: random.Random, count: int, mean: float) -> list[int]:
     return lengths
 
 
-def generate_dialogues(seed: int = 0, dialogues: int = PAPER_DIALOGUES) -> dict[str, dict]:
+def generate_dialogues(seed: int = 0, dialogues: int = PAPER_DIALOGUES,
+                       style: str = DEFAULT_STYLE) -> dict[str, dict]:
     """A `dialogs.json` object (id -> {"utterances": [...]}), split as `split_ids` says."""
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}: one of {', '.join(STYLES)}")
     out = {}
     for split, ids in split_ids(dialogues).items():
         _, mean_utterances, mean_words = PAPER_SHAPE[split]
@@ -358,14 +421,15 @@ def generate_dialogues(seed: int = 0, dialogues: int = PAPER_DIALOGUES) -> dict[
         lengths = _lengths(random.Random(f"{seed}-{split}"), len(ids), mean_utterances)
         for did, length in zip(ids, lengths):
             rng = random.Random(f"{seed}-{did}")
-            out[did] = _Interview(rng, domain, length, mean_words).generate()
+            out[did] = _Interview(rng, domain, length, mean_words, style).generate()
     return out
 
 
-def generate_release(out_dir: str | Path, seed: int = 0,
-                     dialogues: int = PAPER_DIALOGUES) -> Path:
+def generate_release(out_dir: str | Path, seed: int = 0, dialogues: int = PAPER_DIALOGUES,
+                     style: str = DEFAULT_STYLE) -> Path:
     """Write a release folder (dialogs.json, the id files, release.json); same seed, same bytes.
-    release.json records the seed and size, from which the build proves the corpus synthetic.
+    release.json records the seed, size and style, from which the build proves the corpus
+    synthetic.
 
     Refuses a folder holding anything but an earlier synthetic release: it never writes over a
     real one."""
@@ -379,16 +443,21 @@ def generate_release(out_dir: str | Path, seed: int = 0,
             raise UsageError(f"{out} holds files and no synthetic release.json: write the synthetic "
                              "release into a new or empty folder")
     out.mkdir(parents=True, exist_ok=True)
-    (out / DIALOGS_FILE).write_text(json.dumps(generate_dialogues(seed, dialogues)),
+    (out / DIALOGS_FILE).write_text(json.dumps(generate_dialogues(seed, dialogues, style)),
                                     encoding="utf-8")
     id_files = {**SPLIT_FILES, OOD_SPLIT: OOD_SPLIT_FILES[0]}
     for split, ids in split_ids(dialogues).items():
         (out / id_files[split]).write_text(json.dumps(ids) + "\n", encoding="utf-8")
+    generator = {"name": GENERATOR, "seed": seed, "dialogues": dialogues}
+    said = ""
+    if style != DEFAULT_STYLE:  # the default is not recorded: its releases keep their bytes
+        generator["style"] = style
+        said = f", {style} style"
     metadata = {"name": "MediTOD-shaped synthetic corpus",
                 "description": f"{dialogues} generated dialogues shaped like the paper's corpus "
                                f"(Table 3 sizes, intent and slot shares): meditod_hub.data.synthetic, "
-                               f"seed {seed}.",
-                "generator": {"name": GENERATOR, "seed": seed, "dialogues": dialogues}}
+                               f"seed {seed}{said}.",
+                "generator": generator}
     (out / "release.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
     return out
 
@@ -398,9 +467,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, required=True, help="release folder to write")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dialogues", type=int, default=PAPER_DIALOGUES)
+    parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
+                        help="how utterances say their labels (template: filler-padded, the "
+                             "paper's lengths; realistic: varied natural phrasings)")
     args = parser.parse_args(argv)
-    out = generate_release(args.out, args.seed, args.dialogues)
-    print(f"wrote {args.dialogues} synthetic dialogues to {out}")
+    out = generate_release(args.out, args.seed, args.dialogues, args.style)
+    print(f"wrote {args.dialogues} synthetic dialogues ({args.style} style) to {out}")
     return 0
 
 
