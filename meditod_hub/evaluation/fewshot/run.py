@@ -1,9 +1,18 @@
 """`meditod fewshot`: the paper's in-context baseline of any model behind an OpenAI-compatible
-endpoint, scored by the kit's evaluation and set beside the paper's in-context row.
+endpoint, or of a local chat model run in this process, scored by the kit's evaluation and set
+beside the paper's in-context row.
 
     meditod fewshot --model gpt-4-turbo-2024-04-09 --endpoint https://api.openai.com/v1 --task nlu
     meditod fewshot --model meta-llama/Meta-Llama-3-8B-Instruct --task pol   # vLLM on :8000
+    meditod fewshot --local_model path/to/Meta-Llama-3-8B-Instruct --task nlu   # no server
     meditod fewshot ... --dry_run      # OUT/requests.jsonl, token total and estimated cost only
+
+`--local_model PATH` (instead of `--endpoint`) loads a Hugging Face causal LM folder with a chat
+template into this process (`local_chat.LocalChat`: the same answer contract, cache and counts as
+an endpoint; greedy, to EOS or the end-of-turn token). Every prompt opens with the same system
+message, so its KV cache is computed once and each row continues a copy of it with its own
+tokens: answers identical to a plain `generate` per row, without repeating ~2.5k tokens of
+prefill per row. `--model` then only names the run (default: the folder).
 
 Per row of the split: the `shots` train rows whose last turn is most similar (`retrieval`), the
 authors' messages (`prompts`), greedy decoding with 200 new tokens. The authors' prompts go
@@ -20,8 +29,9 @@ OUT receives `predictions.jsonl` (the evaluation contract: id, prediction, raw, 
 `results.json`/`.md`/`.png` (the kit's evaluation; the .md adds the paper's in-context row for
 the same model and the share of answers that break the CMAS structure, as the paper reports
 it) and `fewshot_info.json` (endpoint host, model, shots, retriever, prompt hashes, tokens, cost,
-wall-clock, requests made, cache hits; never a key). Answers are cached as they arrive, per
-endpoint (`endpoint`), so an interrupted run resumes and a rerun sends nothing. OUT is made only
+wall-clock, requests made, cache hits; never a key; a local model: its folder, device, dtype and
+shared prefix length). Answers are cached as they arrive, per endpoint (`endpoint`) or local
+model folder, so an interrupted run resumes and a rerun sends nothing. OUT is made only
 once the answers are in: a run that fails before leaves no folder behind.
 """
 
@@ -59,9 +69,11 @@ from meditod_hub.models.endpoint import (
     Request,
     endpoint_host,
 )
+from meditod_hub.models.local_chat import LocalChat, describe_constraint
 from meditod_hub.models.runs import FEWSHOT_INFO
 
 PAPER_MAX_TOKENS = 200
+DEFAULT_ENDPOINT = "http://127.0.0.1:8000/v1"
 # Served model names of the paper's in-context baselines -> their rows in `paper_results`
 # (`in-context-<name>`).
 PAPER_MODELS = {
@@ -76,12 +88,18 @@ PAPER_MODELS = {
 
 @dataclass
 class FewshotArguments:
-    model: str = field(metadata={"help": "model name as the endpoint serves it"})
     task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
-    endpoint: str = field(default="http://127.0.0.1:8000/v1",
-                          metadata={"help": "OpenAI-compatible base URL (vLLM, TGI, transformers "
-                                            "serve, https://api.openai.com/v1, "
-                                            "https://router.huggingface.co/v1, Azure)"})
+    model: str | None = field(default=None, metadata={
+        "help": "model name as the endpoint serves it (required with an endpoint); with "
+                "--local_model, the name the run is recorded under (default: the folder)"})
+    endpoint: str | None = field(default=None, metadata={
+        "help": "OpenAI-compatible base URL (vLLM, TGI, transformers serve, "
+                "https://api.openai.com/v1, https://router.huggingface.co/v1, Azure; default "
+                f"{DEFAULT_ENDPOINT}); not with --local_model"})
+    local_model: str | None = field(default=None, metadata={
+        "help": "a Hugging Face causal LM folder (weights, tokenizer with a chat template) run in "
+                "this process instead of a server: greedy, the shared system prompt's KV cache "
+                "computed once for all rows; not with --endpoint"})
     data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
     split: str = field(default="test")
     shots: int = field(default=5, metadata={"min": 1, "help": "retrieved exemplars per prompt (paper: 5)"})
@@ -98,8 +116,9 @@ class FewshotArguments:
                           "unchanged)"})
     max_tokens: int = field(default=PAPER_MAX_TOKENS, metadata={"min": 1, "help": "new tokens per answer"})
     tokenizer: str | None = field(default=None, metadata={
-        "help": "Hugging Face tokenizer that counts prompt tokens (default: MODEL's when on "
-                "this machine; Llama 3 and OpenBioLLM: the packaged Llama-3 tokenizer)"})
+        "help": "Hugging Face tokenizer that counts prompt tokens (default: --local_model's, "
+                "else MODEL's when on this machine; Llama 3 and OpenBioLLM: the packaged Llama-3 "
+                "tokenizer)"})
     concurrency: int = field(default=8, metadata={"min": 1, "help": "requests in flight"})
     timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
         "help": "seconds for all requests, retries included (answers so far stay cached)"})
@@ -108,7 +127,7 @@ class FewshotArguments:
     max_retries: int = field(default=4, metadata={
         "min": 0, "help": "retries per request (429/5xx/timeout)"})
     cache: str = field(default=DEFAULT_CACHE, metadata={
-        "help": "answer cache (SQLite; '' asks the server again)"})
+        "help": "answer cache (SQLite; '' asks the server again, or generates again)"})
     retrieval_cache: str = field(default=DEFAULT_CACHE_DIR,
                                  metadata={"help": "folder of cached pool embeddings"})
     api_key_env: str | None = field(default=None, metadata={
@@ -132,14 +151,32 @@ class FewshotArguments:
         "above": 0, "help": "llm judge: seconds for the whole judging, retries included"})
     limit: int | None = field(default=None, metadata={"min": 1, "help": "only the first N rows"})
     constrained: bool = field(default=False, metadata={
-        "help": "the server decodes NLU/POL under the CMAS grammar (meditod_hub.models.constrained); "
-                "a separate setting from the paper's free decoding, with its own OUT"})
+        "help": "NLU/POL decode under the CMAS grammar (meditod_hub.models.constrained): by the "
+                "server, or by xgrammar for --local_model; a separate setting from the paper's "
+                "free decoding, with its own OUT"})
     server_kind: str | None = field(default=None, metadata={
-        "help": "--constrained: vllm, sglang, llama.cpp (grammar), tgi or openai (JSON schema); "
-                "default: openai for OpenAI's hosts, else it must be named"})
+        "help": "--constrained at an endpoint: vllm, sglang, llama.cpp (grammar), tgi or openai "
+                "(JSON schema); default: openai for OpenAI's hosts, else it must be named"})
     vocabulary: str = field(default="train", metadata={
         "help": "--constrained: medical values from `train` (the training split of --data), a "
                 "file (one value per line) or `none` (free)"})
+
+    def __post_init__(self):
+        """One backend: a server (its model name required, the endpoint defaulting to a local
+        vLLM's) or a local model folder (which also names the run unless --model does)."""
+        if self.local_model is not None:
+            if self.endpoint is not None:
+                raise UsageError("--endpoint and --local_model exclude each other: give the "
+                                 "server's URL or the model folder to run here, not both")
+            if self.server_kind is not None:
+                raise UsageError("--server_kind names a server's grammar field; --local_model "
+                                 "--constrained decodes under the grammar here: drop --server_kind")
+            self.model = self.model or self.local_model
+        elif not self.model:
+            raise UsageError("give --model (the name the endpoint serves it under), or "
+                             "--local_model PATH to run a model folder here")
+        elif self.endpoint is None:
+            self.endpoint = DEFAULT_ENDPOINT
 
     def out_dir(self) -> Path:
         setting = f"{self.task}-constrained" if self.constrained else self.task
@@ -226,9 +263,10 @@ class Window:
 
 
 def known_window(args: FewshotArguments, counter: TokenCounter | None,
-                 endpoint: Endpoint | None) -> Window | None:
-    """`--context_window`, else the server's reported length (not asked in a dry run), else the
-    tokenizer's; None when none is known (the prompts then go unchanged)."""
+                 endpoint: Endpoint | LocalChat | None) -> Window | None:
+    """`--context_window`, else the server's reported length (a local model: its config's; not
+    asked in a dry run), else the tokenizer's; None when none is known (the prompts then go
+    unchanged)."""
     if args.context_window is not None:
         if counter is None:
             raise UsageError(f"--context_window {args.context_window} needs a tokenizer to count "
@@ -386,25 +424,27 @@ def run(args: FewshotArguments) -> dict:
     if args.shots < 1:
         raise UsageError(f"--shots must be at least 1, got {args.shots}")
     started = time.perf_counter()
-    served = None
+    served = local = None  # the constraint a server enforces, or one enforced here
     if args.constrained:
-        from meditod_hub.models.constrained import ServedConstraint, resolve_vocabulary, server_kind_for
+        from meditod_hub.models import constrained as C
 
-        served = ServedConstraint(server_kind_for(args.endpoint, args.server_kind), "fewshot",
-                                  args.task, resolve_vocabulary(args.vocabulary, args.data))
+        if args.local_model:
+            local = C.constraint("fewshot", args.task,
+                                 C.resolve_vocabulary(args.vocabulary, args.data))
+        else:
+            served = C.ServedConstraint(C.server_kind_for(args.endpoint, args.server_kind),
+                                        "fewshot", args.task,
+                                        C.resolve_vocabulary(args.vocabulary, args.data))
     out = args.out_dir()
     claim_out(args, out)
     prices = args.prices()
-    endpoint = None if args.dry_run else Endpoint(
-        args.endpoint, args.model, api_key_env=args.api_key_env, concurrency=args.concurrency,
-        timeout=args.timeout, request_timeout=args.request_timeout, max_retries=args.max_retries,
-        cache=args.cache, prices=prices, progress=True)
+    answerer = None if args.dry_run else backend(args, prices, local)
     train = load_split(args.data, args.task, "train")
     rows = load_split(args.data, args.task, args.split)[:args.limit]
     pool = ExemplarPool(Retriever(args.retriever), args.task, train, fingerprint(args.data),
                         args.retrieval_cache)
-    counter = TokenCounter.for_model(args.model, args.tokenizer)
-    window = known_window(args, counter, endpoint)
+    counter = TokenCounter.for_model(args.local_model or args.model, args.tokenizer)
+    window = known_window(args, counter, answerer)
     built = build_prompts(args.task, rows, pool, args.shots, counter, window, args.max_tokens)
     decoding = Decoding(max_tokens=args.max_tokens,
                         extra_body=served.extra_body() if served else None)
@@ -422,6 +462,7 @@ def run(args: FewshotArguments) -> dict:
             "decoding": {k: v for k, v in asdict(decoding).items() if k != "extra_body"},
             "constrained": args.constrained,
             **({"constraint": served.describe()} if served else {}),
+            **({"constraint": describe_constraint(local)} if local else {}),
             "budget": {"context_window": window.tokens if window else None,
                        "window_from": window.source if window else None,
                        "rows_with_fewer_exemplars": len(trimmed),
@@ -434,8 +475,10 @@ def run(args: FewshotArguments) -> dict:
         atomic_write(out / "requests.jsonl", "".join(
             json.dumps({"id": p.id, "messages": p.messages, "prompt_tokens": p.tokens}) + "\n"
             for p in built), purpose="fewshot")
-        info.update(dry_run=True, endpoint=endpoint_host(args.endpoint),
-                    estimated_prompt_tokens=prompt_tokens, estimated_cost_usd=estimate)
+        info.update(dry_run=True, estimated_prompt_tokens=prompt_tokens,
+                    estimated_cost_usd=estimate,
+                    **({"local_model": str(Path(args.local_model).resolve())} if args.local_model
+                       else {"endpoint": endpoint_host(args.endpoint)}))
         counted = "" if counter else " (estimated)"
         print(f"{len(built)} requests, {prompt_tokens} prompt tokens{counted} (+ at most "
               f"{len(built) * args.max_tokens} answer tokens); estimated cost <= ${estimate:.2f} "
@@ -443,11 +486,11 @@ def run(args: FewshotArguments) -> dict:
         atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n", purpose="fewshot")
         return info
 
-    answers = endpoint.complete([Request(p.id, messages=p.messages) for p in built], decoding,
+    answers = answerer.complete([Request(p.id, messages=p.messages) for p in built], decoding,
                                 desc=f"{args.task} {args.model}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "requests.jsonl").unlink(missing_ok=True)  # a dry run's, now answered
-    info.update(**endpoint.describe(), estimated_cost_usd=estimate)
+    info.update(**answerer.describe(), estimated_cost_usd=estimate)
     atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n",
                  purpose="fewshot")  # claims OUT
     records = []
@@ -462,11 +505,24 @@ def run(args: FewshotArguments) -> dict:
                 run_wall_clock_s=time.perf_counter() - started)
     atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n", purpose="fewshot")
     headline = get_task(args.task).headline_metric
-    stats = endpoint.stats
+    stats = answerer.stats
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}"
-          + f"; {stats.requests} requests, {stats.cache_hits} cached, "
+          + f"; {stats.requests} {'generated' if args.local_model else 'requests'}, "
+            f"{stats.cache_hits} cached, "
             f"{stats.prompt_tokens + stats.completion_tokens} tokens, ${stats.cost_usd:.4f} -> {out}")
     return info
+
+
+def backend(args: FewshotArguments, prices: Prices, constraint) -> Endpoint | LocalChat:
+    """What answers the prompts: the local model folder loaded here (decoding under
+    `constraint`, a `constrained.Constraint`, when given), else the endpoint."""
+    if args.local_model:
+        return LocalChat.load(args.local_model, name=args.model, cache=args.cache,
+                              constraint=constraint, progress=True)
+    return Endpoint(args.endpoint, args.model, api_key_env=args.api_key_env,
+                    concurrency=args.concurrency, timeout=args.timeout,
+                    request_timeout=args.request_timeout, max_retries=args.max_retries,
+                    cache=args.cache, prices=prices, progress=True)
 
 
 def main(argv: list[str] | None = None) -> int:
