@@ -330,7 +330,9 @@ def load_model(folder: str, family: Family, load_in_4bit: bool = False):
 
 def load_kwargs(load_in_4bit: bool = False) -> dict:
     """`from_pretrained` settings of every inference load (also a shared base's,
-    `adapters.SharedModels`): bf16 on a GPU, NF4 4-bit for a run trained on a 4-bit base."""
+    `adapters.SharedModels`): bf16 on a GPU, float32 on a CPU (transformers would keep a bf16
+    checkpoint's dtype there: slower on most CPUs, and not what CPU training used), NF4 4-bit for
+    a run trained on a 4-bit base."""
     import torch
 
     cuda = torch.cuda.is_available()
@@ -341,8 +343,8 @@ def load_kwargs(load_in_4bit: bool = False) -> dict:
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4",
             bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
-    elif cuda:
-        kwargs["dtype"] = torch.bfloat16
+    else:
+        kwargs["dtype"] = torch.bfloat16 if cuda else torch.float32
     return kwargs
 
 
