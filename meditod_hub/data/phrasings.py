@@ -259,6 +259,10 @@ PLAIN_SAYS = {
                    None: ("I'm {x}.",)},
 }
 VOLUNTEER_OPENERS = ("", "", "Also, ", "Oh, and ", "Well, ")
+# The chief complaint, the patient's first line: the symptom and how long it has lasted ({d}).
+COMPLAINT_SAYS = ("I've had {x} for {d}.", "I have had {x} for {d}.",
+                  "I've been having {x} for about {d} now.", "Well, I've had {x} for the past {d}.",
+                  "I've got {x}, for {d} or so.")
 PATIENT_INTENT_SAYS = {
     "nod_prompt_salutations": ("Okay.", "Sure.", "Alright, doctor.", "Hi doctor.", "Mm-hm."),
     "chit-chat": ("Thank you, doctor.", "It's been a long week, honestly.",
@@ -378,6 +382,14 @@ class RealisticVoice:
             sentences += self._entry(slot.base, slot.status, entry, was_asked and len(said) == 1)
             sentences[0] = _opened(opener, sentences[0])
         return " ".join(sentences)
+
+    def complaint(self, item: dict) -> str:
+        """The chief complaint (`synthetic.CHIEF_COMPLAINTS`): one present symptom, its onset
+        said as how long it has lasted, then any other detail."""
+        ((key, (entry,)),) = item["slots"].items()
+        head = self._say(COMPLAINT_SAYS, "symptom", entry["value"], d=entry["onset"])
+        return " ".join([head, *(self._detail("symptom", a, v) for a, v in entry.items()
+                                 if a not in ("value", "onset"))])
 
     def _short_answer(self, said: list, asked: dict) -> str | None:
         """"No." to "Any fever?": only when every entry answers a plain yes/no question, says no

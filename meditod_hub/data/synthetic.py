@@ -111,6 +111,15 @@ VALUES: dict = {
     "gender": ("female", "male"),
     "name": ("alex rowan", "sam kiran", "jo marlow", "robin vale"),
 }
+# The realistic style opens each interview on the chief complaint, as MediTOD's do ("what
+# brings you in?" -> "I've had a cough for two weeks"): a present symptom and its onset,
+# drawn with these weights (the complaints that bring a respiratory or musculoskeletal patient in).
+CHIEF_COMPLAINTS = {
+    IN_DOMAIN: {"coughing": 40, "dyspnea": 20, "fever": 15, "chest pain": 10, "wheezing": 10,
+                "sore throat": 5},
+    OUT_OF_DOMAIN: {"pain": 50, "joint swelling": 20, "stiffness": 15, "numbness": 15},
+}
+CHIEF_ONSETS = ("two weeks", "three days", "a week", "a month", "four days", "a few days")
 DOMAIN_VALUES: dict[str, dict] = {
     IN_DOMAIN: {
         "symptom": ("coughing", "dyspnea", "fever", "chills", "wheezing", "chest pain",
@@ -258,6 +267,10 @@ class _Interview:
         self.rng, self.domain, self.length = rng, domain, utterances
         self.voice = _TemplateVoice(rng, words) if style == DEFAULT_STYLE else RealisticVoice(rng)
         self.positives = rng.sample(_pool(domain, "symptom"), rng.randint(2, 5))
+        self.complaint = None  # the realistic style's chief complaint, said first
+        if style != DEFAULT_STYLE:
+            self.complaint = _draw(rng, CHIEF_COMPLAINTS[domain])
+            self.positives = [self.complaint, *(p for p in self.positives if p != self.complaint)]
         self.disease = rng.choice(_pool(domain, "disease"))
         self.state = DialogueState()
         self.utterances: list[dict] = []
@@ -302,6 +315,11 @@ class _Interview:
 
     # -- patient ------------------------------------------------------------------------------
     def patient(self, doctor_actions: list[dict]) -> None:
+        if self.complaint is not None and not any(u["speaker"] == "patient"
+                                                  for u in self.utterances):
+            items = [self._chief_complaint()]
+            self._say("patient", self.voice.complaint(items[0]), {"nlu": items})
+            return
         asked = [(base, entry) for act in doctor_actions if act["action"] == cmas.INQUIRE_ACTION
                  for base, entries in act.items() if base != "action" for entry in entries]
         intents = [_draw(self.rng, PATIENT_INTENT_SHARES)]
@@ -324,6 +342,14 @@ class _Interview:
             key, entry = self._nlu_entry(base, head if self._has_head(base) else None, checks)
             slots.setdefault(key, []).append(entry)
         return {"intent": cmas.INFORM_INTENT, "slots": slots}
+
+    def _chief_complaint(self) -> dict:
+        entry = {"value": self.complaint, "onset": self.rng.choice(CHIEF_ONSETS)}
+        characteristics = self._values("symptom", self.complaint, "positive_characteristics", entry)
+        if characteristics and self.rng.random() < 0.5:
+            entry["positive_characteristics"] = [self.rng.choice(characteristics)]
+        key = cmas.SlotKey(cmas.POLARITY_PREFIXES[0], "symptom").key
+        return {"intent": cmas.INFORM_INTENT, "slots": {key: [entry]}}
 
     def _volunteered(self) -> tuple[str, str | None, list]:
         base = _draw(self.rng, SLOT_SHARES)
@@ -448,18 +474,24 @@ def generate_release(out_dir: str | Path, seed: int = 0, dialogues: int = PAPER_
     id_files = {**SPLIT_FILES, OOD_SPLIT: OOD_SPLIT_FILES[0]}
     for split, ids in split_ids(dialogues).items():
         (out / id_files[split]).write_text(json.dumps(ids) + "\n", encoding="utf-8")
+    metadata = release_metadata(seed, dialogues, style)
+    (out / "release.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def release_metadata(seed: int, dialogues: int, style: str = DEFAULT_STYLE) -> dict:
+    """The release.json `generate_release` writes; the licence proof regenerates it too, so a
+    synthetic release's release.json can carry nothing else."""
     generator = {"name": GENERATOR, "seed": seed, "dialogues": dialogues}
     said = ""
     if style != DEFAULT_STYLE:  # the default is not recorded: its releases keep their bytes
         generator["style"] = style
         said = f", {style} style"
-    metadata = {"name": "MediTOD-shaped synthetic corpus",
-                "description": f"{dialogues} generated dialogues shaped like the paper's corpus "
-                               f"(Table 3 sizes, intent and slot shares): meditod_hub.data.synthetic, "
-                               f"seed {seed}{said}.",
-                "generator": generator}
-    (out / "release.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-    return out
+    return {"name": "MediTOD-shaped synthetic corpus",
+            "description": f"{dialogues} generated dialogues shaped like the paper's corpus "
+                           f"(Table 3 sizes, intent and slot shares): meditod_hub.data.synthetic, "
+                           f"seed {seed}{said}.",
+            "generator": generator}
 
 
 def main(argv: list[str]) -> int:
