@@ -30,7 +30,7 @@ import typing
 from collections.abc import Callable
 
 from meditod_hub import quiet
-from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
+from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, open_standard_streams, run_main
 
 # name -> (module with main(argv), one-line help); the order is the order data flows.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -204,6 +204,7 @@ def version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    open_standard_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())

@@ -83,8 +83,18 @@ def load_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {line}"
 
 
+def open_standard_streams() -> None:
+    """A command started with stdout or stderr closed (`>&-`) writes there into /dev/null:
+    Python gives it None, which `print` ignores but `.flush()` and libraries do not; the open
+    also takes the free descriptor, so no file the command opens later lands on it."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
 def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) -> int:
     """Run a command's `main(argv)`; known failures become one line on stderr and an exit code."""
+    open_standard_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = debug_requested(argv)
     argv = [a for a in argv if a != DEBUG_FLAG]

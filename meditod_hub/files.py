@@ -73,13 +73,16 @@ def _check_inputs(path: Path, inputs: Iterable[str | Path | None], input_folders
                              "outside the folders this command reads")
 
 
-def _check_writable(path: Path) -> None:
-    for ancestor in (path.parent, *path.parent.parents):
+def _check_writable(folder: Path, path: Path, what: str) -> None:
+    """`folder`, where `path` goes, is writable or can be created."""
+    for ancestor in (folder, *folder.parents):
         if ancestor.exists():
             if not ancestor.is_dir():
-                raise UsageError(f"cannot write {path}: {ancestor} is a file, not a folder")
+                raise UsageError(f"{what} {path}: cannot write there, {ancestor} is a file, not "
+                                 "a folder")
             if not os.access(ancestor, os.W_OK | os.X_OK):
-                raise UsageError(f"cannot write {path}: {ancestor} is not writable")
+                raise UsageError(f"{what} {path}: cannot write there, {ancestor} is not "
+                                 "writable")
             return
 
 
@@ -99,9 +102,12 @@ def output_path(path: str | Path, *, purpose: str, inputs: Iterable = (),
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{what} {path} is a folder: give a file path")
+    if path.name == RECORD:  # written, it would be replaced by the record of writing it
+        raise UsageError(f"{what} {path}: {RECORD} is the name of the output guard's record of "
+                         "what this kit wrote in a folder: choose another file name")
     _check_inputs(path, inputs, input_folders, what)
     _check_owner(path, purpose, what)
-    _check_writable(path)
+    _check_writable(path.parent, path, what)
     return path
 
 
@@ -115,7 +121,7 @@ def output_folder(folder: str | Path, names: Iterable[str] | None = None, *, pur
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{what} {folder} is a file: give a folder")
     _check_inputs(folder, inputs, input_folders, what)
-    _check_writable(folder / "_")
+    _check_writable(folder, folder, what)
     if names is not None:
         for name in names:
             _check_owner(folder / name, purpose, what)

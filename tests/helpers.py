@@ -301,6 +301,21 @@ def echo_assistant() -> Assistant:
     return scripted_assistant(answer)[0]
 
 
+def served_runs(folder: Path) -> list[str]:
+    """`--nlu/--pol/--nlg` flags naming three runs whose weights a server holds: the runs give
+    the family and budgets only (LoRA adapters of a base that is not here)."""
+    from meditod_hub.models.runs import write_run_files
+
+    flags = []
+    for task in TASK_NAMES:
+        write_run_files(folder / task, {"model": "m", "task": task, "family": "llama",
+                                        "base_model": "b", "adapter": True}, {})
+        (folder / task / "adapter_config.json").write_text(
+            json.dumps({"base_model_name_or_path": "b"}))
+        flags += [f"--{task}", str(folder / task)]
+    return flags
+
+
 def labels_of(opened: dict) -> list:
     """The labels of a dialogue the portal's API opened: NLU for patients, actions for doctors."""
     return [u["nlu"] if u["speaker"] == "patient" else u["actions"]

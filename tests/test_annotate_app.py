@@ -129,6 +129,28 @@ def test_import_split_values_and_errors(client, release):
     assert wrong.status_code == 400 and "one label list per utterance" in wrong.json()["detail"]
 
 
+def test_a_lone_surrogate_is_refused_and_the_next_save_works(client, release):
+    """`\ud800` is valid JSON but no text: the import and the save that carry one are refused
+    with a message, and the portal stays healthy for the next save."""
+    before = (release / "dialogs.json").read_bytes()
+    as_json = {"Content-Type": "application/json"}
+    imported = client.post("/api/import", content=r'{"text": "D: a \ud800\nP: b"}',
+                           headers=as_json)
+    opened = client.get("/api/dialogues/9001").json()
+    labels = labels_of(opened)
+    labels[1] = [{"intent": "chit-chat"}]
+    body = json.dumps({"version": opened["version"], "labels": labels})
+    saved = client.put("/api/dialogues/9001", headers=as_json,
+                       content=body.replace('"chit-chat"', r'"chit-chat \ud800"'))
+    for refused in (imported, saved):
+        assert refused.status_code == 400 and "not valid Unicode" in refused.json()["detail"]
+    assert (release / "dialogs.json").read_bytes() == before
+    good = client.put("/api/dialogues/9001", json={"version": opened["version"], "labels": labels})
+    assert good.status_code == 200 and good.json()["message"] == "saved"
+    assert json.loads((release / "dialogs.json").read_text())["9001"]["utterances"][1]["nlu"] \
+        == [{"intent": "chit-chat"}]
+
+
 def test_json_bodies_only_and_loopback_hosts_only(client):
     """A page on another site can neither post a simple form nor reach the app by a DNS name."""
     form = client.post("/api/import", content="text=D: hi", headers={"Content-Type": "text/plain"})

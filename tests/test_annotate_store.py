@@ -472,3 +472,16 @@ def test_an_imported_transcript_goes_into_its_split(tmp_path):
     with pytest.raises(MeditodError, match="unknown split 'dev'"):
         store.import_transcript("D: hi\nP: a cough", "t", split="dev")
     assert store.dialogue_ids() == [did]  # a refused import writes nothing
+
+
+def test_a_write_that_fails_midway_leaves_the_store_as_the_file_is(release):
+    """A dialogue that cannot be written (a lone surrogate reached the store) is forgotten, so
+    the next save writes only what it should."""
+    store = ReleaseStore(release)
+    with pytest.raises(UnicodeEncodeError):
+        store.import_transcript("D: a \ud800\nP: b", "t.txt")
+    opened = store.open("9001")
+    new = labels(opened["dialogue"])
+    new[1] = [{"intent": "chit-chat"}]
+    assert store.save("9001", new, opened["version"]).written
+    assert set(json.loads((release / "dialogs.json").read_text())) == set(store.dialogue_ids())

@@ -95,6 +95,36 @@ def test_transcripts_are_written_only_when_the_user_opts_in(tmp_path):
     assert transcript["turns"][1]["patient_text"] == "no fever"
 
 
+def test_a_blank_or_non_text_message_is_no_turn_and_says_so():
+    assistant = assistant_for_app()
+    *_, conversation, _, _, _ = webapp.respond(assistant, None, "I cough", None, None, False)
+    history = webapp.opening_history()
+    for message, why in (("", "blank"), ("  \n ", "blank"), ("a \ud800", "not UTF-8 text")):
+        text, after, kept, state, actions, status = webapp.respond(
+            assistant, None, message, history, conversation, False)
+        assert (text, after, kept) == ("", history, conversation) and len(kept.turns) == 1
+        assert status.startswith("Nothing sent:") and why in status
+        assert actions == "1. inquire" and 'data-entries="1"' in state
+    assert webapp.respond(assistant, None, None, None, None, False)[2] is None
+
+
+def test_a_save_folder_that_cannot_be_written_is_one_line_at_start_or_on_the_page(tmp_path,
+                                                                                  capsys):
+    for task in ("nlu", "pol", "nlg"):
+        (tmp_path / "runs" / "tiny-llama" / task).mkdir(parents=True)
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(UsageError, match="MEDITOD_SAVE_DIR .*a-file is a file: give a folder"):
+        webapp.settings({webapp.SAVE_DIR_ENV: str(tmp_path / "a-file")}, tmp_path)
+    with pytest.raises(UsageError, match="cannot write there, .*a-file is a file"):
+        webapp.settings({webapp.SAVE_DIR_ENV: str(tmp_path / "a-file" / "kept")}, tmp_path)
+    # a folder that became a file after the start: the turn is answered, the page says so
+    *_, status = webapp.respond(assistant_for_app(), tmp_path / "a-file", "I cough", None, None,
+                                save=True)
+    assert status.endswith("This conversation could not be saved on the server.")
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: MEDITOD_SAVE_DIR: the transcript of chat-")
+
+
 def test_exports_hold_the_conversation_and_its_tracked_state(tmp_path):
     assistant = assistant_for_app()
     assert webapp.export(None, "json", tmp_path) is None, "nothing to export before a turn"

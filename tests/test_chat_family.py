@@ -176,3 +176,16 @@ def test_a_folder_that_is_not_a_conversion_is_never_replaced(tmp_path):
 def test_ci_has_the_wheel():
     if os.environ.get("CI") == "true":
         assert pretrained.find_wheel(pretrained.SMOLLM2_135M), "make setup fetches it"
+
+
+@pytest.mark.parametrize("task", ["nlu", "pol"])
+def test_smollm2_under_the_cmas_grammar_always_parses(smollm2, embedded_build, task, one_thread):
+    """The real vocabulary (49,152 tokens) and a real model under the grammar: an instruct model
+    never trained on CMAS still answers inside it."""
+    from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
+
+    predictor = load_predictor(ModelSpec(str(smollm2), family="chat", decode=DecodeOptions(
+        constrained=True, max_new_tokens=48)), task)
+    records = predictor.predict(load_split(embedded_build, task, "test")[:2])
+    assert [r.parse_ok for r in records] == [True, True]
+    assert all(r.raw.startswith("[answer]") and r.raw.endswith("[done]") for r in records)

@@ -217,6 +217,28 @@ def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_
         C.read_vocabulary(tmp_path / "empty.txt")
 
 
+def test_a_vocabulary_file_is_values_or_refused_with_its_first_bad_line(tmp_path):
+    """(before: a README.md or broken JSON was read as a vocabulary of its lines)"""
+    good = {"lines.txt": "# canonical values\ncough\n\nFever\n", "list.json": '["cough", "Fever"]',
+            "vocabulary.json": json.dumps({"about": "...", "values": ["cough", "fever"]})}
+    for name, text in good.items():
+        (tmp_path / name).write_text(text)
+        assert C.read_vocabulary(tmp_path / name) == {"cough", "fever"}, name
+    bad = {"README.md": ("# Notes\n\nRun `meditod predict` first.\n", "README.md, line 3: not a "
+                         "canonical medical value"),
+           "table.txt": ("| value | code |\n", "table.txt, line 1: not a canonical"),
+           "prose.txt": ("cough\n" + "word " * 30 + "\n", "prose.txt, line 2: not a canonical"),
+           "broken.json": ('["cough",\n', "broken.json: invalid JSON at line 2"),
+           "numbers.json": ("[1, 2]", "numbers.json: JSON, but not a list of strings"),
+           "object.json": ('{"cough": 1}', "object.json: JSON, but not a list of strings")}
+    for name, (text, message) in bad.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(UsageError) as refused:
+            C.read_vocabulary(tmp_path / name)
+        assert str(refused.value).startswith(str(tmp_path / name)) and message in str(refused.value)
+        assert "expected one canonical medical value per line" in str(refused.value)
+
+
 def test_the_default_vocabulary_is_the_training_splits_medical_heads(embedded_build):
     vocabulary = C.resolve_vocabulary("train", str(embedded_build))
     # the medical heads, read from cmas here, not through the module's schema

@@ -232,6 +232,23 @@ def test_an_unusable_answer_cache_is_one_line_naming_it(tmp_path, damage):
     assert "give --cache another file" in message
 
 
+def test_a_database_of_the_users_own_is_never_used_as_the_cache(tmp_path):
+    """(before: the kit's table was added to it)"""
+    import sqlite3
+
+    path = tmp_path / "mine.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE patients (id INTEGER)")
+    before = path.read_bytes()
+    with ChatServer() as server:
+        with pytest.raises(EndpointError) as failure:
+            endpoint(server, tmp_path, cache=path).complete(chat_requests(1), GREEDY)
+        assert server.received == []
+    assert str(failure.value) == (f"{path} is a database with other tables than an answer "
+                                  "cache's (patients): give --cache a file of its own")
+    assert path.read_bytes() == before
+
+
 # --- answers stay with the server that gave them ----------------------------------------------
 
 def dead_url() -> str:

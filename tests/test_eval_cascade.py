@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
+from chat_server import ChatServer
 from datasets import load_dataset
-from helpers import scripted_assistant
+from helpers import run_case, scripted_assistant, served_runs
 
 from meditod_hub.apps.assistant import PipelineArguments
 from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, card_section, evaluate_cascade
@@ -88,6 +90,18 @@ def test_a_forgetful_nlu_is_blamed_for_the_pol_and_nlg_drop(embedded_build, tmp_
                       **{f"{t}.{c}.jsonl": len(pol) for t in ("pol", "nlg")
                          for c in ("gold_input", "cascaded")}}
     assert not list(out.rglob("*.partial"))
+
+
+def test_an_endpoint_that_never_answers_stops_at_the_timeout(embedded_build, tmp_path, capsys):
+    with ChatServer(faults=["hang"] * 50) as server:
+        start = time.monotonic()
+        outcome = run_case("eval-cascade at a server that never answers", eval_cascade,
+                           [*served_runs(tmp_path / "runs"), "--endpoint", server.url,
+                            "--timeout", "2", "--data", embedded_build, "--split", "train",
+                            "--limit", "1", "--out", tmp_path / "out"], capsys)
+        seconds = time.monotonic() - start
+    assert outcome.code == 1 and outcome.kind == "clear" and seconds < 60, (seconds, outcome)
+    assert "not done within --timeout 2 s" in outcome.err
 
 
 @pytest.fixture(scope="module")

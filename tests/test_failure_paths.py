@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from helpers import digests, echo_assistant, expect, labels_of, record, run_case, write_release, write_run
+from transformers import TrainerCallback
 
 from meditod_hub.data import build as B
 from meditod_hub.data.synthetic import generate_release
@@ -452,7 +453,7 @@ def test_resume_only_what_was_started(embedded_build, tiny_models, tmp_path, cap
                         f"--output_dir={out}", "--max_steps=2", "--save_steps=1",
                         "--save_total_limit=3", "--learning_rate=1e-3"], capsys,
                        protect=[out / "checkpoints"])
-    expect(outcome, "holds checkpoints of another run (changed: learning_rate)",
+    expect(outcome, "holds checkpoints of another run (changed: learning_rate 0.005 -> 0.001)",
            "--overwrite_output_dir=true")
 
     # an incomplete last checkpoint: the one before it is resumed, and runtimes add up
@@ -470,6 +471,101 @@ def test_resume_only_what_was_started(embedded_build, tiny_models, tmp_path, cap
                   "--overwrite_output_dir=true") == 0
     record = json.loads((out / "checkpoints" / "checkpoint-2" / "meditod_resume.json").read_text())
     assert record["settings"]["learning_rate"] == 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_a_resume_names_another_base_model_or_dataset_with_both_values(embedded_build, tiny_models,
+                                                                       tmp_path, capsys):
+    from safetensors.torch import load_file, save_file
+
+    base, out = tmp_path / "base", tmp_path / "run"
+    shutil.copytree(tiny_models / "tiny-llama", base)
+    argv = [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml", f"--dataset_name={embedded_build}",
+            f"--model_name_or_path={base}", f"--output_dir={out}", "--max_steps=2",
+            "--save_steps=1"]
+    assert run_main(T.main, [str(a) for a in argv]) == 0
+    before = T.base_identity(str(base), None)
+    weights = load_file(base / "model.safetensors")
+    save_file({k: v + 1 for k, v in weights.items()}, base / "model.safetensors",
+              metadata={"format": "pt"})  # the base rebuilt differently, at the same path
+    after = T.base_identity(str(base), None)
+    assert before != after and str(base) in after
+    capsys.readouterr()
+    outcome = run_case("train: resume on another base model", T.main, argv, capsys,
+                       protect=[out / "checkpoints"])
+    expect(outcome, f"changed: base model {before} -> {after}", "--overwrite_output_dir=true",
+           code=2)
+
+    save_file(weights, base / "model.safetensors", metadata={"format": "pt"})
+    data = tmp_path / "data"
+    shutil.copytree(embedded_build, data)
+    outcome = run_case("train: resume on another dataset_name", T.main,
+                       [*argv[:1], f"--dataset_name={data}", *argv[2:]], capsys,
+                       protect=[out / "checkpoints"])
+    expect(outcome, f"changed: dataset_name {embedded_build} -> {data}", code=2)
+
+
+def test_a_hub_base_is_known_by_its_id_and_revision():
+    assert T.base_identity("org/no-such-local-folder", None) == "org/no-such-local-folder@main"
+    assert T.base_identity("org/no-such-local-folder", "v2") == "org/no-such-local-folder@v2"
+
+
+# (flag, the allowed range the error names); each is refused while parsing, before any work
+BAD_TRAIN_NUMBERS = {
+    "--learning_rate=1e309": "--learning_rate=inf: must be a finite number above 0",
+    "--learning_rate=0": "--learning_rate=0.0: must be a finite number above 0",
+    "--learning_rate=-1e-4": "must be a finite number above 0",
+    "--num_train_epochs=0": "--num_train_epochs=0.0: must be a finite number above 0",
+    "--max_steps=-2": "--max_steps=-2: must be -1 (unset: num_train_epochs decides) or at least 1",
+    "--max_length=0": "--max_length=0: must be a whole number of at least 1",
+    "--max_length=-8": "--max_length=-8: must be a whole number of at least 1",
+    "--max_new_tokens=0": "--max_new_tokens=0: must be a whole number of at least 1",
+    "--gradient_accumulation_steps=0": "--gradient_accumulation_steps=0: must be a whole number",
+    "--per_device_train_batch_size=0": "--per_device_train_batch_size=0: must be a whole number",
+}
+
+
+@pytest.mark.parametrize("flag", BAD_TRAIN_NUMBERS)
+def test_train_numbers_out_of_range_are_usage_errors(flag, tmp_path, capsys):
+    outcome = run_case(f"train: {flag}", T.main, [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml",
+                                                 flag, f"--output_dir={tmp_path / 'run'}"], capsys)
+    expect(outcome, BAD_TRAIN_NUMBERS[flag], code=2)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_number_in_the_recipe_names_the_recipe(tmp_path, capsys):
+    recipe = _recipe(tmp_path, TINY.replace("learning_rate: 5.0e-3", "learning_rate: .inf"))
+    outcome = run_case("train: recipe learning_rate inf", T.main, [recipe], capsys)
+    expect(outcome, f"{recipe}: learning_rate: inf: must be a finite number above 0", code=2)
+    epochs = T.parse_recipe([str(PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"),
+                             "--num_train_epochs=0", "--max_steps=3"])
+    assert epochs.training.max_steps == 3, "epochs are not checked when max_steps decides"
+
+
+class _LossBecomesNaN(TrainerCallback):
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs and state.global_step >= 2:
+            logs["loss"] = float("nan")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("cause", ["a NaN logged at step 2", "learning_rate 1e30"])
+def test_a_loss_that_becomes_nan_stops_the_run(cause, embedded_build, tiny_models, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml", f"--dataset_name={embedded_build}",
+            f"--model_name_or_path={tiny_models / 'tiny-llama'}", f"--output_dir={out}",
+            "--max_steps=4", "--save_strategy=no"]
+    if cause == "learning_rate 1e30":  # the final train_loss diverges (logged every 10 steps)
+        outcome = run_case("train: the loss diverges", T.main, [*argv, "--learning_rate=1e30"],
+                           capsys)
+    else:
+        outcome = run_case("train: the loss becomes NaN", lambda a: T.main(a, [_LossBecomesNaN()]),
+                           [*argv, "--logging_steps=1"], capsys)
+        assert "step 2: the training loss is nan" in outcome.err
+    expect(outcome, "the run diverged and was stopped", "lower learning_rate", code=1)
+    assert not (out / "run_info.json").exists()
 
 
 # --- publish -----------------------------------------------------------------------------------
@@ -1068,3 +1164,39 @@ def test_a_failing_command_never_shows_or_writes_a_key(case, embedded_build, fak
     outcome = run_case(f"{case} (key in the environment)", main, argv, capsys,
                        secrets=[SENTINEL_KEY, SENTINEL_TOKEN], written=[tmp_path])
     assert outcome.kind == "clear", outcome
+
+
+# --- issue 26 -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, code", [(["build", "--source", "data/sample", "--out", "{out}"], 0),
+                                        (["build", "--no_such_flag"], 2), (["--version"], 0)])
+def test_a_command_with_stdout_closed_ends_as_usual(args, code, tmp_path):
+    """`meditod ... >&-`: the work is done, the exit code and stderr are as they would be."""
+    argv = [a.format(out=tmp_path / "built") for a in args]
+    done = subprocess.run(["bash", "-c", '"$@" >&-', "-", sys.executable, "-m", "meditod_hub.cli",
+                           *argv], cwd=PROJECT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == code and "Traceback" not in done.stderr, done.stderr
+    if code == 2:
+        assert done.stderr.startswith("error: unrecognized arguments: --no_such_flag")
+    if args[0] == "build":
+        assert (tmp_path / "built" / "build_manifest.json").exists() == (code == 0)
+
+
+def test_predict_refuses_a_readme_as_its_vocabulary(embedded_build, tmp_path, capsys):
+    outcome = run_case("predict --constrained --vocabulary README.md", P.main, [
+        "--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1", "--family", "llama",
+        "--task", "nlu", "--data", embedded_build, "--constrained", "--vocabulary",
+        PROJECT / "README.md", "--out", tmp_path / "p.jsonl"], capsys)
+    expect(outcome, f"{PROJECT / 'README.md'}, line ", "expected one canonical medical value per "
+           "line", code=2)
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+@pytest.mark.parametrize("leaderboard", ["bad id !!", "no-owner", "org/a--b"])
+def test_publish_refuses_a_leaderboard_that_is_no_hub_repo_id(leaderboard, tmp_path, capsys):
+    """(before: the card linked to https://huggingface.co/spaces/bad id !!)"""
+    outcome = run_case(f"publish --leaderboard {leaderboard!r}", U.main, [
+        "--run", tmp_path / "run", "--repo", "org/model", "--dry_run", "--leaderboard",
+        leaderboard], capsys)
+    expect(outcome, f"--leaderboard {leaderboard!r} is not a Hub repo id", "give ORG/NAME",
+           code=2)

@@ -179,6 +179,18 @@ def test_bad_input_is_one_line_that_says_what_to_do(argv, tmp_path, capsys, monk
     assert "pass --tokenizer" in _one_line_error(code, err)
 
 
+def test_more_shots_than_the_train_split_holds_are_refused(argv, embedded_build, tmp_path,
+                                                            capsys):
+    """(before: `--shots 1000` was recorded as given, and fewer were sent)"""
+    train = len(load_dataset(str(embedded_build), "nlu", split="train"))
+    code, _, err = run_cli(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run", "--shots", "1000"),
+                           capsys)
+    assert code == 2 and _one_line_error(code, err) == (
+        f"error: --shots 1000: the train split of {embedded_build} has {train} nlu rows to "
+        f"retrieve exemplars from: give at most --shots {train}")
+    assert not (tmp_path / "out").exists()
+
+
 def test_out_never_takes_over_another_runs_folder(argv, tmp_path, capsys):
     other = tmp_path / "other"
     other.mkdir()

@@ -1,9 +1,10 @@
 """The licence rule (meditod_hub/data/licence.py): synthetic is proven from the content, never declared.
 
 The authors' sample (real MediTOD dialogues, ../shared, copied into tmp_path only) is built and
-pushed with every kind of release.json: none goes out synthetic, and only an explicit own-data
-licence goes out ungated. The embedded sample and a generated synthetic corpus still do.
-Failures print ids and kinds, never dialogue text.
+pushed with every kind of release.json, and hidden anywhere inside a synthetic release: none goes
+out synthetic, and only an explicit own-data licence goes out ungated. The embedded sample and a
+generated synthetic corpus, unmodified, still do. Failures print ids and kinds, never dialogue
+text.
 """
 
 from __future__ import annotations
@@ -85,10 +86,10 @@ def test_the_authors_dialogues_never_build_or_push_as_synthetic(case, sample_rel
 
 def test_the_embedded_sample_is_synthetic_by_its_content(tmp_path, hub_server):
     release = read_release(EMBEDDED)
-    assert content_fingerprint(release.dialogues, release.splits) == SAMPLE_FINGERPRINT
+    assert content_fingerprint(release.dialogues, release.splits, release.metadata,
+                               release.other_files) == SAMPLE_FINGERPRINT
     copy = tmp_path / "copy"
-    shutil.copytree(EMBEDDED, copy)
-    (copy / "release.json").unlink()  # proven by content, whatever release.json says
+    shutil.copytree(EMBEDDED, copy)  # proven by its content, wherever it is
     out = tmp_path / "meditod"
     assert B.build(B.BuildArguments(source=copy, out=out)).licence.kind == SYNTHETIC
     result = push(hub_server.client_env(tmp_path), out, "org/sample", "--public")
@@ -149,3 +150,66 @@ def test_build_prints_the_licence_and_why(sample_release, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "licence-restricted MediTOD data" in out and "gated" in out
     assert "release.json's \"synthetic\" is not proof" in out
+
+
+def _hide_in_dialogue(release: Path, authors: dict) -> None:
+    _edit_json(release / "dialogs.json", lambda d: next(iter(d.values())).update(notes=authors))
+
+
+def _hide_in_utterance(release: Path, authors: dict) -> None:
+    _edit_json(release / "dialogs.json",
+               lambda d: next(iter(d.values()))["utterances"][0].update(notes={"x": [authors]}))
+
+
+def _hide_in_no_split(release: Path, authors: dict) -> None:
+    _edit_json(release / "dialogs.json", lambda d: d.update({f"x{k}": v for k, v in authors.items()}))
+
+
+def _hide_in_release_json(release: Path, authors: dict) -> None:
+    _edit_json(release / "release.json", lambda m: m.update(notes=authors))
+
+
+def _hide_in_a_file(release: Path, authors: dict) -> None:
+    (release / "notes").mkdir()
+    (release / "notes" / "dialogs.json").write_text(json.dumps(authors))
+
+
+def _edit_json(path: Path, edit) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+# Where the authors' dialogues are hidden inside a synthetic release (None: in --description).
+HIDING_PLACES = {"a dialogue-level key": _hide_in_dialogue, "an utterance's nested key":
+                 _hide_in_utterance, "dialogs.json, in no split": _hide_in_no_split,
+                 "release.json": _hide_in_release_json, "a file in a subfolder": _hide_in_a_file,
+                 "the build's --description": None}
+
+
+@pytest.mark.parametrize("base", ["embedded sample", "generated corpus"])
+@pytest.mark.parametrize("place", HIDING_PLACES)
+def test_nothing_rides_along_with_a_synthetic_release(base, place, sample_release, hub_server,
+                                                      tmp_path):
+    release = tmp_path / "release"
+    if base == "embedded sample":
+        shutil.copytree(EMBEDDED, release)
+    else:
+        generate_release(release, seed=1, dialogues=4)
+    authors_text = (sample_release / "dialogs.json").read_text()
+    description = None
+    if HIDING_PLACES[place] is None:
+        description = authors_text
+    else:
+        HIDING_PLACES[place](release, json.loads(authors_text))
+    out = tmp_path / "meditod"
+    built = B.build(B.BuildArguments(source=release, out=out, description=description))
+    manifest = B.verify_manifest(out)
+    assert (built.licence.kind, manifest["synthetic"], manifest["gated"]) == (MEDITOD, False, True)
+    if place == "a file in a subfolder":
+        assert "other file(s): notes/dialogs.json" in built.licence.reason
+
+    result = push(hub_server.client_env(tmp_path), out, "org/data", "--public")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert hub_server.repo("dataset", "org/data").gated == "manual"
+    assert "gated, manual approval" in result.stdout and "not gated" not in result.stdout

@@ -30,6 +30,7 @@ class StubChat(BaseHTTPRequestHandler):
 
     requests: list[dict] = []
     status = 200
+    garbage = False  # answer neither positive nor negative
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -40,6 +41,8 @@ class StubChat(BaseHTTPRequestHandler):
         prompt = body["messages"][0]["content"]
         pair = re.search(r"Phrase 1: (.*)\n\nPhrase 2: (.*)\n", prompt).groups()
         answer = "Positive." if pair in SAME_MEANING else "negative"
+        if self.garbage:
+            answer = "As an AI model I cannot"
         reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer}}]})
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -52,7 +55,7 @@ class StubChat(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def stub_url():
-    StubChat.requests, StubChat.status = [], 200
+    StubChat.requests, StubChat.status, StubChat.garbage = [], 200, False
     server = ThreadingHTTPServer(("127.0.0.1", 0), StubChat)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -83,6 +86,21 @@ def test_llm_judge_scores_with_the_paper_prompt_and_caches(stub_url, tmp_path):
 
     nlu_f1(gold, pred, LLMJudge(stub_url, "another-model", cache))
     assert len(StubChat.requests) == 12  # the cache is keyed by model
+
+
+def test_answers_that_are_neither_positive_nor_negative_are_counted_and_noted(stub_url,
+                                                                             tmp_path, capsys):
+    """(before: read as "no" with no word)"""
+    StubChat.garbage = True
+    gold = [durations("Three days", "every morning")]
+    pred = [durations("3 days", "daily in the morning", "at night")]
+    scores = nlu_f1(gold, pred, LLMJudge(stub_url, "stub-model", tmp_path / "judge.sqlite"))
+    assert scores.judge["unparsed_answers"] == 6 and scores.total("non_medical").tp == 0
+    assert "note: LLM judge: 6 of 6 answers said neither positive nor negative" in \
+        capsys.readouterr().err
+    StubChat.garbage = False
+    fine = nlu_f1(gold, pred, LLMJudge(stub_url, "stub-model", tmp_path / "other.sqlite"))
+    assert fine.judge["unparsed_answers"] == 0 and capsys.readouterr().err == ""
 
 
 def test_llm_judge_failure_is_a_clear_error(stub_url, tmp_path):

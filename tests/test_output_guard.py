@@ -27,6 +27,7 @@ from meditod_hub.evaluation import eval_cascade as EC
 from meditod_hub.evaluation import evaluate as E
 from meditod_hub.models import predict as P
 from meditod_hub.models import train as T
+from meditod_hub.publishing import hub as H
 from meditod_hub.publishing import publish as U
 from meditod_hub.publishing.hub import HubError, refuse_secrets
 
@@ -68,6 +69,17 @@ def test_a_command_replaces_its_own_output_and_nothing_else(tmp_path):
     (tmp_path / F.RECORD).write_text("{not json")  # an unreadable record proves nothing
     with pytest.raises(UsageError, match="something other than this kit"):
         F.output_path(out, purpose="evaluate")
+
+
+def test_the_guards_own_record_is_no_output_of_any_command(embedded_build, tmp_path, capsys):
+    """(before: `predict --out d/.meditod-outputs.json` said "wrote", the file held the record)"""
+    with pytest.raises(UsageError, match="the output guard's record"):
+        F.output_path(tmp_path / F.RECORD, purpose="evaluate")
+    refused(P.main, ["--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1",
+                     "--family", "llama", "--task", "nlu", "--data", embedded_build,
+                     "--out", tmp_path / "d" / F.RECORD], capsys,
+            f"--out {tmp_path / 'd' / F.RECORD}: {F.RECORD} is the name of the output guard's")
+    assert not (tmp_path / "d").exists()
 
 
 def test_a_symlinked_output_is_refused(tmp_path):
@@ -154,6 +166,11 @@ def test_eval_cascade_never_overwrites_a_runs_evaluation(embedded_build, tmp_pat
     refused(EC.main, [*models, "--data", embedded_build, "--out", embedded_build / "out"], capsys,
             "inside the input folder")
     assert digests(folder) == before
+    run = tmp_path / "run"  # (before: written into the NLU run it reads)
+    refused(EC.main, ["--nlu", run, "--pol", "org/no-such-pol", "--nlg", "org/no-such-nlg",
+                      "--data", embedded_build, "--out", run / "cascade"], capsys,
+            f"inside the input folder {run}")
+    assert not (run / "cascade").exists()
 
 
 def test_predict_never_writes_into_its_data(embedded_build, tmp_path, capsys):
@@ -167,7 +184,26 @@ def test_predict_never_writes_into_its_data(embedded_build, tmp_path, capsys):
     assert digests(data) == before
 
 
-# --- train --------------------------------------------------------------------------------------
+# --- tiny, train ---------------------------------------------------------------------------------
+
+def test_tiny_replaces_only_a_model_folder_it_wrote(embedded_build, tmp_path, capsys):
+    from meditod_hub.models import tiny
+
+    out = tmp_path / "models"
+    for _ in range(2):  # a rerun replaces its own model
+        assert run_main(tiny.main, ["--data", str(embedded_build), "--out", str(out),
+                                    "--models", "tiny-llama"]) == EXIT_OK
+    assert F.written_by(out / "tiny-llama") == "tiny"
+    assert (out / "tiny-llama" / "tiny.json").is_file()
+    mine = out / "tiny-t5"  # (before: replaced whole, whatever it held, with a tiny.json in it)
+    mine.mkdir()
+    (mine / "tiny.json").write_text("{}")
+    (mine / "notes.txt").write_text("the user's")
+    before = digests(mine)
+    refused(tiny.main, ["--data", "no-such-build", "--out", out, "--models", "tiny-llama",
+                        "tiny-t5"], capsys, f"--out {mine} holds files `meditod tiny` did not "
+                                            "write")
+    assert digests(mine) == before
 
 def test_train_never_writes_into_a_folder_it_did_not_make(embedded_build, tmp_path, capsys):
     recipe = PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"
@@ -229,6 +265,14 @@ def test_the_users_own_token_is_found_wherever_it_is(tmp_path, monkeypatch):
     notes.write_text("token=my-plain-token-value")
     with pytest.raises(HubError, match="notes.txt contains a Hugging Face token"):
         refuse_secrets({"notes.txt": notes}, "upload")
+
+
+def test_a_token_across_two_scanned_blocks_is_found(tmp_path, monkeypatch):
+    monkeypatch.setattr(H, "SCAN_BLOCK", 64)
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"\x00\xff" * 30 + FAKE_TOKEN.encode() + b"\x00" * 100)
+    with pytest.raises(HubError, match="model.safetensors contains a Hugging Face token"):
+        refuse_secrets({"model.safetensors": weights}, "upload")
 
 
 @pytest.mark.parametrize("name", ["training_args.bin", "models/nlu/training_args.bin",

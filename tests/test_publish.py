@@ -189,6 +189,27 @@ def test_read_only_token_is_refused_and_never_printed(tmp_path, tiny_run, hub_se
     assert ("model", REPO) not in hub_server.repos
 
 
+@pytest.mark.parametrize("token", ["any Hub token", "the user's own token"])
+def test_a_token_in_full_weights_metadata_is_never_uploaded(token, tmp_path, tiny_run, tiny_base,
+                                                            hub_server):
+    """Binary files are scanned too: a token in model.safetensors' header stops the push."""
+    from safetensors.torch import load_file, save_file
+
+    secret = "hf_" + "ZyXwVuTsRqPoNmLkJiHgFeDcBa98765432" if token == "any Hub token" else WRITE_TOKEN
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        (tiny_run / name).unlink()
+    shutil.copy(tiny_base / "config.json", tiny_run / "config.json")
+    save_file(load_file(tiny_base / "model.safetensors"), tiny_run / "model.safetensors",
+              metadata={"format": "pt", "note": f"pushed with {secret}"})
+    info = json.loads((tiny_run / "run_info.json").read_text())
+    (tiny_run / "run_info.json").write_text(json.dumps({**info, "adapter": False}))
+    done = publish(hub_server.client_env(tmp_path), "--run", str(tiny_run), "--repo", REPO)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "model.safetensors contains a Hugging Face token" in done.stderr
+    assert secret not in done.stdout + done.stderr
+    assert ("model", REPO) not in hub_server.repos
+
+
 # --- downloading back ---------------------------------------------------------------------------
 
 LOGITS = """

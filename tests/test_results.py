@@ -114,6 +114,22 @@ def test_local_results_are_found_and_placed_by_what_surrounds_them(tmp_path):
         R.local_rows([tmp_path / "nowhere"])
 
 
+def test_a_run_with_a_damaged_run_info_is_skipped_and_named(tmp_path, capsys):
+    """(before: listed under the run folder's name, "nlu", with no warning)"""
+    runs = tmp_path / "runs"
+    write_run(runs / "tiny-llama" / "nlu", model="tiny-llama")
+    broken = write_run(runs / "other" / "nlu", model="other")
+    (broken / "run_info.json").write_text('{"model": "oth')
+    assert R.run_main(R.main, ["--runs", str(runs), "--out", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    [skipped] = [line for line in captured.err.splitlines() if line.startswith("skipped: ")]
+    assert skipped.startswith(f"skipped: {broken / 'run_info.json'}: invalid JSON at line 1")
+    assert skipped.endswith(f"its results {broken / 'eval' / 'test' / 'results.json'} are not "
+                            "listed until it is fixed")
+    assert "| tiny-llama |" in captured.out and "| nlu |" not in captured.out
+    assert "1 local and 0 Hub rows" in captured.err
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs, embedded_build,
                                                                      tmp_path):

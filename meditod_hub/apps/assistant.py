@@ -38,6 +38,7 @@ from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows, to_nlu, t
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.evaluation.records import Prediction
 from meditod_hub.models.adapters import SharedModels
+from meditod_hub.models.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
 
 # The models never see the opening line (no supervised context starts before the first patient
@@ -49,6 +50,19 @@ OPENING_ACTIONS = [{"action": "nod_prompt_salutations"}]
 # this is no history-taking answer. The cut is reported on the turn.
 MAX_PATIENT_CHARS = 2000
 NO_REPLY = "(no reply: the NLG model's output was empty)"
+
+
+def not_a_patient_line(text: str) -> str | None:
+    """Why `text` is no patient turn (the chat and the app skip it and say so), or None: blank
+    says nothing, and a lone surrogate (undecodable bytes read from a terminal, or a `\\ud800`
+    escape sent by a browser) is no text any tokenizer or file takes."""
+    if not text.strip():
+        return "that line is blank"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "that line is not UTF-8 text"
+    return None
 
 
 def _optional(help_: str):
@@ -81,6 +95,9 @@ class PipelineArguments:
     served_models: str = field(default="nlu,pol,nlg", metadata={
         "help": "with --endpoint: the NLU, POL and NLG model names there, comma-separated "
                 "(one name three times for a multi-task adapter)"})
+    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
+        "help": "--endpoint: seconds for each stage's requests (one turn in chat), retries "
+                "included (as predict's --timeout)"})
 
     def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
         """The three specs; `constrained` is the command's default when the flag is not given
@@ -95,7 +112,7 @@ class PipelineArguments:
         decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
                                constrained=setting)
         # a patient's words are never cached to disk
-        served = {"cache": None} if self.endpoint else {}
+        served = {"cache": None, "timeout": self.timeout} if self.endpoint else {}
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
                                getattr(self, f"{task}_revision"), endpoint=self.endpoint,
                                served_model=name if self.endpoint else None, decode=decode,

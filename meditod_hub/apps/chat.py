@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from meditod_hub import quiet
-from meditod_hub.apps.assistant import MAX_PATIENT_CHARS, OPENING_LINE, Assistant, PipelineArguments, Turn
+from meditod_hub.apps.assistant import (
+    MAX_PATIENT_CHARS,
+    OPENING_LINE,
+    Assistant,
+    PipelineArguments,
+    Turn,
+    not_a_patient_line,
+)
 from meditod_hub.apps.state_view import actions_line, state_lines
 from meditod_hub.errors import EXIT_OK, run_main
 
@@ -34,15 +41,6 @@ class ChatArguments:
                 "problem (or type /state)"})
     max_patient_chars: int = field(default=MAX_PATIENT_CHARS, metadata={"min": 1,
         "help": "a longer patient line is cut to this many characters (and the cut reported)"})
-
-
-def is_utf8(text: str) -> bool:
-    """False for a line read with undecodable bytes (kept as surrogates by `main`'s stdin)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def one_line(text: str) -> str:
@@ -76,9 +74,10 @@ def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
         if not line:
             break
         text = line.rstrip("\r\n")
-        if not is_utf8(text):
-            print("(that line is not UTF-8 text, so no model saw it: type it again)",
-                  file=sys.stderr, flush=True)
+        if not text.strip():  # nothing said: ask again
+            continue
+        if problem := not_a_patient_line(text):
+            print(f"({problem}, so no model saw it: type it again)", file=sys.stderr, flush=True)
             continue
         command = text.strip().lower()
         if command == "/quit":

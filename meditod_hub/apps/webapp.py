@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from meditod_hub import quiet
-from meditod_hub.apps.assistant import OPENING_LINE, Assistant, Conversation
+from meditod_hub.apps.assistant import OPENING_LINE, Assistant, Conversation, not_a_patient_line
 from meditod_hub.apps.state_view import STATE_CSS, actions_line, state_html, state_lines
 from meditod_hub.data.tasks import TASK_NAMES
-from meditod_hub.errors import UsageError
-from meditod_hub.files import atomic_write, output_path
+from meditod_hub.errors import MeditodError, UsageError
+from meditod_hub.files import atomic_write, output_folder, output_path
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec
 
 SETTINGS_FILE = "meditod_app.json"
@@ -92,8 +92,9 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
                                served_model=env["served_model"] or entry.get("served_model")
                                or (task if endpoint else None),
                                decode=DecodeOptions(constrained=True)))  # as `meditod chat`
-    save = environ.get(SAVE_DIR_ENV)
-    return AppSettings(tuple(specs), Path(save) if save else None)
+    save = environ.get(SAVE_DIR_ENV)  # checked now, not at the first ticked save
+    return AppSettings(tuple(specs), output_folder(save, (), purpose="chat", what=SAVE_DIR_ENV)
+                       if save else None)
 
 
 # --- handlers: plain functions of (inputs) -> outputs, tested without a browser ----------------
@@ -125,14 +126,19 @@ def respond_stream(assistant: Assistant, save_dir: Path | None, message: str, hi
                    conversation: Conversation | None, save: bool):
     """One patient message, yielded as it goes: the chat with the reply so far while NLG
     generates (where its backend streams), then the finished turn with the three panels."""
+    if problem := not_a_patient_line(message or ""):  # no turn: the chat stays as it was
+        state, actions, _ = panels(conversation)
+        yield ("", list(history or opening_history()), conversation, state, actions,
+               f"Nothing sent: {problem}.")
+        return
     conversation = conversation or assistant.new_conversation(f"chat-{uuid.uuid4().hex[:12]}")
-    history = list(history or opening_history()) + [{"role": "user", "content": message or ""}]
+    history = list(history or opening_history()) + [{"role": "user", "content": message}]
     pieces: queue.Queue = queue.Queue()
     outcome: dict = {}
 
     def turn() -> None:
         try:
-            outcome["turn"] = assistant.respond(conversation, message or "", stream=pieces.put)
+            outcome["turn"] = assistant.respond(conversation, message, stream=pieces.put)
         except BaseException as exc:  # raised again in the handler, where Gradio reports it
             outcome["error"] = exc
         finally:
@@ -147,9 +153,15 @@ def respond_stream(assistant: Assistant, save_dir: Path | None, message: str, hi
     if "error" in outcome:
         raise outcome["error"]
     history.append({"role": "assistant", "content": outcome["turn"].reply})
+    state, actions, status = panels(conversation)
     if save and save_dir:
-        save_transcript(conversation, save_dir)
-    yield ("", history, conversation, *panels(conversation))
+        try:
+            save_transcript(conversation, save_dir)
+        except (MeditodError, OSError) as exc:  # the server's log says why, the page that it failed
+            print(f"error: {SAVE_DIR_ENV}: the transcript of {conversation.dialogue_id} was not "
+                  f"saved ({exc})", file=sys.stderr, flush=True)
+            status += "\n- This conversation could not be saved on the server."
+    yield ("", history, conversation, state, actions, status)
 
 
 def respond(assistant: Assistant, save_dir: Path | None, message: str, history: list,

@@ -489,7 +489,7 @@ def build(args: BuildArguments) -> Built:
                 print(problem, file=sys.stderr)
             metadata = {**release.metadata, **{key: getattr(args, key) for key in IDENTITY_KEYS
                                                 if getattr(args, key) is not None}}
-            licence, content = licence_of(release.dialogues, release.splits, metadata)
+            licence, content = licence_of(release, metadata)
             tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
             umask = os.umask(0)
             os.umask(umask)

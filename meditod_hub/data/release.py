@@ -75,6 +75,9 @@ class Release:
     problems: list[Problem] = field(default_factory=list)  # warnings that were accepted
     metadata: dict = field(default_factory=dict)          # release.json
     fingerprint: str = ""                                  # sha256 over every file read
+    # every other file in the release folder(s) -> its sha256: the build publishes none, but the
+    # licence proof covers them, so nothing rides along with a release proven synthetic
+    other_files: dict[str, str] = field(default_factory=dict)
 
     @property
     def has_ood(self) -> bool:
@@ -87,6 +90,7 @@ class _Files:
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         self.digest = hashlib.sha256()
+        self.read: set[Path] = set()
 
     def text(self, path: Path) -> str | None:
         if path.is_dir():
@@ -100,12 +104,26 @@ class _Files:
         except OSError as exc:
             self.problems.append(Problem(str(path), f"cannot read file ({exc.__class__.__name__})"))
             return None
+        self.read.add(path.resolve())
         self.digest.update(f"{path.name}\n{len(data)}\n".encode() + data)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             self.problems.append(Problem(str(path), f"not UTF-8 (byte {exc.start}): save it as UTF-8"))
             return None
+
+    def unread(self, folder: Path, prefix: str = "") -> dict[str, str]:
+        """`prefix` + path -> sha256 of every file under `folder` that was not read."""
+        found = {}
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            if path.resolve() not in self.read:
+                try:
+                    with path.open("rb") as f:
+                        digest = hashlib.file_digest(f, "sha256").hexdigest()
+                except OSError as exc:
+                    digest = f"unreadable ({type(exc).__name__})"
+                found[prefix + path.relative_to(folder).as_posix()] = digest
+        return found
 
     def json(self, path: Path, hook=None):
         text = self.text(path)
@@ -498,5 +516,8 @@ def read_release(source: str | Path, ood_source: str | Path | None = None,
                                      f"error(s), {len(problems) - len(errors)} warning(s)")
     if strict and problems:
         raise ReleaseError(problems, f"--strict: {len(problems)} warning(s) in {source}")
+    other_files = files.unread(source)
+    if ood_source is not None:
+        other_files.update(files.unread(Path(ood_source), "--ood_source/"))
     return Release(dialogues=dialogues, splits=splits, problems=problems, metadata=metadata,
-                   fingerprint=files.digest.hexdigest())
+                   fingerprint=files.digest.hexdigest(), other_files=other_files)

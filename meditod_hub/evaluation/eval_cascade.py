@@ -286,7 +286,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     out = Path(args.out) if args.out else default_out(pipeline, args.split)
     output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
                                          stage_prediction_files()),
-                  purpose=PURPOSE, input_folders=[args.data])
+                  purpose=PURPOSE, input_folders=[args.data, pipeline.nlu, pipeline.pol, pipeline.nlg])
     from meditod_hub.evaluation.metrics import make_judge
 
     judge = make_judge(args.judge, model=args.judge_model)

@@ -37,10 +37,10 @@ from pathlib import Path
 
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, TASKS, Metric, get_task
-from meditod_hub.errors import UsageError, run_main
+from meditod_hub.errors import MeditodError, UsageError, run_main
 from meditod_hub.evaluation import paper_results
-from meditod_hub.evaluation.records import Results, ResultsError, value_at
-from meditod_hub.files import atomic_write, output_path
+from meditod_hub.evaluation.records import Results, value_at
+from meditod_hub.files import atomic_write, output_path, read_json
 from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO
 from meditod_hub.publishing import about
 
@@ -154,7 +154,8 @@ def _results_row(path: Path, results: Results) -> Row:
     run_info = path.parent.parent.parent / RUN_INFO
     beside = path.parent / FEWSHOT_INFO
     if path.parent.parent.name == "eval" and run_info.is_file():  # <run>/eval/<split>/
-        info = _json(run_info)
+        # a damaged run_info names no model: skipped and said, not listed under the folder's name
+        info = read_json(run_info, fix=f"its results {path} are not listed until it is fixed")
         return Row(results.task, results.split, str(info.get("model", path.parent.parent.parent.name)),
                    "local", "supervised", _constrained(results.scores, info),
                    str(info.get("family", "")), _scores(results.task, results.scores), str(path),
@@ -190,7 +191,7 @@ def local_rows(folders: Iterable[str | Path]) -> tuple[list[Row], list[str]]:
                 continue
             try:
                 rows.append(_results_row(path, Results.read(path)))
-            except ResultsError as exc:
+            except MeditodError as exc:  # the results file, or its run's run_info.json
                 skipped.append(str(exc))
     return rows, skipped
 

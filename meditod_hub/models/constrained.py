@@ -20,7 +20,7 @@ no MediTOD label holds one, and a bracket inside a value would let the chat form
 marker, or closing characters that close nothing, into a string). The head
 `value` of a medical slot (the UMLS-canonical concept) is one of a `Vocabulary` when one is given
 (`training_vocabulary`: every such value of a training split; `read_vocabulary`: a user file,
-one value per line), otherwise free text. Keys may come in any order and attributes repeat (a
+one value per line or a JSON list), otherwise free text. Keys may come in any order and attributes repeat (a
 fixed order would reject answers whose keys follow the data's order, not cmas'), so the grammar
 accepts every answer that parses and validates: a model whose greedy output already does so is
 not changed by the constraint. An answer holds at least one item (every patient line has an
@@ -172,17 +172,49 @@ def training_vocabulary(data: str) -> Vocabulary:
     return frozenset(v.lower() for v in values if v.strip())
 
 
+# A vocabulary file: what it may hold, and what it is refused with.
+VOCABULARY_EXPECTED = ('expected one canonical medical value per line (`#` comments), a JSON '
+                       'list of strings, or {"values": [...]} as `meditod annotate` saves '
+                       'vocabulary.json')
+VALUE_MAX_CHARS = 100         # a canonical name is a short phrase: a longer line is prose
+MARKUP = frozenset('`|<>[]{}=*"\t')  # Markdown, HTML, code, tables: in no medical name
+
+
 def read_vocabulary(path: str | Path) -> Vocabulary:
-    """A vocabulary file: one canonical value per line; blank lines and `#` comments skipped."""
+    """A vocabulary file, checked line by line (or item by item, JSON), so that a README or a
+    broken JSON file is refused with its first bad line rather than read as medical values."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the vocabulary ({type(exc).__name__}): give a UTF-8 "
-                         "text file with one canonical medical value per line") from None
-    values = frozenset(v.strip().lower() for v in lines if v.strip() and not v.startswith("#"))
+        raise UsageError(f"{path}: cannot read the vocabulary ({type(exc).__name__}): "
+                         f"{VOCABULARY_EXPECTED}") from None
+    if text.lstrip()[:1] in ("[", "{"):
+        entries = [(f"item {n}", v) for n, v in enumerate(_json_vocabulary(path, text), 1)]
+    else:
+        entries = [(f"line {n}", line) for n, line in enumerate(text.splitlines(), 1)
+                   if line.strip() and not line.lstrip().startswith("#")]
+    for where, value in entries:
+        if len(value.strip()) > VALUE_MAX_CHARS or MARKUP & set(value):
+            raise UsageError(f"{path}, {where}: not a canonical medical value (a long line, or "
+                             f"markup); {VOCABULARY_EXPECTED}")
+    values = frozenset(v.strip().lower() for _, v in entries if v.strip())
     if not values:
-        raise UsageError(f"{path}: the vocabulary is empty: one canonical medical value per line")
+        raise UsageError(f"{path}: the vocabulary is empty: {VOCABULARY_EXPECTED}")
+    return values
+
+
+def _json_vocabulary(path: Path, text: str) -> list[str]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg}); "
+                         f"{VOCABULARY_EXPECTED}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply; {VOCABULARY_EXPECTED}") from None
+    values = data.get("values") if isinstance(data, dict) else data
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise UsageError(f"{path}: JSON, but not a list of strings; {VOCABULARY_EXPECTED}")
     return values
 
 

@@ -219,6 +219,14 @@ class AnswerCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
+            others = sorted(name for (name,) in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+                if name != "answers" and not name.startswith("sqlite_"))
+            if others:  # someone's own database: the kit adds no table to it
+                self._db.close()
+                raise EndpointError(f"{self.path} is a database with other tables than an answer "
+                                    f"cache's ({name_ids(others, 5)}): give {flag} a file of its "
+                                    "own")
             self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text "
                              "TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, "
                              "finish_reason TEXT)")
@@ -379,10 +387,12 @@ class Endpoint:
                 await self._all(one, missing)
         except TimeoutError:
             done = sum(1 for r, _ in missing if r.id in answers)
+            resume = "(kept in the cache): rerun the same command to resume, or" if cache \
+                else "(not cached):"
             raise EndpointError(
                 f"{self.host}: not done within {self.flag('timeout')} {self.timeout:g} s, retries "
-                f"included: {done} of {len(missing)} answers (kept in the cache): rerun the same "
-                f"command to resume, or allow a longer {self.flag('timeout')}") from None
+                f"included: {done} of {len(missing)} answers {resume} allow a longer "
+                f"{self.flag('timeout')}") from None
         finally:
             bar.close()
             await client.close()

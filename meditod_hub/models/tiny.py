@@ -37,11 +37,13 @@ if TYPE_CHECKING:  # the models import torch: only once one is built (`meditod t
 
 from meditod_hub.data.dataset import load_split
 from meditod_hub.data.tasks import TASK_NAMES
-from meditod_hub.errors import UsageError, run_main
+from meditod_hub.errors import run_main
+from meditod_hub.files import output_folder, record_output
 from meditod_hub.models.families import FAMILIES
 from meditod_hub.models.formats import pptod
 
 DEFAULT_OUT = Path("build/tiny-models")  # where the tiny-* recipes look for their bases
+PURPOSE = "tiny"  # the output guard's name for what this command writes (files.py)
 FAMILY_OF = {"tiny-llama": "llama", "tiny-biogpt": "biogpt", "tiny-t5": "flan-t5",
              "tiny-pptod": "pptod"}
 VOCAB_SIZE = 1024
@@ -155,10 +157,17 @@ def t5_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> T5ForConditionalG
     return model
 
 
+def model_folder(out: str | Path, name: str) -> Path:
+    """`out/name`, checked by the output guard: new, empty, or an earlier `meditod tiny`'s (the
+    command owns it whole and replaces it, so it never replaces a folder it did not write)."""
+    return output_folder(Path(out) / name, purpose=PURPOSE)
+
+
 def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
     """Train the tokenizer, initialise the model with `seed`, save both under `out/name`."""
     import torch
 
+    path = model_folder(out, name)
     tokenizer, make_model = {
         "tiny-llama": (llama_tokenizer, llama_model),
         "tiny-biogpt": (biogpt_tokenizer, biogpt_model),
@@ -168,18 +177,15 @@ def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
     tok = tokenizer(texts)
     torch.manual_seed(seed)
     model = make_model(len(tok), tok)
-    path = out / name
-    if path.exists() and not (path / "tiny.json").is_file():
-        raise UsageError(f"{path} exists and is not a tiny model of this kit: give another --out")
-    out.mkdir(parents=True, exist_ok=True)
     # Saved beside `path`, then renamed: a half-written base is never taken for a finished one.
-    partial = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=out))
+    partial = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=path.parent))
     try:
         model.save_pretrained(partial)
         tok.save_pretrained(partial)
         params = sum(p.numel() for p in model.parameters())
         (partial / "tiny.json").write_text(json.dumps({"family": FAMILY_OF[name], "seed": seed,
                                                        "parameters": params}) + "\n")
+        record_output(partial, PURPOSE)  # renamed with it
         if path.exists():
             shutil.rmtree(path)
         os.rename(partial, path)
@@ -229,6 +235,9 @@ def build_retriever(texts: Iterable[str], out: Path, seed: int = 0) -> Path:
 
 
 def build_all(data: str | Path, out: str | Path, names: Iterable[str] = FAMILY_OF) -> dict:
+    names = list(names)
+    for name in names:  # every folder checked before any work
+        model_folder(out, name)
     texts = list(corpus(data))
     return {name: build(name, texts, Path(out)) for name in names}
 

@@ -33,16 +33,20 @@ evaluate by generating on the validation split, so NLU/POL checkpoints are selec
 
 The run directory (`output_dir`, see `runs`) gets the model (adapter or full weights) +
 tokenizer, `recipe.yaml` (resolved), `run_info.json` and `checkpoints/`. A rerun resumes from the
-last complete checkpoint there, only if it was trained from the same recipe and dataset (each
-checkpoint records both); `train_runtime_s` adds up every segment of a resumed run.
+last complete checkpoint there, only if it was trained from the same recipe, dataset and base
+model (each checkpoint records them); `train_runtime_s` adds up every segment of a resumed run.
+Numeric settings no run can train with are refused before any work (`NUMBER_RULES`), and a loss
+that turns NaN or infinite stops the run (`DivergenceCheck`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import json
 import logging
+import math
 import os
 import platform
 import shutil
@@ -156,7 +160,34 @@ def parse_recipe(argv: list[str]) -> Recipe:
         raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
     values = {**_plain(model), **training.to_dict(), **_plain(script)}
     resolved = {k: values[k] for k in dict.fromkeys([*config, *cli_keys]) if k in values}
+    _check_numbers(path, values, cli_keys)
     return Recipe(path, script, training, model, resolved)
+
+
+# Numbers no run can train with, which TRL and transformers take silently (a zero batch fails
+# minutes later, an infinite learning rate trains NaN): key -> (allowed?, the allowed range).
+# None (unset) is always allowed.
+NUMBER_RULES = {
+    "learning_rate": (lambda v: math.isfinite(v) and v > 0, "a finite number above 0"),
+    "max_steps": (lambda v: v == -1 or v >= 1, "-1 (unset: num_train_epochs decides) or at least 1"),
+    "num_train_epochs": (lambda v: math.isfinite(v) and v > 0, "a finite number above 0 (or set "
+                                                               "max_steps)"),
+    **{key: (lambda v: v >= 1, "a whole number of at least 1")
+       for key in ("max_length", "max_source_length", "max_new_tokens", "effective_batch_size",
+                   "gradient_accumulation_steps", "per_device_train_batch_size",
+                   "per_device_eval_batch_size", "eval_max_examples")},
+}
+
+
+def _check_numbers(path: Path, values: dict, cli_keys: list[str]) -> None:
+    """Refuse a numeric setting outside `NUMBER_RULES` before any work, naming where it was set."""
+    for key, (allowed, range_) in NUMBER_RULES.items():
+        value = values.get(key)
+        if value is None or (key == "num_train_epochs" and values.get("max_steps", -1) >= 1):
+            continue  # unset, or epochs that max_steps overrides
+        if not allowed(value):
+            where = f"--{key}={value}" if key in cli_keys else f"{path}: {key}: {value}"
+            raise UsageError(f"{where}: must be {range_}")
 
 
 def _cli_value(args: list[str], key: str) -> str | None:
@@ -392,11 +423,32 @@ NOT_FINGERPRINTED = frozenset({"output_dir", "overwrite_output_dir", "resume_fro
                                "per_device_eval_batch_size", "dataloader_num_workers"})
 
 
+WHOLE_FILE_BYTES = 64 << 20  # a base's files up to this size count by content, larger by size
+
+
+def base_identity(model_name_or_path: str, revision: str | None) -> str:
+    """Which base a run starts from: a Hub id with its revision, or a local folder with a hash of
+    its files (config, tokenizer and small weights by content, large weights by name and size),
+    so a base rebuilt at the same path is another base."""
+    folder = Path(model_name_or_path)
+    if not folder.is_dir():
+        return f"{model_name_or_path}@{revision or 'main'}"
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        size = path.stat().st_size
+        digest.update(f"{path.name}\n{size}\n".encode())
+        if size <= WHOLE_FILE_BYTES:
+            digest.update(path.read_bytes())
+    return f"{model_name_or_path} (files sha256:{digest.hexdigest()[:16]})"
+
+
 def resume_fingerprint(recipe: Recipe) -> dict:
-    """What a checkpoint was trained from: the resolved recipe and the data."""
+    """What a checkpoint was trained from: the resolved recipe, the data and the base model."""
     settings = {k: v for k, v in recipe.resolved.items() if k not in NOT_FINGERPRINTED}
     return {"settings": json.loads(json.dumps(settings, default=str)),
-            "data": fingerprint(recipe.script.dataset_name)}
+            "data": fingerprint(recipe.script.dataset_name),
+            "base_model": base_identity(recipe.model.model_name_or_path,
+                                        recipe.model.model_revision)}
 
 
 class ResumeRecorder(TrainerCallback):
@@ -421,6 +473,31 @@ class ResumeRecorder(TrainerCallback):
                 {**self.fingerprint, "runtime_s": round(self.runtime(), 2)}, indent=2) + "\n")
 
 
+class DivergenceCheck(TrainerCallback):
+    """Stops the run at a logged training loss that is NaN or infinite: the weights are broken
+    from there on, and going on would save (and let `publish` share) a broken model. The trainer
+    is stopped without saving or evaluating (not interrupted, so its progress bar ends its line);
+    `run` then raises `failure`. `run` also turns the trainer's `logging_nan_inf_filter` off,
+    which would hide such a loss."""
+
+    def __init__(self):
+        self.failure: str | None = None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        for key in ("loss", "train_loss"):
+            value = (logs or {}).get(key)
+            if self.failure is None and isinstance(value, (int, float)) \
+                    and not math.isfinite(value):
+                self.failure = (f"step {state.global_step}: the training loss is {value}: the run "
+                                "diverged and was stopped, nothing saved as the model; lower "
+                                f"learning_rate (now {args.learning_rate:g}) or check the data, "
+                                "and rerun with --overwrite_output_dir=true")
+        if self.failure:
+            control.should_training_stop = True
+            control.should_save = control.should_evaluate = False
+        return control
+
+
 def _checkpoints(folder: Path) -> list[Path]:
     found = [p for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir()
              and p.name.rsplit("-", 1)[1].isdigit()]
@@ -431,7 +508,7 @@ def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
     """The checkpoint to resume from (None: start) and the runtime already spent.
 
     A checkpoint without its record was cut off while saving: the one before it is used. A
-    checkpoint of another recipe or dataset is refused, unless `overwrite_output_dir`.
+    checkpoint of another recipe, dataset or base model is refused, unless `overwrite_output_dir`.
     """
     fingerprint = resume_fingerprint(recipe)
     explicit = recipe.training.resume_from_checkpoint
@@ -454,19 +531,33 @@ def plan_resume(recipe: Recipe, checkpoints: Path) -> tuple[Path | None, float]:
     if not isinstance(record.get("settings", {}), dict):
         raise MeditodError(f"{last / RESUME_RECORD}: not a resume record of this kit: delete {last} "
                            "to resume from the one before")
-    changed = sorted({k for k in set(record.get("settings", {})) | set(fingerprint["settings"])
-                      if record.get("settings", {}).get(k) != fingerprint["settings"].get(k)}
-                     | ({"the dataset"} if record.get("data") != fingerprint["data"] else set()))
+    changed = _changes(record, fingerprint)
     if not changed:
         return last, float(record.get("runtime_s", 0.0))
     if recipe.script.overwrite_output_dir:
         logger.warning("overwrite_output_dir: deleting the checkpoints of another run in %s "
-                       "(changed: %s)", checkpoints, ", ".join(changed))
+                       "(changed: %s)", checkpoints, "; ".join(changed))
         shutil.rmtree(checkpoints)
         return None, 0.0
     raise UsageError(f"{checkpoints.parent} holds checkpoints of another run (changed: "
-                     f"{', '.join(changed[:6])}): pass --overwrite_output_dir=true to start over, "
+                     f"{'; '.join(changed[:6])}): pass --overwrite_output_dir=true to start over, "
                      "or choose another output_dir")
+
+
+def _changes(record: dict, fingerprint: dict) -> list[str]:
+    """`what checkpoint's-value -> this-run's-value` for each difference between a checkpoint's
+    record and this run's fingerprint (a setting left at its default is in neither)."""
+    before, now = record.get("settings", {}), fingerprint["settings"]
+    pairs = [(k, before.get(k, "(default)"), now.get(k, "(default)"))
+             for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
+    pairs += [(what, record.get(key, "(not recorded)"), fingerprint[key])
+              for key, what in (("base_model", "base model"), ("data", "the dataset's content"))
+              if record.get(key) != fingerprint[key]]
+    return [f"{what} {_shown(old)} -> {_shown(new)}" for what, old, new in pairs]
+
+
+def _shown(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -535,6 +626,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     if not family.encoder_decoder:  # TRL's own cut follows it (plan_batching may lift it)
         training.max_length = budget.max_length
     apply_effective_batch(recipe)
+    training.logging_nan_inf_filter = False  # a NaN loss must reach DivergenceCheck
     batching = plan_batching(family, training, recipe.model)
     logger.info("%s/%s: %s batches, %d process(es) x %d per device x %d accumulation",
                 script.model, script.task, batching, training.world_size,
@@ -554,8 +646,9 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     if added_pad:
         model.resize_token_embeddings(len(tokenizer))
     recorder = ResumeRecorder(resume_fingerprint(recipe), runtime_before)
+    divergence = DivergenceCheck()
     trainer = make_trainer(recipe, model, tokenizer, train, evaluation, scorer,
-                           [*callbacks, recorder])
+                           [*callbacks, recorder, divergence])
     if len(trainer.train_dataset) != len(train.dataset):  # TRL filters rows without a word
         raise MeditodError(f"the trainer dropped {len(train.dataset) - len(trainer.train_dataset)}"
                            " of the fitted training examples")
@@ -569,6 +662,8 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         raise MeditodError(f"{resume}: cannot resume from this checkpoint ({load_failure(exc)}): "
                            "delete it to resume from the one before, or pass "
                            "--overwrite_output_dir=true to start over") from None
+    if divergence.failure:
+        raise MeditodError(divergence.failure)
 
     trainer.save_model(str(run_dir))  # the best checkpoint's weights with load_best_model_at_end
     trainer.save_state()              # checkpoints/trainer_state.json: loss and eval history

@@ -49,8 +49,8 @@ class MeditodArguments:
     eval_max_examples: int | None = field(default=None, metadata={
         "help": "generate on only the first N validation rows (cheap CPU runs)"})
     overwrite_output_dir: bool = field(default=False, metadata={
-        "help": "start over when output_dir holds checkpoints of another recipe or dataset "
-                "(they are deleted); without it such a resume is refused"})
+        "help": "start over when output_dir holds checkpoints of another recipe, dataset or base "
+                "model (they are deleted); without it such a resume is refused"})
 
 
 def wants_help(argv: list[str]) -> bool:

@@ -46,6 +46,7 @@ from huggingface_hub.errors import (
     HFValidationError,
     LocalTokenNotFoundError,
 )
+from huggingface_hub.utils import validate_repo_id
 
 from meditod_hub.errors import MeditodError, UsageError, run_main
 
@@ -56,7 +57,7 @@ KEEP_ON_HUB = (".gitattributes",)  # the Hub's own file in every repo
 UPLOAD_RECORD = "meditod_upload.json"
 # A Hub token: the user's own (get_token) or any other; never uploaded, printed or written.
 TOKEN_PATTERN = re.compile(rb"hf_[A-Za-z0-9]{30,}")
-TEXT_SUFFIXES = (".json", ".yaml", ".yml", ".md", ".jinja", ".txt", ".py", ".toml", ".cfg", "")
+SCAN_BLOCK = 8 << 20  # bytes of a file scanned at a time (weights can be gigabytes)
 # Pickles can hold anything, the training arguments' token included (training_args.bin).
 NEVER_UPLOADED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth")
 
@@ -79,6 +80,20 @@ def check_timeout(seconds: float) -> float:
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise UsageError(f"--timeout must be a positive number of seconds, got {seconds}")
     return float(seconds)
+
+
+def check_repo_id(repo: str, flag: str) -> str:
+    """`repo` as the Hub spells a repo id, ORG/NAME, before any work: a bad one would only fail
+    at the Hub, or end up as a broken link in a card."""
+    try:
+        validate_repo_id(repo)
+    except HFValidationError as exc:
+        why = str(exc).split(":")[0]
+    else:
+        why = None if repo.count("/") == 1 else "it names no owner"
+    if why:
+        raise UsageError(f"{flag} {repo!r} is not a Hub repo id ({why}): give ORG/NAME")
+    return repo
 
 
 def deadline(seconds: float, action: str, work: Callable[[], T]) -> T:
@@ -192,26 +207,43 @@ def hub_session(action: str, timeout: float) -> Iterator[HfApi]:
 
 def refuse_secrets(items: dict[str, str | bytes | Path], action: str) -> None:
     """Stop before `items` (repo path or shown name -> text, bytes or local file) are uploaded,
-    printed or written for others: no pickle, and no Hub token in any text file. The one scan
-    every upload and every printed card goes through; the message never shows the token."""
+    printed or written for others: no pickle, and no Hub token in any file, binary ones too (a
+    safetensors header, a tokenizer can hold one). The one scan every upload and every printed
+    card goes through; the message never shows the token."""
     pickles = sorted(name for name in items
                      if any(fnmatch(Path(name).name, p) for p in NEVER_UPLOADED))
     if pickles:
         raise HubError(f"{action}: refusing to share {', '.join(pickles)} (a pickle can hold the "
                        "token and runs code when loaded)")
     own = get_token()
-    leaking = []
-    for name, item in sorted(items.items()):
-        if isinstance(item, Path):
-            if item.suffix not in TEXT_SUFFIXES or not item.is_file():
-                continue
-            item = item.read_bytes()
-        data = item.encode("utf-8") if isinstance(item, str) else item
-        if TOKEN_PATTERN.search(data) or (own and own.encode() in data):
-            leaking.append(name)
+    leaking = [name for name, item in sorted(items.items()) if _holds_token(item, own)]
     if leaking:
         raise HubError(f"{action}: refusing: {', '.join(leaking)} contains a Hugging Face token "
                        "(hf_...); remove it (e.g. from the run's recipe.yaml) and rerun")
+
+
+def _holds_token(item: str | bytes | Path, own: str | None) -> bool:
+    """Whether text, bytes or a file holds a Hub token (the user's own, or any `hf_...`); a file
+    is read a block at a time, each block with the end of the one before, so a token across two
+    blocks is found too."""
+    if isinstance(item, Path):
+        if not item.is_file():
+            return False
+        with item.open("rb") as f:
+            blocks = iter(lambda: f.read(SCAN_BLOCK), b"")
+            return _blocks_hold_token(blocks, own)
+    return _blocks_hold_token([item.encode("utf-8") if isinstance(item, str) else item], own)
+
+
+def _blocks_hold_token(blocks, own: str | None) -> bool:
+    needle = own.encode() if own else b""
+    overlap, tail = max(64, len(needle)), b""
+    for block in blocks:
+        data = tail + block
+        if TOKEN_PATTERN.search(data) or (needle and needle in data):
+            return True
+        tail = data[-overlap:]
+    return False
 
 
 def upload_plan(api: HfApi, repo: str, uploads: set[str], *, repo_type: str = "model",

@@ -51,6 +51,7 @@ from meditod_hub.publishing.hub import (
     KEEP_ON_HUB,
     UPLOAD_RECORD,
     HubError,
+    check_repo_id,
     check_timeout,
     deadline,
     hub_session,
@@ -241,6 +242,7 @@ def _push(api: HfApi, run: Run, done: Published, files: dict[str, Path], card_te
     if target == branch and branch not in branches:
         api.create_branch(repo, branch=branch, revision="main")
     with merged_weights(run) if done.merged else _nothing() as weights:
+        refuse_secrets(weights or {}, f"publish {run.path} to {repo}")
         uploads = {**{p: f for p, f in files.items() if not done.merged or p not in ADAPTER_FILES},
                    **(weights or {})}
         stale, record = upload_plan(api, repo, set(uploads) | {"README.md"}, revision=target,
@@ -325,6 +327,8 @@ def published_table(runs: Path) -> str:
 
 def main(argv: list[str]) -> int:
     (args,) = parse_args((PublishArguments,), argv, "meditod publish", __doc__.split("\n")[0])
+    if args.leaderboard:  # the card links to it
+        check_repo_id(args.leaderboard, "--leaderboard")
     if args.table:
         if not args.table.is_dir():
             raise UsageError(f"--table {args.table}: no such folder: give the folder of your runs "

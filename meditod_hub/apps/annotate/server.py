@@ -17,6 +17,7 @@ dataset layer's own code, never a port of it to JavaScript.
 
 from __future__ import annotations
 
+import json
 import secrets
 import warnings
 from collections.abc import Callable
@@ -123,8 +124,42 @@ def token_guard(app: FastAPI, token: str) -> None:
         return await call_next(request)
 
 
+def _holds_non_text(value) -> bool:
+    """Whether a JSON value holds a string that is not Unicode text: a lone surrogate (valid
+    JSON, `"\\ud800"`) that no file, and no JSON answer quoting it, can be written with."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_holds_non_text(k) or _holds_non_text(v) for k, v in value.items())
+    return isinstance(value, list) and any(_holds_non_text(v) for v in value)
+
+
+def text_guard(app: FastAPI) -> None:
+    """Refuse (400) a request body holding a lone surrogate before any route reads it: written
+    into a dialogue, it would fail every later save until a restart."""
+
+    @app.middleware("http")
+    async def require_text(request: Request, call_next):
+        if request.method in ("POST", "PUT"):
+            try:
+                body = json.loads(await request.body())
+            except ValueError:
+                body = None  # not JSON: the route's own validation answers
+            if _holds_non_text(body):
+                return JSONResponse({"detail": "the request holds text that is not valid Unicode "
+                                               "(a lone surrogate, \\ud800-\\udfff): nothing was "
+                                               "saved; remove that character and try again"},
+                                    status_code=400)
+        return await call_next(request)
+
+
 def create_app(settings: PortalSettings) -> FastAPI:
     app = FastAPI(title="MediTOD annotation", docs_url=None, redoc_url=None, openapi_url=None)
+    text_guard(app)  # added first: runs after the token and Host checks below
     if settings.access_token:  # added first, so the Host check below runs before it
         token_guard(app, settings.access_token)
     if settings.allowed_hosts:  # a page on another site cannot reach the local app by DNS tricks

@@ -356,10 +356,12 @@ class ReleaseStore:
         try:
             with self._write_lock:
                 atomic_write(self.path, self.doc.text)
-        except OSError as exc:
+        except BaseException as exc:
             self._load()  # the file on disk is the truth: forget the edit that was not written
-            raise MeditodError(f"{self.path}: cannot write ({exc.strerror or exc}): nothing was "
-                               "saved, the previous file is intact") from None
+            if isinstance(exc, OSError):
+                raise MeditodError(f"{self.path}: cannot write ({exc.strerror or exc}): nothing "
+                                   "was saved, the previous file is intact") from None
+            raise
         stat = self.path.stat()
         self._stamp = (stat.st_mtime_ns, stat.st_size)
 

@@ -435,11 +435,15 @@ def run(args: FewshotArguments) -> dict:
             served = C.ServedConstraint(C.server_kind_for(args.endpoint, args.server_kind),
                                         "fewshot", args.task,
                                         C.resolve_vocabulary(args.vocabulary, args.data))
+    train = load_split(args.data, args.task, "train")
+    if args.shots > len(train):  # fewer would be sent than fewshot_info.json records
+        raise UsageError(f"--shots {args.shots}: the train split of {args.data} has "
+                         f"{len(train)} {args.task} rows to retrieve exemplars from: give at most "
+                         f"--shots {len(train)}")
     out = args.out_dir()
     claim_out(args, out)
     prices = args.prices()
     answerer = None if args.dry_run else backend(args, prices, local)
-    train = load_split(args.data, args.task, "train")
     rows = load_split(args.data, args.task, args.split)[:args.limit]
     pool = ExemplarPool(Retriever(args.retriever), args.task, train, fingerprint(args.data),
                         args.retrieval_cache)

@@ -25,6 +25,7 @@ Phrases are lowercased before `llm`/`embedding`, as upstream did for the chat mo
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -66,6 +67,7 @@ class LLMJudge:
         from meditod_hub.models.endpoint import Endpoint, EndpointError
 
         self.cache_path = Path(cache) if cache else None  # '': ask the server every time
+        self.unparsed_answers = 0  # answers with neither "positive" nor "negative" in them
         try:
             self.endpoint = Endpoint(base_url, model, api_key_env=api_key_env, concurrency=workers,
                                      timeout=timeout, request_timeout=JUDGE_REQUEST_TIMEOUT_S,
@@ -94,15 +96,21 @@ class LLMJudge:
                                              desc="LLM judge")
         except EndpointError as exc:
             raise JudgeError(f"LLM judge: {exc}") from None
-        verdicts = {pair: "positive" in answers[str(i)].text.lower()
-                    for i, pair in enumerate(unique)}
-        return [verdicts[pair] for pair in asked]
+        said = {pair: answers[str(i)].text.lower() for i, pair in enumerate(unique)}
+        unparsed = sum("positive" not in text and "negative" not in text for text in said.values())
+        if unparsed:  # read as "no match", as the paper's rule reads them: counted, not hidden
+            self.unparsed_answers += unparsed
+            print(f"note: LLM judge: {unparsed} of {len(said)} answers said neither positive nor "
+                  "negative; each counts as no match (results: judge.unparsed_answers)",
+                  file=sys.stderr)
+        return [("positive" in said[pair]) for pair in asked]
 
     def describe(self) -> dict:
         return {"name": self.name, "model": self.endpoint.model, "endpoint": self.endpoint.host,
                 "prompt": "paper appendix (metric_prompt)",
                 "cache": str(self.cache_path) if self.cache_path else None,
-                "requests": self.requests, "cache_hits": self.cache_hits}
+                "requests": self.requests, "cache_hits": self.cache_hits,
+                "unparsed_answers": self.unparsed_answers}
 
 
 def bundled_minilm_path() -> str:
