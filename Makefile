@@ -68,7 +68,7 @@ lint: setup
 
 ## bench: every bench at full (paper) scale, figures beside a same-process baseline; bench-quick:
 ## each at a small scale that only checks it works (the test suite runs it: tests/test_bench.py)
-BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache
+BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model
 bench: setup
 	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
@@ -186,14 +186,27 @@ eval-cascade: setup
 	"$(MEDITOD)" eval-cascade --nlu "$(NLU)" --pol "$(POL)" --nlg "$(NLG)" --data "$(DATA)" \
 		--split "$(SPLIT)" $(if $(OUT),--out "$(OUT)") $(ARGS)
 
-## chat: talk to the NLU/POL/NLG models as the patient (default: the tiny runs); ARGS=--show_state
+## chat: talk to the NLU/POL/NLG models as the patient; ARGS=--show_state. Default: the demo's runs
+## after `make demo` (SmolLM2 NLU, tiny POL and NLG, under out/demo), else the tiny runs (make tiny-runs)
+DEMO_RUNS := out/demo/runs
+ifneq ($(wildcard $(DEMO_RUNS)/smollm2-135m/nlu/run_info.json),)
+DEFAULT_NLU := $(DEMO_RUNS)/smollm2-135m/nlu
+DEFAULT_POL := $(DEMO_RUNS)/tiny-llama/pol
+DEFAULT_NLG := $(DEMO_RUNS)/tiny-llama/nlg
+APP_DEFAULTS := MEDITOD_NLU="$${MEDITOD_NLU:-$(DEFAULT_NLU)}" MEDITOD_POL="$${MEDITOD_POL:-$(DEFAULT_POL)}" \
+	MEDITOD_NLG="$${MEDITOD_NLG:-$(DEFAULT_NLG)}"
+else
+DEFAULT_NLU := runs/tiny-llama/nlu
+DEFAULT_POL := runs/tiny-llama/pol
+DEFAULT_NLG := runs/tiny-llama/nlg
+endif
 chat: setup
-	"$(MEDITOD)" chat --nlu "$(or $(NLU),runs/tiny-llama/nlu)" --pol "$(or $(POL),runs/tiny-llama/pol)" \
-		--nlg "$(or $(NLG),runs/tiny-llama/nlg)" $(ARGS)
+	"$(MEDITOD)" chat --nlu "$(or $(NLU),$(DEFAULT_NLU))" --pol "$(or $(POL),$(DEFAULT_POL))" \
+		--nlg "$(or $(NLG),$(DEFAULT_NLG))" $(ARGS)
 
-## app: the Gradio chat app on http://127.0.0.1:7860 (models: MEDITOD_NLU/POL/NLG, default the tiny runs)
+## app: the Gradio chat app on http://127.0.0.1:7860 (models: MEDITOD_NLU/POL/NLG, default as chat's)
 app: setup
-	"$(MEDITOD)" app
+	$(APP_DEFAULTS) "$(MEDITOD)" app
 
 ## space: upload the app as the Hub Space REPO, private unless PUBLIC=1; NLU/POL/NLG: Hub ids or run
 ## folders (default: the tiny runs, uploaded with it)

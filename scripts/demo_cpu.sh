@@ -1,41 +1,85 @@
 #!/usr/bin/env bash
-# The whole MediTOD pipeline on the embedded synthetic sample, on CPU, offline: `make demo`.
+# The whole MediTOD pipeline on synthetic data, on CPU, offline: `make demo` (VERBOSE=1: every
+# command's own output; otherwise one line per stage, the output kept in out/demo/logs/).
 #
 #   1. build data/sample (10 invented dialogues, MediTOD's release format) into out/demo/meditod
-#   2. build tiny random-weight models with tokenizers trained offline on it (meditod tiny)
-#   3. train the tiny Llama-shaped model on NLU, POL and NLG (recipes/tiny-llama, all weights)
-#   4. predict and evaluate each task on the train split (memorised: near-perfect scores) and
-#      on the test split (unseen: the pipeline runs, the scores mean nothing), print the tables
-#   5. render the NLU run's model card (no network) to out/demo/model-card/README.md
+#   2. the tiny random-weight Llama: build it, train it on NLU, POL and NLG (all weights), predict
+#      and evaluate each task on the train split (seen: memorised) and the test split (unseen)
+#   3. a realistic synthetic corpus (12 invented dialogues: varied phrasings, denials, several
+#      slots a turn) built into out/demo/realistic
+#   4. the real model: SmolLM2-135M-Instruct converted offline (meditod pretrained, once, into
+#      build/pretrained), 40 LoRA steps of NLU on the realistic corpus, predicted and evaluated on
+#      its unseen test dialogue beside the tiny model on the same rows
+#   5. the assistant on the demo's runs (SmolLM2 NLU, tiny POL and NLG), fed three patient lines:
+#      the check that every NLU answer parses and every turn has actions, and a report of whether
+#      it tracks the cough as present and the fever as absent
+#   6. the NLU run's model card (no network), the summary, and what to run next
 #
-# Takes about 4 minutes on 2 CPU cores. Everything goes under out/demo, which it replaces: it
-# never touches ./meditod, runs/ or anything else. PYTHON (default .venv/bin/python) runs it.
+# About 12 minutes on 2 CPU cores. Everything goes under out/demo, which it replaces, except the
+# converted real model (build/pretrained/smollm2-135m, made once and reused). PYTHON (default
+# .venv/bin/python) runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
 meditod=("$python" -m meditod_hub.cli)
 demo=out/demo
 data=$demo/meditod
+realistic=$demo/realistic
+logs=$demo/logs
+started=$SECONDS
 
 rm -rf "$demo"  # the demo's own folder, from an earlier demo
-"${meditod[@]}" build --source data/sample --out "$data"
-"${meditod[@]}" tiny --data "$data" --out "$demo/tiny-models"
+mkdir -p "$logs"
+
+# stage NAME COMMAND...: run one step, one line of progress; its output goes to logs/NAME.log
+# (shown as it comes with VERBOSE=1), and its last lines are shown if it fails.
+stage() {
+  local name=$1 begun=$SECONDS
+  shift
+  printf '%-58s' "[$(date +%H:%M:%S)] $name" >&2
+  if [[ "${VERBOSE:-0}" == 1 ]]; then
+    echo >&2
+    "$@" 2>&1 | tee "$logs/$name.log"
+  elif ! "$@" > "$logs/$name.log" 2>&1; then
+    echo " FAILED; the end of $logs/$name.log:" >&2
+    tail -n 20 "$logs/$name.log" >&2
+    exit 1
+  fi
+  echo " $((SECONDS - begun)) s" >&2
+}
+
+evaluate() {  # evaluate RUN TASK DATA SPLIT EVAL_DIR
+  stage "$(basename "$(dirname "$1")")-$2-predict-$4-$(basename "$3")" "${meditod[@]}" predict \
+    --model_path "$1" --task "$2" --data "$3" --split "$4" --out "$5/predictions.jsonl"
+  stage "$(basename "$(dirname "$1")")-$2-evaluate-$4-$(basename "$3")" "${meditod[@]}" evaluate \
+    --task "$2" --data "$3" --split "$4" --predictions "$5/predictions.jsonl" \
+    --out "$5/results.json"
+}
+
+echo "MediTOD pipeline demo on synthetic data (no MediTOD text), CPU only; logs in $logs" >&2
+stage build-sample "${meditod[@]}" build --source data/sample --out "$data"
+stage tiny-models "${meditod[@]}" tiny --data "$data" --out "$demo/tiny-models" --models tiny-llama
 for task in nlu pol nlg; do
   run=$demo/runs/tiny-llama/$task
-  "${meditod[@]}" train "recipes/tiny-llama/$task.yaml" --dataset_name="$data" \
-    --model_name_or_path="$demo/tiny-models/tiny-llama" --output_dir="$run"
+  stage "tiny-llama-$task-train" "${meditod[@]}" train "recipes/tiny-llama/$task.yaml" \
+    --dataset_name="$data" --model_name_or_path="$demo/tiny-models/tiny-llama" --output_dir="$run"
   for split in train test; do
-    "${meditod[@]}" predict --model_path "$run" --task "$task" --data "$data" --split "$split" \
-      --out "$run/eval/$split/predictions.jsonl"
-    "${meditod[@]}" evaluate --task "$task" --data "$data" --split "$split" \
-      --predictions "$run/eval/$split/predictions.jsonl" --out "$run/eval/$split/results.json"
+    evaluate "$run" "$task" "$data" "$split" "$run/eval/$split"
   done
 done
-for task in nlu pol nlg; do
-  for split in train test; do
-    echo; echo "== tiny-llama, $task, $split split =="
-    cat "$demo/runs/tiny-llama/$task/eval/$split/results.md"
-  done
-done
-"${meditod[@]}" publish --run "$demo/runs/tiny-llama/nlu" --repo local/meditod-tiny-llama-nlu \
-  --dry_run --card_dir "$demo/model-card"
+
+stage realistic-corpus "$python" -m meditod_hub.data.synthetic --out "$demo/realistic-release" \
+  --dialogues 12 --style realistic
+stage realistic-build "${meditod[@]}" build --source "$demo/realistic-release" --out "$realistic"
+stage smollm2-convert "${meditod[@]}" pretrained
+smollm2=$demo/runs/smollm2-135m/nlu
+stage smollm2-nlu-train "${meditod[@]}" train recipes/smollm2-135m/nlu.yaml \
+  --dataset_name="$realistic" --max_steps=40 --learning_rate=2e-3 --output_dir="$smollm2"
+evaluate "$smollm2" nlu "$realistic" test "$smollm2/eval/test"
+evaluate "$demo/runs/tiny-llama/nlu" nlu "$realistic" test "$demo/runs/tiny-llama/nlu/eval/realistic-test"
+
+stage assistant-check "$python" scripts/demo_check.py --demo "$demo"
+stage model-card "${meditod[@]}" publish --run "$demo/runs/tiny-llama/nlu" \
+  --repo local/meditod-tiny-llama-nlu --dry_run --card_dir "$demo/model-card"
+cat "$logs/assistant-check.log"
+echo "The demo took $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s."

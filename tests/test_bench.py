@@ -12,7 +12,7 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parent.parent
 BENCHES = sorted(p.stem for p in (PROJECT / "bench").glob("bench_*.py"))
-TRAINS = {"bench_train", "bench_assistant"}  # they train or run trained models: slow
+TRAINS = {"bench_train", "bench_assistant", "bench_real_model"}  # they train or run trained models: slow
 
 
 def run_quick(name: str, *extra: str) -> subprocess.CompletedProcess:

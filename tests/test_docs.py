@@ -143,6 +143,7 @@ def sandbox(tmp_path_factory, embedded_release):
             shutil.copyfile(source, root / rel)
             shutil.copymode(source, root / rel)
     _venv_view(PROJECT / ".venv", root / ".venv")
+    _wheel_cache_view(root)
     for name in PLACEHOLDER_FOLDERS:
         shutil.copytree(embedded_release, root / name)
     for name, text in PLACEHOLDER_FILES.items():
@@ -170,6 +171,16 @@ def _venv_view(venv: Path, view: Path) -> None:
         if entry.name != ".installed":
             (view / entry.name).symlink_to(entry)
     (view / ".installed").touch()
+
+
+def _wheel_cache_view(root: Path) -> None:
+    """The wheels `make setup` fetched (SmolLM2's), seen from the sandbox as from the project:
+    like the venv, what setup installs; `meditod pretrained` then needs no network."""
+    from meditod_hub.models.pretrained import WHEEL_CACHE
+
+    if (PROJECT / WHEEL_CACHE).is_dir():
+        (root / WHEEL_CACHE).parent.mkdir(parents=True, exist_ok=True)
+        (root / WHEEL_CACHE).symlink_to(PROJECT / WHEEL_CACHE)
 
 
 def _split_by_domain(release: Path, in_domain: Path, ood: Path) -> None:

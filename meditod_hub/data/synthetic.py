@@ -395,7 +395,13 @@ class _Interview:
         return "value" in cmas.SLOT_ATTRIBUTES[base]
 
     def _head(self, base: str) -> str | None:
-        return self.rng.choice(_pool(self.domain, base)) if self._has_head(base) else None
+        if not self._has_head(base):
+            return None
+        if base == "symptom" and self.complaint is not None and self.rng.random() < 0.5:
+            # a doctor asks about the case's own symptoms as often as about others, so a
+            # realistic corpus has as many present symptoms as absent ones to learn from
+            return self.rng.choice(self.positives)
+        return self.rng.choice(_pool(self.domain, base))
 
     def _say(self, speaker: str, text: str, labels: dict) -> None:
         utterance = {"speaker": speaker, "uttr_id": len(self.utterances), "text": text,
