@@ -44,6 +44,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from meditod_hub import quiet
 from meditod_hub.cli import parse_args
 from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.tasks import TASK_NAMES, get_task
@@ -521,6 +522,7 @@ def backend(args: FewshotArguments, prices: Prices, constraint) -> Endpoint | Lo
     """What answers the prompts: the local model folder loaded here (decoding under
     `constraint`, a `constrained.Constraint`, when given), else the endpoint."""
     if args.local_model:
+        quiet.progress_bars_off()  # transformers is imported only now: one line per stage
         return LocalChat.load(args.local_model, name=args.model, cache=args.cache,
                               constraint=constraint, progress=True)
     return Endpoint(args.endpoint, args.model, api_key_env=args.api_key_env,
