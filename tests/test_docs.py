@@ -44,7 +44,8 @@ DOC_GLOBS = ("README.md", "docs/*.md", "recipes/*/README.md", "spaces/*/README.m
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARKER = re.compile(r"^<!--\s*docs-test:\s*([\w-]+)\s*:\s*(.*?)\s*-->\s*$")
 MODES = ("run", "skip", "dry-run", "server")
-BLOCK_TIMEOUT = 1200   # a block's whole run; make tiny-runs and make demo take a few CPU minutes
+BLOCK_TIMEOUT = 1200   # a block's whole run; make tiny-runs takes a few CPU minutes
+DEMO_TIMEOUT = 2400    # make demo trains the real model: about 13 minutes on 2 idle cores
 SERVER_TIMEOUT = 180   # until a server prints its URL and answers it
 DOCS: list[tuple[str, str]] = []  # (block, outcome), printed by conftest's terminal summary
 
@@ -383,6 +384,10 @@ def test_make_demo_runs_end_to_end(sandbox, install_untouched):
     """The README's first command: the whole pipeline on the embedded sample, as a newcomer runs it."""
     root, env, _ = sandbox
     result = subprocess.run(["make", "demo"], cwd=root, env=env, capture_output=True, text=True,
-                            timeout=BLOCK_TIMEOUT, stdin=subprocess.DEVNULL)
+                            timeout=DEMO_TIMEOUT, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert (root / "out" / "demo" / "model-card" / "README.md").is_file()
+    # its closing check ran on the real model's NLU run, and the summary says what is what
+    assert "The demo's check holds" in result.stdout, result.stdout[-3000:]
+    assert "no MediTOD data" in result.stdout and "make chat" in result.stdout
+    assert (root / "out" / "demo" / "runs" / "smollm2-135m" / "nlu" / "LICENSE").is_file()
