@@ -90,6 +90,36 @@ def test_card_describes_the_build(sample_build):
     assert "`respone_to`" in card and "`location` **M** *list*" in card
 
 
+def test_the_build_records_what_it_holds_from_its_own_content(sample_build, embedded_build):
+    """Provenance as data: the kind from the licence proof, name and counts from the build."""
+    from meditod_hub.data import provenance
+
+    embedded = provenance.read(embedded_build)
+    assert (embedded.kind, embedded.dialogues, embedded.synthetic) == ("embedded-sample", 10, True)
+    authors = provenance.read(sample_build)
+    assert (authors.kind, authors.dialogues, authors.comparable) == ("meditod", 3, True)
+    card = (sample_build / "README.md").read_text()
+    assert f"**This build:** {authors.describe()}." in card
+    assert provenance.read(sample_build.parent).kind == "unknown"  # no manifest: nothing proven
+
+
+def test_a_release_under_its_own_name_cites_its_own_counts(embedded_release, tmp_path):
+    """Before: "Knee pain pilot" (no licence declared) got a card citing MediTOD's 233 dialogues
+    as if they were its own."""
+    import shutil
+
+    from meditod_hub.data.build import BuildArguments, build
+
+    release = tmp_path / "pilot"
+    shutil.copytree(embedded_release, release)
+    built = build(BuildArguments(source=release, out=tmp_path / "built", name="Knee pain pilot"))
+    card = (tmp_path / "built" / "README.md").read_text()
+    assert card.startswith("---") and "# Knee pain pilot" in card
+    assert "**This build:** Knee pain pilot (licence-restricted MediTOD data, 10 dialogues, " \
+        f"{built.provenance.utterances} utterances)." in card
+    assert "About MediTOD (the paper's corpus, not this build): MediTOD is" in card
+
+
 def test_embedded_sample_has_ood_and_is_not_gated(embedded_build):
     card = (embedded_build / "README.md").read_text()
     assert "synthetic" in card and "extra_gated_fields" not in card

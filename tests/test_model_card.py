@@ -223,3 +223,33 @@ def test_cards_and_published_results_carry_no_dataset_text_or_labels(request, tm
         for name, text in published.items():
             leaked = sorted(s for s in needles if s in text)
             assert not leaked, f"{len(leaked)} dataset strings in the {task} {name}"
+
+
+# --- what the model was trained on --------------------------------------------------------------
+
+SAMPLE_PROVENANCE = {"kind": "embedded-sample", "name": "MediTOD-shaped synthetic sample",
+                     "dialogues": 10, "utterances": 136}
+
+
+def test_a_card_says_a_synthetic_run_is_not_meditod_and_sets_no_paper_column(tmp_path):
+    """Before: "Data: a local MediTOD build", 0 lines with "synthetic", the paper's numbers beside."""
+    text = str(_render(write_run(tmp_path, task="pol", provenance=SAMPLE_PROVENANCE)))
+    assert text.lower().count("synthetic") >= 3
+    assert "a local MediTOD build" not in text and "MediTOD build (gated" not in text
+    assert "# POL on synthetic sample (embedded), 10 dialogues: llama3-8b" in text
+    assert "**Trained and evaluated on the kit's embedded synthetic sample (10 dialogues, 136 " \
+        "utterances, invented; not MediTOD).**" in text
+    assert "not MediTOD results" in text and "staged (simulated)" not in text
+    row = next(line for line in text.splitlines() if line.startswith("| Overall F1 |"))
+    assert row.split("|")[2:4] == [" 0.5614 ", " — "]  # no paper figure beside synthetic scores
+    card = ModelCard(text)
+    assert {r.dataset_name for r in card.data.eval_results} == {
+        "synthetic sample (embedded), 10 dialogues"}
+
+
+def test_a_meditod_run_keeps_the_papers_column_and_names_its_build(tmp_path):
+    meditod = {"kind": "meditod", "name": "MediTOD", "dialogues": 233, "utterances": 22503}
+    text = str(_render(write_run(tmp_path, task="pol", provenance=meditod)))
+    assert "# MediTOD POL: llama3-8b" in text
+    assert "(licence-restricted MediTOD data, 233 dialogues, 22503 utterances)" in text
+    assert "| Overall F1 | 0.5614 | 0.2389 |" in text

@@ -35,10 +35,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.cli import parse_args
+from meditod_hub.arguments import parse_args
+from meditod_hub.data import provenance
 from meditod_hub.data.dataset import MANIFEST
 from meditod_hub.data.licence import KINDS as LICENCE_KINDS
-from meditod_hub.data.licence import Licence, licence_of
+from meditod_hub.data.licence import OWN, SAMPLE_FINGERPRINT, Licence, licence_of
+from meditod_hub.data.provenance import Provenance
 from meditod_hub.data.release import DIALOGS_FILE, Release, read_release
 from meditod_hub.data.views import CONFIGS, FEATURES, JSON, dialogue_views
 from meditod_hub.errors import OS_HINTS, MeditodError, UsageError, name_ids, run_main
@@ -74,6 +76,15 @@ class Built:
     licence: Licence
     sizes: dict[str, dict[str, int]]
     manifest: dict
+    provenance: Provenance
+
+
+def provenance_kind(licence: Licence, content: str) -> str:
+    """What the licence proof says the dialogues are."""
+    if licence.synthetic:
+        return provenance.EMBEDDED_SAMPLE if content == SAMPLE_FINGERPRINT \
+            else provenance.SYNTHETIC_CORPUS
+    return provenance.OWN if licence.kind == OWN else provenance.MEDITOD
 
 
 # --- the schema, from the one feature spec ----------------------------------------------------
@@ -320,8 +331,9 @@ def folder_files(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
-def write_manifest(folder: Path, release: Release, licence: Licence, content: str) -> dict:
-    manifest = {"format": MANIFEST_FORMAT, "licence": licence.kind,
+def write_manifest(folder: Path, release: Release, licence: Licence, content: str,
+                   origin: Provenance) -> dict:
+    manifest = {"format": MANIFEST_FORMAT, "provenance": origin.as_json(), "licence": licence.kind,
                 "licence_reason": licence.reason, "license": licence.license,
                 "synthetic": licence.synthetic, "gated": licence.gated,
                 "release_fingerprint": release.fingerprint, "content_fingerprint": content,
@@ -490,6 +502,8 @@ def build(args: BuildArguments) -> Built:
             metadata = {**release.metadata, **{key: getattr(args, key) for key in IDENTITY_KEYS
                                                 if getattr(args, key) is not None}}
             licence, content = licence_of(release, metadata)
+            origin = provenance.of_build(provenance_kind(licence, content), metadata.get("name"),
+                                         release.dialogues)
             tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
             umask = os.umask(0)
             os.umask(umask)
@@ -500,9 +514,9 @@ def build(args: BuildArguments) -> Built:
                 (tmp / "dataset_infos.json").write_text(
                     json.dumps(infos_json(counts), indent=2) + "\n", encoding="utf-8")
                 render_dataset_card(card_dataset_info(counts), sizes, metadata, licence,
-                                    release.has_ood, Path(args.source).name
+                                    release.has_ood, origin, Path(args.source).name
                                     ).save(tmp / "README.md")
-                manifest = write_manifest(tmp, release, licence, content)
+                manifest = write_manifest(tmp, release, licence, content, origin)
                 if replace:
                     previous = out.parent / f".{out.name}.previous-{os.getpid()}"
                     os.rename(out, previous)
@@ -522,13 +536,14 @@ def build(args: BuildArguments) -> Built:
                 raise
         finally:
             gc.enable()
-    return Built(release, licence, sizes, manifest)
+    return Built(release, licence, sizes, manifest, origin)
 
 
 def main(argv: list[str]) -> int:
     (args,) = parse_args((BuildArguments,), argv, "meditod build", __doc__.split("\n\n")[0])
     built = build(args)
-    print(f"built {args.out}: {built.licence.reason}; a push will be "
+    print(f"built {args.out}: {built.provenance.describe()}")
+    print(f"licence: {built.licence.reason}; a push will be "
           f"{built.licence.gating().split(' (')[0]}; {len(built.release.problems)} warning(s)")
     print(splits_table(built.sizes))
     if not built.release.has_ood:

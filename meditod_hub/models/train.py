@@ -72,6 +72,7 @@ from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_availa
 from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantization_config
 
 from meditod_hub import quiet
+from meditod_hub.data import provenance
 from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.tasks import MULTITASK, TASK_NAMES, get_task, tasks_of
 from meditod_hub.errors import MeditodError, UsageError, load_failure, run_main
@@ -678,6 +679,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         "train_examples": len(train.dataset), "truncated_examples": train.truncated,
         "state_cut_examples": train.state_cut, "skipped_examples": len(train.skipped),
         "dataset": script.dataset_name, "data_fingerprint": fingerprint(script.dataset_name),
+        "provenance": provenance.read(script.dataset_name).as_json(),
         "seed": training.seed, "budget": budget_record(budget),
     }
     if trainer.is_world_process_zero():

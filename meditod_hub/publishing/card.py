@@ -13,6 +13,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from meditod_hub.data import cmas
 from meditod_hub.data.licence import OWN, Licence
+from meditod_hub.data.provenance import Provenance
 from meditod_hub.data.views import CONFIGS
 from meditod_hub.evaluation.results import headline_markdown
 from meditod_hub.publishing import about
@@ -58,10 +59,11 @@ def splits_table(sizes: dict[str, dict[str, int]]) -> str:
 
 def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int]],
                         metadata: dict, licence: Licence, has_ood: bool,
-                        folder_name: str = "") -> DatasetCard:
+                        origin: Provenance, folder_name: str = "") -> DatasetCard:
     """The card of a build: `dataset_info` is the YAML block of features and row counts per
     config (`build.card_dataset_info`), `metadata` release.json with the build's --name,
-    --description and --license; an own dataset without a name takes its folder's."""
+    --description and --license; an own dataset without a name takes its folder's. `origin`
+    says what this build holds, in its own counts (never the paper's)."""
     synthetic, own = licence.synthetic, licence.kind == OWN
     pretty_name = metadata.get("name") or (folder_name if own else about.PRETTY_NAME)
     configs = [{"config_name": info["config_name"],
@@ -78,7 +80,8 @@ def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int
         configs=configs, dataset_info=dataset_info, **(GATING if licence.gated else {}))
     return DatasetCard.from_template(
         card_data, template_path=str(card_template("dataset_card.md")),
-        pretty_name=pretty_name, synthetic=synthetic, own=own, license=licence.license,
+        pretty_name=pretty_name, this_build=origin.describe(), synthetic=synthetic, own=own,
+        license=licence.license,
         description=metadata.get("description", ""), summary=about.SUMMARY,
         paper=about.PAPER, homepage=about.HOMEPAGE, splits_table=splits_table(sizes),
         has_ood=has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData, constants
 
+from meditod_hub.data import provenance
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import Metric, get_task
 from meditod_hub.evaluation import paper_results
@@ -125,15 +126,17 @@ def base_model(run: Run) -> BaseModel | None:
 def paper_row(run: Run, split: str, task: str | None = None) -> dict[str, float]:
     """The paper's row for the run's base on `task` (a multi-task run: each of its tasks)."""
     base = base_model(run)
-    if base is None or base.paper_model is None:
+    if base is None or base.paper_model is None or not provenance.of_run(run.info).comparable:
         return {}
     return paper_results.paper_row(base.paper_model, task or run.task, split)
 
 
 def eval_results(run: Run) -> list[EvalResult]:
     dataset = hub_id(run.info.get("dataset")) or "meditod"
+    origin = provenance.of_run(run.info)
+    name = about.PRETTY_NAME if origin.comparable else origin.short()
     return [EvalResult(task_type=run.family.pipeline_tag, task_name=f"MediTOD {task.upper()}",
-                       dataset_type=dataset, dataset_name=about.PRETTY_NAME,
+                       dataset_type=dataset, dataset_name=name,
                        dataset_config=task, dataset_split=split,
                        metric_type=metric.type, metric_name=metric.name, metric_config=metric.key,
                        metric_value=round(value, 6))
@@ -203,7 +206,8 @@ def _wall_clock(seconds: float | None) -> str:
 def _training_data(info: dict) -> str:
     dataset = hub_id(info.get("dataset"))
     where = (f"[{dataset}](https://huggingface.co/datasets/{dataset})" if dataset
-             else "a local MediTOD build")
+             else "a local build")
+    where = f"{where}: {provenance.of_run(info).describe()}"
     counts = ", ".join(f"{info[key]} {label}" for key, label in (
         ("train_examples", "training examples"), ("truncated_examples", "cut to fit the token "
          "budget"), ("state_cut_examples", "of them losing old state entries"),
@@ -239,7 +243,7 @@ def _loading(run: Run, repo_id: str, revision: str | None, merged: bool) -> tupl
 from meditod_hub.models.predictor import ModelSpec, load_predictor
 
 predictor = load_predictor(ModelSpec("{repo_id}"{rev}), "{task}")
-rows = load_split("meditod", "{task}", "test")[:4]  # a MediTOD build (gated data)
+rows = load_split("meditod", "{task}", "test")[:4]  # a build of your data (MediTOD is gated)
 for record in predictor.predict(rows):
     print(record.id, record.parse_ok, record.prediction)"""
     return text, code
@@ -280,12 +284,16 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         **{CARD_KEY: {"model": run.model, "task": task, "run_id": run_id, "merged": merged,
                       **({"constrained": constrained} if constrained else {})}})
     load_text, load_code = _loading(run, repo_id, revision, merged)
+    origin = provenance.of_run(info)
+    title = (f"MediTOD {task.upper()}: {run.model}" if origin.comparable
+             else f"{task.upper()} on {origin.short()}: {run.model}")
     base_name = f"[{base.name}]({base.link})" if base else f"`{base_label(info['base_model'])}`"
     weights = ("A LoRA adapter on " if adapter else
                "Full weights (LoRA merged in 16 bits) of " if merged else "Full weights of ")
     return ModelCard.from_template(
         card_data, template_path=str(card_template("model_card.md")),
-        title=f"MediTOD {task.upper()}: {run.model}", weights_summary=weights + base_name,
+        title=title, trained_on=origin.describe(), comparable=origin.comparable,
+        weights_summary=weights + base_name,
         task_upper=" / ".join(t.upper() for t in run.tasks),
         task_description=("one model for all three, which its system message tells apart: "
                           if run.multitask else "") + "; ".join(get_task(t).description

@@ -1,0 +1,124 @@
+"""What a build's dialogues are, said everywhere a model or a score is shown.
+
+`meditod build` records it in the build manifest from the build itself (the licence proof and the
+release's own counts, never a self-declared flag); `meditod train` copies it into every run's
+run_info.json and `meditod evaluate` into every results.json, so model cards, results tables,
+charts, the assistant's banner and the chat's opening line say what a model was trained and
+scored on. Four kinds:
+
+- `embedded-sample`: the kit's invented sample (`data/sample`), proven by content fingerprint;
+- `synthetic-corpus`: a corpus regenerated from its seed by `meditod_hub.data.synthetic`;
+- `own`: dialogues the user declared their own under a licence;
+- `meditod`: everything else, MediTOD's licence-restricted data (or a copy of it).
+
+Only `meditod` builds stand beside the paper's rows; the others are never called MediTOD.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from meditod_hub.data.dataset import MANIFEST
+
+EMBEDDED_SAMPLE, SYNTHETIC_CORPUS, OWN, MEDITOD = (
+    "embedded-sample", "synthetic-corpus", "own", "meditod")
+KINDS = (EMBEDDED_SAMPLE, SYNTHETIC_CORPUS, OWN, MEDITOD)
+UNKNOWN = "unknown"  # a Hub id or a folder without a build manifest: nothing proven
+
+
+@dataclass(frozen=True)
+class Provenance:
+    kind: str        # one of KINDS, or UNKNOWN
+    name: str        # the release's own name (release.json or --name)
+    dialogues: int   # in the build, every split
+    utterances: int
+
+    @property
+    def is_meditod(self) -> bool:
+        return self.kind == MEDITOD
+
+    @property
+    def synthetic(self) -> bool:
+        return self.kind in (EMBEDDED_SAMPLE, SYNTHETIC_CORPUS)
+
+    @property
+    def comparable(self) -> bool:
+        """Whether its scores may stand beside the paper's: MediTOD, or a Hub dataset whose
+        content this kit cannot see (said as unknown wherever it is shown)."""
+        return self.kind in (MEDITOD, UNKNOWN)
+
+    def short(self) -> str:
+        """A table cell: what it is in a few words."""
+        what = {EMBEDDED_SAMPLE: "synthetic sample (embedded)",
+                SYNTHETIC_CORPUS: "synthetic corpus", OWN: f"own data: {self.name}",
+                MEDITOD: self.name or "MediTOD", UNKNOWN: self.name}[self.kind]
+        return what if self.kind == UNKNOWN else f"{what}, {self.dialogues} dialogues"
+
+    def describe(self) -> str:
+        """A sentence's worth, for cards, banners and summaries."""
+        size = f"{self.dialogues} dialogues, {self.utterances} utterances"
+        if self.kind == EMBEDDED_SAMPLE:
+            return f"the kit's embedded synthetic sample ({size}, invented; not MediTOD)"
+        if self.kind == SYNTHETIC_CORPUS:
+            return (f"a synthetic corpus of meditod_hub.data.synthetic ({size}, generated; not "
+                    "MediTOD)")
+        if self.kind == OWN:
+            return f"{self.name}, the user's own dialogues ({size}; not MediTOD)"
+        if self.kind == MEDITOD:
+            return f"{self.name or 'MediTOD'} (licence-restricted MediTOD data, {size})"
+        return f"{self.name} (no build manifest of this kit: what it holds is not recorded)"
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value) -> Provenance | None:
+        """A recorded provenance, or None when the record is missing or malformed."""
+        if not isinstance(value, dict) or value.get("kind") not in (*KINDS, UNKNOWN):
+            return None
+        name, dialogues, utterances = value.get("name"), value.get("dialogues"), value.get("utterances")
+        if not isinstance(name, str) or type(dialogues) is not int or type(utterances) is not int:
+            return None
+        return cls(value["kind"], name, dialogues, utterances)
+
+
+def unknown(data: str | Path) -> Provenance:
+    """A dataset whose content is not recorded: named by its Hub id, never by a local path
+    (cards and tables are public)."""
+    hub = re.fullmatch(r"[\w.-]+/[\w.-]+", str(data)) and not Path(data).exists()
+    return Provenance(UNKNOWN, str(data) if hub else "a local dataset folder", 0, 0)
+
+
+def of_build(kind: str, name: str | None, dialogues: dict[str, dict]) -> Provenance:
+    """The provenance `meditod build` records: its kind from the licence proof, its name and
+    counts from the release it read."""
+    fallback = {EMBEDDED_SAMPLE: "synthetic sample", SYNTHETIC_CORPUS: "synthetic corpus",
+                OWN: "own dialogues", MEDITOD: "MediTOD"}[kind]
+    return Provenance(kind, name.strip() if isinstance(name, str) and name.strip() else fallback,
+                      len(dialogues), sum(len(d["utterances"]) for d in dialogues.values()))
+
+
+def read(data: str | Path) -> Provenance:
+    """The provenance a local build recorded; `unknown` for a Hub id, a folder without a manifest
+    or a build made before provenance was recorded."""
+    path = Path(data) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return unknown(data)
+    found = Provenance.from_json(manifest.get("provenance")) if isinstance(manifest, dict) else None
+    return found or unknown(data)
+
+
+def recorded(info: dict, key: str = "provenance") -> Provenance | None:
+    """The provenance a run_info.json or results.json holds, if any."""
+    return Provenance.from_json(info.get(key)) if isinstance(info, dict) else None
+
+
+def of_run(info: dict) -> Provenance:
+    """What a run (or results file) was trained or scored on: its record, else what its dataset
+    folder records now (runs made before provenance was recorded)."""
+    return recorded(info) or read(str(info.get("dataset", "an unrecorded dataset")))
