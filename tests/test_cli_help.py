@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub import cli
+from meditod_hub import arguments, cli
 from meditod_hub.errors import UsageError
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -68,13 +68,13 @@ def _numeric_fields():
                     and isinstance(v, type) and v.__name__.endswith("Arguments")}:
             hints = typing.get_type_hints(cls)
             for f in dataclasses.fields(cls):
-                kind, _ = cli._plain_type(hints[f.name])
+                kind, _ = arguments._plain_type(hints[f.name])
                 if kind in (int, float):
                     yield name, cls.__name__, f
 
 
 def test_every_numeric_flag_declares_its_bounds():
-    """One place validates numbers (cli.parse_args), from bounds every numeric field declares."""
+    """One place validates numbers (arguments.parse_args), from bounds every numeric field declares."""
     fields = list(_numeric_fields())
     assert len(fields) > 20
     missing = [f"{cls}.{f.name}" for _, cls, f in fields
@@ -97,7 +97,7 @@ def test_a_bad_value_is_a_one_line_usage_error_before_any_work(argv, phrase):
     from meditod_hub.models.predict import PredictArguments
 
     with pytest.raises(UsageError) as error:
-        cli.parse_args((PredictArguments,), ["--model_path", "m", "--task", "nlu", "--out", "o",
+        arguments.parse_args((PredictArguments,), ["--model_path", "m", "--task", "nlu", "--out", "o",
                                              *argv], "meditod predict", "")
     assert phrase in str(error.value) and str(error.value).endswith("(see meditod predict -h)")
     assert "\n" not in str(error.value)
@@ -110,17 +110,17 @@ def test_every_timeout_and_rate_is_positive_and_finite(value):
 
     for flag in ("--request_timeout", "--max_tokens", "--context_window", "--concurrency"):
         with pytest.raises(UsageError, match=f"argument {flag}: must be"):
-            cli.parse_args((FewshotArguments,), ["--model", "m", "--task", "nlu", f"{flag}={value}"],
+            arguments.parse_args((FewshotArguments,), ["--model", "m", "--task", "nlu", f"{flag}={value}"],
                            "meditod fewshot", "")
     if value not in ("nan", "inf", "-inf"):
         with pytest.raises(UsageError, match="argument --max_patient_chars: must be at least 1"):
-            cli.parse_args((ChatArguments,), [f"--max_patient_chars={value}"], "meditod chat", "")
+            arguments.parse_args((ChatArguments,), [f"--max_patient_chars={value}"], "meditod chat", "")
 
 
 def test_hyphenated_flags_and_boolean_switches_still_parse():
     from meditod_hub.evaluation.evaluate import EvaluateArguments
 
-    (args,) = cli.parse_args((EvaluateArguments,), ["--task", "nlu", "--predictions", "p",
+    (args,) = arguments.parse_args((EvaluateArguments,), ["--task", "nlu", "--predictions", "p",
                                                     "--out", "o", "--judge-threshold", "0.5",
                                                     "--no_chart"], "meditod evaluate", "")
     assert args.judge_threshold == 0.5 and args.chart is False and isinstance(args.out, Path)

@@ -13,7 +13,7 @@ import typing
 import pytest
 from helpers import expect, run_case
 
-from meditod_hub import cli
+from meditod_hub import arguments, cli
 
 COMMANDS = [name for name in cli.COMMANDS if name != "train"]
 
@@ -64,7 +64,7 @@ def flag_cases() -> list[tuple[str, list[str], str]]:
         for cls in types:
             hints = typing.get_type_hints(cls)
             for f in dataclasses.fields(cls):
-                kind, optional = cli._plain_type(hints[f.name])
+                kind, optional = arguments._plain_type(hints[f.name])
                 if kind in (int, float):
                     cases += [(command, [f"--{f.name}={value}"], f"argument --{f.name}: {phrase}")
                               for value, phrase in bad_values(kind, f.metadata)]

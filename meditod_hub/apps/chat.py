@@ -28,6 +28,7 @@ from meditod_hub.apps.assistant import (
     not_a_patient_line,
 )
 from meditod_hub.apps.state_view import actions_line, state_lines
+from meditod_hub.arguments import parse_args
 from meditod_hub.errors import EXIT_OK, run_main
 
 BANNER = ("MediTOD assistant: a research demo, not medical advice. You are the patient. "
@@ -102,8 +103,6 @@ def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
 
 
 def main(argv: list[str]) -> int:
-    from meditod_hub.cli import parse_args
-
     pipeline, args = parse_args((PipelineArguments, ChatArguments), argv, "meditod chat",
                                 __doc__.split("\n\n")[0])
     quiet.progress_bars_off()

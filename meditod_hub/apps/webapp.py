@@ -39,6 +39,7 @@ from pathlib import Path
 from meditod_hub import quiet
 from meditod_hub.apps.assistant import OPENING_LINE, Assistant, Conversation, not_a_patient_line
 from meditod_hub.apps.state_view import STATE_CSS, actions_line, state_html, state_lines
+from meditod_hub.arguments import KitParser
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import atomic_write, output_folder, output_path
@@ -292,8 +293,6 @@ def launch(demo, **kwargs):
 
 def main(argv: list[str], base: Path | None = None) -> int:
     """`meditod app`: settings from the environment and `base` (default the working folder)."""
-    from meditod_hub.cli import KitParser
-
     KitParser(prog="meditod app", description=__doc__.split("\n\n")[0] + " Models: "
                             "MEDITOD_NLU/POL/NLG (run folders or Hub ids), default "
                             f"{DEFAULT_RUNS}/<task>; MEDITOD_SAVE_DIR: opt-in transcripts."

@@ -19,7 +19,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from meditod_hub.cli import parse_args
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.release import ReleaseError, read_release
 from meditod_hub.data.tasks import LABELLED_TASK_NAMES, get_task
 from meditod_hub.data.views import view_rows

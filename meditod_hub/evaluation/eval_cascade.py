@@ -28,6 +28,7 @@ from pathlib import Path
 
 from meditod_hub import quiet
 from meditod_hub.apps.assistant import Assistant, PipelineArguments
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.evaluation.metrics.nlg import bertscore_setting
@@ -321,8 +322,6 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
 
 
 def main(argv: list[str]) -> int:
-    from meditod_hub.cli import parse_args
-
     pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
                                 "meditod eval-cascade", __doc__.split("\n\n")[0])
     quiet.progress_bars_off()

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.cli import parse_args
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation.metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge

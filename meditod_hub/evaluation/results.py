@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, TASKS, Metric, get_task
 from meditod_hub.errors import MeditodError, UsageError, run_main
@@ -454,8 +455,6 @@ class ResultsArguments:
 
 
 def main(argv: list[str]) -> int:
-    from meditod_hub.cli import parse_args
-
     (args,) = parse_args((ResultsArguments,), argv, "meditod results", __doc__.split("\n\n")[0])
     report = build_report(args.runs, args.hub_dataset, args.hub_models, args.timeout)
     written = write_report(report, args.out, input_folders=[r for r in args.runs if Path(r).is_dir()])

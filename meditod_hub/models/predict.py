@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.cli import parse_args
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.evaluation.records import Prediction, read_predictions, write_predictions

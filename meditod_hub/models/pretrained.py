@@ -31,6 +31,7 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from meditod_hub.arguments import KitParser
 from meditod_hub.errors import MeditodError, UsageError, run_main
 from meditod_hub.files import atomic_write
 
@@ -217,8 +218,6 @@ def ensure_recipe_base(model_name_or_path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from meditod_hub.cli import KitParser
-
     parser = KitParser(prog="meditod pretrained", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=SMOLLM2_135M.name, choices=list(PACKAGED),
                         help="which packaged model")

@@ -35,6 +35,7 @@ from transformers import PreTrainedTokenizerFast
 if TYPE_CHECKING:  # the models import torch: only once one is built (`meditod tiny -h` stays light)
     from transformers import BioGptForCausalLM, LlamaForCausalLM, T5ForConditionalGeneration
 
+from meditod_hub.arguments import KitParser
 from meditod_hub.data.dataset import load_split
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import run_main
@@ -243,8 +244,6 @@ def build_all(data: str | Path, out: str | Path, names: Iterable[str] = FAMILY_O
 
 
 def main(argv: list[str] | None = None) -> int:
-    from meditod_hub.cli import KitParser
-
     parser = KitParser(prog="meditod tiny", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="meditod", help="built dataset folder (meditod build)")
     parser.add_argument("--out", default=str(DEFAULT_OUT))

@@ -48,6 +48,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import validate_repo_id
 
+from meditod_hub.arguments import parse_args
 from meditod_hub.errors import MeditodError, UsageError, run_main
 
 T = TypeVar("T")
@@ -349,8 +350,6 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
 
 
 def main(argv: list[str]) -> int:
-    from meditod_hub.cli import parse_args
-
     (args,) = parse_args((PushArguments,), argv, "meditod push", __doc__.split("\n\n")[0])
     url = push_dataset(args.folder, args.repo, args.public, args.timeout)
     print(f"pushed {args.folder} to {url}")

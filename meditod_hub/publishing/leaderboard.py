@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.errors import MeditodError, UsageError, run_main
@@ -264,7 +265,6 @@ def plan(args: LeaderboardArguments) -> dict[str, Path | bytes]:
 
 
 def main(argv: list[str]) -> int:
-    from meditod_hub.cli import parse_args
     from meditod_hub.publishing.space import print_plan, upload
 
     (args,) = parse_args((LeaderboardArguments,), argv, "meditod leaderboard",

@@ -41,7 +41,7 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, ModelCard
 from huggingface_hub.errors import EntryNotFoundError
 
-from meditod_hub.cli import parse_args
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import get_task
 from meditod_hub.errors import UsageError, run_main

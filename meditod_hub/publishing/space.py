@@ -25,6 +25,7 @@ from fnmatch import fnmatch
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.models.runs import run_settings
@@ -173,8 +174,6 @@ def print_plan(repo: str, files: dict[str, Path | bytes], public: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from meditod_hub.cli import parse_args
-
     (args,) = parse_args((SpaceArguments,), argv, "meditod space", __doc__.split("\n\n")[0])
     files, settings = plan(args)
     if args.dry_run:

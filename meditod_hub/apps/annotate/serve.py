@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.cli import parse_args
+from meditod_hub.arguments import parse_args
 from meditod_hub.errors import MeditodError, UsageError, run_main
 from meditod_hub.models.endpoint import is_local_host
 

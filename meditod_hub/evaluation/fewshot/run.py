@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from meditod_hub import quiet
-from meditod_hub.cli import parse_args
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.errors import UsageError, name_ids, run_main

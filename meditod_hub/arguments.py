@@ -1,0 +1,138 @@
+"""The kit's flag parsing: every command's dataclass arguments -> argparse, with one-line usage
+errors. Below every command (layers.py's ground floor), so a library module that offers a
+`main(argv)` parses its flags without importing the `meditod` dispatcher above it."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+import shutil
+import typing
+from collections.abc import Callable
+
+from meditod_hub.errors import UsageError
+
+
+def parse_args(types, argv: list[str], prog: str, description: str) -> tuple:
+    """`argv` -> one instance per dataclass in `types`. Every flag is a dataclass field; a bad
+    value or an unknown flag is a one-line usage error (exit 2), raised before any work.
+
+    argparse directly (not transformers' HfArgumentParser): that parser passes every metadata key
+    to argparse (no room for bounds), prints booleans as `--flag [FLAG]` and defaults twice, and
+    its import alone costs seconds before `-h` can answer. Numeric fields are checked here, from
+    their metadata: `min` / `max` (inclusive), `above` (exclusive); every float must be finite.
+    """
+    parser = KitParser(prog=prog, description=description, formatter_class=_Help,
+                     allow_abbrev=False)
+    for cls in types:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            _add_field(parser, f, hints[f.name])
+    namespace = parser.parse_args(argv)
+    return tuple(cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls)})
+                 for cls in types)
+
+
+class KitParser(argparse.ArgumentParser):
+    """argparse whose usage errors are the kit's one-line `UsageError` (exit 2, one line), so
+    `meditod tiny` and `meditod app` fail like every other command."""
+
+    def error(self, message: str):
+        message = re.sub(r"(--\w+)/--[\w-]+", r"\1", message)  # `--max_length`, not its alias too
+        raise UsageError(f"{message} (see {self.prog} -h)")
+
+
+class _Help(argparse.HelpFormatter):
+    """One name per flag (`--max_length N`; `--max-length` works but is not listed)."""
+
+    def __init__(self, prog: str):
+        super().__init__(prog, max_help_position=32,
+                         width=min(shutil.get_terminal_size().columns, 100))
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings:
+            return super()._format_action_invocation(action)
+        name = action.option_strings[0]
+        if action.nargs == 0:
+            return name
+        return f"{name} {self._format_args(action, self._get_default_metavar_for_optional(action))}"
+
+
+def _plain_type(hint) -> tuple[type, bool]:
+    """`X | None` -> (X, True); `X` -> (X, False)."""
+    args = typing.get_args(hint)
+    if type(None) in args:
+        return next(a for a in args if a is not type(None)), True
+    return hint, False
+
+
+def _bounded(name: str, kind: type, metadata) -> Callable[[str], int | float]:
+    """The argparse `type` of a numeric flag: the number, finite and within its bounds."""
+    low, high, above = metadata.get("min"), metadata.get("max"), metadata.get("above")
+
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be {'a whole number' if kind is int else 'a number'}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if above is not None and not value > above:
+            raise argparse.ArgumentTypeError(
+                f"must be {'a positive number' if above == 0 else f'above {above}'}, got {text}")
+        if low is not None and value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {text}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {text}")
+        return value
+    convert.__name__ = name
+    return convert
+
+
+def _bool_value(text: str) -> bool:
+    value = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}.get(
+        text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"must be true or false, got {text!r}")
+    return value
+
+
+def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint) -> None:
+    """One flag: `--name` (and `--name-with-hyphens`); help shows the default once."""
+    names = [f"--{f.name}"] + ([f"--{f.name.replace('_', '-')}"] if "_" in f.name else [])
+    kind, optional = _plain_type(hint)
+    required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    default = None if required else (f.default_factory() if f.default is dataclasses.MISSING
+                                     else f.default)
+    help_ = f.metadata.get("help", "")
+    kwargs: dict = {"dest": f.name, "default": default}
+    if kind is bool and not optional:
+        if default:  # on unless --no_name
+            parser.add_argument(*names, action="store_true", help=f"{help_} (on by default)".strip(),
+                                **kwargs)
+            parser.add_argument(f"--no_{f.name}", f"--no-{f.name.replace('_', '-')}",
+                                action="store_false", dest=f.name, help="turn it off")
+        else:
+            parser.add_argument(*names, action="store_true", help=help_, **kwargs)
+        return
+    if kind is bool:  # tri-state: unset means "decide from the run"
+        kwargs.update(type=_bool_value, metavar="{true,false}")
+    elif kind in (int, float):
+        kwargs["type"] = _bounded(f.name, kind, f.metadata)
+        kwargs["metavar"] = "N" if kind is int else "X"
+    elif typing.get_origin(kind) is list:  # `--runs a b c`
+        (kwargs["type"],) = typing.get_args(kind) or (str,)
+        kwargs["nargs"] = "+"  # given, it names at least one; not given, the default
+    else:
+        kwargs["type"] = kind
+    if "choices" in f.metadata:
+        kwargs["choices"] = f.metadata["choices"]
+        kwargs.pop("metavar", None)
+    if required:
+        kwargs["required"] = True
+    elif default is not None and "default" not in help_:
+        help_ = f"{help_} (default: {default})".strip()
+    parser.add_argument(*names, help=help_, **kwargs)
