@@ -73,7 +73,7 @@ def predict(run: Path, task: str, rows: list[dict], constrained: bool) -> tuple[
 
 def fewshot(model: Path, data: Path, rows: list[dict], out: Path, constrained: bool,
             retriever: str) -> tuple[list, float]:
-    from meditod_hub.evaluation.records import read_predictions
+    from meditod_hub.models.records import read_predictions
 
     seconds = meditod("fewshot", "--local_model", str(model), "--task", "nlu", "--data", str(data),
                       "--split", "test", "--limit", str(len(rows)), "--retriever", retriever,

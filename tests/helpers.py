@@ -29,7 +29,7 @@ from meditod_hub.apps.assistant import Assistant
 from meditod_hub.data.state import fold_states
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import run_main
-from meditod_hub.evaluation.records import Prediction
+from meditod_hub.models.records import Prediction
 
 PROJECT = Path(__file__).resolve().parent.parent
 RECIPES = PROJECT / "recipes"

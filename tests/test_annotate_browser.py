@@ -21,7 +21,7 @@ from meditod_hub.apps.annotate.assist import LabelSuggester
 from meditod_hub.apps.annotate.serve import listening_socket
 from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
 from meditod_hub.data.release import read_release
-from meditod_hub.evaluation.records import Prediction
+from meditod_hub.models.records import Prediction
 
 PROJECT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -355,7 +355,8 @@ def test_openai_gets_a_wrapped_json_schema_and_its_answer_is_unwrapped():
 
 def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_build):
     from meditod_hub.evaluation.evaluate import EvaluateArguments, evaluate
-    from meditod_hub.evaluation.records import (
+    from meditod_hub.evaluation.metrics.report import write_results
+    from meditod_hub.models.records import (
         Prediction,
         PredictionsError,
         decoding_constrained,
@@ -372,7 +373,7 @@ def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_bu
     results = evaluate(EvaluateArguments(task="nlu", predictions=path, out=tmp_path / "r.json",
                                          data=str(sample_build)))
     assert results.scores["constrained"] is True
-    results.write(tmp_path / "r.json", chart=False, purpose="evaluate")
+    write_results(results, tmp_path / "r.json", chart=False, purpose="evaluate")
     assert "Decoding: constrained" in (tmp_path / "r.md").read_text()
     mixed = [Prediction("a", [], constrained=True), Prediction("b", [])]
     with pytest.raises(PredictionsError, match="mixes constrained"):

@@ -10,10 +10,10 @@ import pytest
 from datasets import load_dataset
 
 from meditod_hub.errors import run_main
-from meditod_hub.evaluation.records import read_predictions
 from meditod_hub.models import predict as P
 from meditod_hub.models import predictor as R
 from meditod_hub.models.families import FAMILIES
+from meditod_hub.models.records import read_predictions
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -36,10 +36,10 @@ from meditod_hub.data.release import label_errors
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows, to_nlu, to_pol
 from meditod_hub.errors import MeditodError, UsageError
-from meditod_hub.evaluation.records import Prediction
 from meditod_hub.models.adapters import SharedModels
 from meditod_hub.models.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
+from meditod_hub.models.records import Prediction
 
 # The models never see the opening line (no supervised context starts before the first patient
 # line, formats.context_utterances); it is what opens every MediTOD interview.

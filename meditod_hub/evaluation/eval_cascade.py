@@ -32,9 +32,9 @@ from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.evaluation.metrics.nlg import bertscore_setting
-from meditod_hub.evaluation.records import Prediction, value_at, write_predictions
 from meditod_hub.files import atomic_write, output_folder
-from meditod_hub.models.runs import RunError, run_info_digest
+from meditod_hub.models.records import Prediction, value_at, write_predictions
+from meditod_hub.models.runs import RunError, choose_data, run_info_digest, trained_data
 from meditod_hub.publishing.model_card import base_label, hub_id
 
 PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
@@ -45,7 +45,9 @@ COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
 
 @dataclass
 class EvalCascadeArguments:
-    data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
+    data: str | None = field(default=None, metadata={
+        "help": "built dataset folder or Hub id (default: the one the runs were trained on, else "
+                "./meditod)"})
     split: str = field(default="test", metadata={"help": "test, test_ood, validation, ..."})
     out: str | None = field(default=None, metadata={
         "help": "output folder (default runs/cascade/<model>/<split>)"})
@@ -325,6 +327,11 @@ def main(argv: list[str]) -> int:
     pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
                                 "meditod eval-cascade", __doc__.split("\n\n")[0])
     quiet.progress_bars_off()
+    args.data, notes = choose_data(args.data, {f"the {task.upper()} run": trained_data(source)
+                                               for task, source in zip(TASK_NAMES, (
+                                                   pipeline.nlu, pipeline.pol, pipeline.nlg))})
+    for note in notes:
+        print(note, file=sys.stderr)
     if args.bertscore_model:
         bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = evaluate_cascade(pipeline, args)

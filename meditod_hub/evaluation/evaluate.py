@@ -1,17 +1,20 @@
 """Score a predictions file against a built MediTOD dataset.
 
-    meditod evaluate --task nlu --data meditod --split test \\
-        --predictions runs/llama3-nlu/predictions.jsonl --out runs/llama3-nlu/results.json
+    meditod evaluate --task nlu --split test \\
+        --predictions runs/llama3-8b/nlu/eval/test/predictions.jsonl
     # non-medical values judged by an OpenAI-compatible endpoint, judgements cached on disk
     meditod evaluate --task pol ... --judge llm --judge_url http://127.0.0.1:8000/v1 \\
         --judge_model gpt-3.5-turbo-0125
     # NLG with the paper's BERTScore (roberta-large must already be in the local HF cache)
     meditod evaluate --task nlg ... --bertscore_model roberta-large
 
-Writes `--out` (JSON) and, beside it and named after its stem, a Markdown table and a chart
-(`results.json` -> `results.md`, `results.png`; `nlu-test.json` -> `nlu-test.md`, ...), so
-several evaluations can share a folder. Scores come from the task spec (`tasks.Task.score`);
-predictions follow `records`. Logs carry figures only, never dialogue text or labels.
+Writes the results beside the predictions (or in the folder `--out`, as Make's OUT), named
+after them so that no setting overwrites another: `predictions.jsonl` -> `results.json`,
+`.md`, `.png`; `predictions-constrained.jsonl` -> `results-constrained.json`, ...; a `--out`
+ending in `.json` names the file. The data defaults to the dataset the predictions' run was
+trained on (said on stderr; another `--data` is allowed and said too), and results.json records
+what it is (`provenance`). Scores come from the task spec (`tasks.Task.score`); predictions
+follow `records`. Logs carry figures only, never dialogue text or labels.
 """
 
 from __future__ import annotations
@@ -21,21 +24,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.arguments import parse_args
+from meditod_hub.data import provenance
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation.metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
 from meditod_hub.evaluation.metrics.nlg import bertscore_setting
 from meditod_hub.evaluation.metrics.precision_at_k import MODES as PAK_MODES
-from meditod_hub.evaluation.records import Results, align, decoding_constrained, read_predictions, side_files
+from meditod_hub.evaluation.metrics.report import write_results
 from meditod_hub.files import output_path
+from meditod_hub.models.records import (
+    Results,
+    align,
+    decoding_constrained,
+    file_in,
+    read_predictions,
+    results_name,
+    side_files,
+)
+from meditod_hub.models.runs import choose_data, trained_data
 
 
 @dataclass
 class EvaluateArguments:
     task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
     predictions: Path = field(metadata={"help": "JSON lines {id, prediction, raw, parse_ok}"})
-    out: Path = field(metadata={"help": "results JSON; its .md and .png go beside it"})
-    data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
+    out: Path | None = field(default=None, metadata={
+        "help": "folder for the results, named after the predictions (predictions-constrained"
+                ".jsonl -> results-constrained.json, .md, .png); a path ending in .json names the "
+                "file (default: the predictions' folder)"})
+    data: str | None = field(default=None, metadata={
+        "help": "built dataset folder or Hub id (default: the one the predictions' run was "
+                "trained on, else ./meditod)"})
     split: str = field(default="test", metadata={"help": "train, validation, test or test_ood"})
     judge: str = field(default="exact", metadata={"help": "non-medical value judge (NLU/POL)",
                                                   "choices": list(JUDGES)})
@@ -80,18 +99,22 @@ def evaluate(args: EvaluateArguments) -> Results:
                         pak_mode=args.pak_mode, bertscore_model=args.bertscore_model,
                         bertscore_layer=args.bertscore_layer, seed=args.seed)
     scores["constrained"] = decoding_constrained(predictions, args.predictions)
-    return Results(task.name, args.split, scores)
+    return Results(task.name, args.split, scores, provenance.read(args.data).as_json())
 
 
 def main(argv: list[str]) -> int:
     (args,) = parse_args((EvaluateArguments,), argv, "meditod evaluate", __doc__.split("\n\n")[0])
+    args.out = file_in(args.out or args.predictions.parent, results_name(args.predictions), ".json")
+    args.data, notes = choose_data(args.data, {"the predictions' run": trained_data(args.predictions)})
+    for note in notes:
+        print(note, file=sys.stderr)
     for path in (args.out, *side_files(args.out)):
         output_path(path, purpose="evaluate", inputs=[args.predictions, args.judge_cache],
                     input_folders=[args.data])
     if args.bertscore_model and not get_task(args.task).structured:
         bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = evaluate(args)
-    results.write(args.out, chart=args.chart, purpose="evaluate")
+    write_results(results, args.out, chart=args.chart, purpose="evaluate")
     task = get_task(args.task)
     headline = task.headline_metric
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}; "

@@ -2,7 +2,7 @@
 results tables, the leaderboard and the README can set a run beside them. The one place they
 live: tests/test_paper_results.py checks every number against the paper's tables.
 
-Keys follow results.json (`meditod_hub.evaluation.records.Results`), nested fields joined with dots
+Keys follow results.json (`meditod_hub.models.records.Results`), nested fields joined with dots
 (`medical.f1`, `precision_at_k.4`), so a run's results and a paper row compare key by key.
 Models are the paper's supervised rows by the name of their recipe (`recipes/<model>/`); the
 in-context baselines are kept under `in-context-<model>` names (chatgpt = gpt-3.5-turbo-0125,

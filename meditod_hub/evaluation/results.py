@@ -40,8 +40,8 @@ from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, TASKS, Metric, get_task
 from meditod_hub.errors import MeditodError, UsageError, run_main
 from meditod_hub.evaluation import paper_results
-from meditod_hub.evaluation.records import Results, value_at
 from meditod_hub.files import atomic_write, output_path, read_json
+from meditod_hub.models.records import Results, value_at
 from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO
 from meditod_hub.publishing import about
 

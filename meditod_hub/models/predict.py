@@ -1,14 +1,16 @@
 """Batched greedy inference of a trained run into the predictions file that evaluation reads.
 
-    meditod predict --model_path runs/llama3-8b/nlu --task nlu --data meditod --split test \\
-        --out runs/llama3-8b/nlu/eval/test/predictions.jsonl
+    meditod predict --model_path runs/llama3-8b/nlu --task nlu --split test
+    # -> runs/llama3-8b/nlu/eval/test/predictions.jsonl, on the dataset the run was trained on
     # a Hub model at a revision; one without run_info.json needs its family named
     meditod predict --model_path my-org/meditod-llama3-nlu --revision v1 --task nlu ...
 
-One JSON line per example (`records.Prediction`), the prediction parsed with the family's
-parser; an output that does not parse is counted and reported, never a crash. The model is
-reached through `predictor` (the one way every command reaches one): inputs are built exactly as
-in training, with the token budget training recorded in run_info.json unless a flag overrides it.
+`--out` is a folder, as Make's OUT (a path ending in .jsonl names the file); `--data` defaults
+to the run's own dataset, and another one is said on stderr. One JSON line per example
+(`records.Prediction`), the prediction parsed with the family's parser; an output that does not
+parse is counted and reported, never a crash. The model is reached through `predictor` (the one
+way every command reaches one): inputs are built exactly as in training, with the token budget
+training recorded in run_info.json unless a flag overrides it.
 """
 
 from __future__ import annotations
@@ -19,21 +21,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.arguments import parse_args
-from meditod_hub.data.tasks import TASK_NAMES, get_task
+from meditod_hub.data.tasks import MULTITASK, TASK_NAMES, get_task
 from meditod_hub.errors import UsageError, run_main
-from meditod_hub.evaluation.records import Prediction, read_predictions, write_predictions
 from meditod_hub.files import output_path
 from meditod_hub.models.endpoint import DEFAULT_CACHE, DEFAULT_TIMEOUT_S
 from meditod_hub.models.families import FAMILY_NAMES
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
+from meditod_hub.models.records import (
+    Prediction,
+    file_in,
+    predictions_name,
+    read_predictions,
+    write_predictions,
+)
+from meditod_hub.models.runs import choose_data, run_of, run_settings, trained_data
 
 
 @dataclass
 class PredictArguments:
     model_path: str = field(metadata={"help": "run folder, model folder or Hub id"})
     task: str = field(metadata={"help": "nlu, pol or nlg", "choices": list(TASK_NAMES)})
-    out: Path = field(metadata={"help": "predictions .jsonl to write"})
-    data: str = field(default="meditod", metadata={"help": "built dataset folder or Hub id"})
+    out: Path | None = field(default=None, metadata={
+        "help": "folder for predictions.jsonl (predictions-constrained.jsonl with --constrained),"
+                " as Make's OUT; a path ending in .jsonl names the file (default: a run's "
+                "eval/<split>)"})
+    data: str | None = field(default=None, metadata={
+        "help": "built dataset folder or Hub id (default: the one the run was trained on, else "
+                "./meditod)"})
     split: str = field(default="test", metadata={"help": "train, validation, test or test_ood"})
     revision: str | None = field(default=None, metadata={
         "help": "Hub ids only: a branch, tag or commit"})
@@ -127,6 +141,18 @@ def load_rows(data: str, task: str, split: str) -> list[dict]:
 
 def main(argv: list[str]) -> int:
     (args,) = parse_args((PredictArguments,), argv, "meditod predict", __doc__.split("\n\n")[0])
+    run = run_of(args.model_path) if Path(args.model_path).is_dir() else None
+    if args.out is None and run is None:
+        raise UsageError("--out: give the folder for the predictions (the model is not a run "
+                         "folder, whose eval/<split> is the default)")
+    if args.out is None:  # the run's own evaluation folder (`runs.Run.eval_folder`)
+        args.out = run / "eval" / args.split
+        if run_settings(run)[0].get("task") == MULTITASK:
+            args.out = args.out / args.task
+    args.out = file_in(args.out, predictions_name(args.constrained), ".jsonl")
+    args.data, notes = choose_data(args.data, {"the model": trained_data(args.model_path)})
+    for note in notes:
+        print(note, file=sys.stderr)
     out = output_path(args.out, purpose="predict", inputs=[args.upstream],
                       input_folders=[args.data])
     rows = load_rows(args.data, args.task, args.split)[:args.limit]

@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING
 
 from meditod_hub.data.tasks import get_task
 from meditod_hub.errors import MeditodError, UsageError, load_failure
-from meditod_hub.evaluation.records import Prediction
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
+from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import CHECKPOINTS, run_budget, run_settings, run_tasks
 
 if TYPE_CHECKING:

@@ -23,9 +23,9 @@ import yaml
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import MULTITASK, TASKS, tasks_of
 from meditod_hub.errors import MeditodError
-from meditod_hub.evaluation.records import Results, ResultsError
 from meditod_hub.files import atomic_write, read_json
 from meditod_hub.models.families import Budget, Family, get_family
+from meditod_hub.models.records import Results, ResultsError
 
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
 # What a `meditod fewshot` output was (never a key): no training run behind it, so not RUN_INFO.
@@ -179,3 +179,47 @@ def run_tasks(info: dict) -> tuple[str, ...]:
 def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:
     atomic_write(Path(path) / RECIPE, yaml.safe_dump(recipe, sort_keys=False))
     atomic_write(Path(path) / RUN_INFO, json.dumps(info, indent=2) + "\n")
+
+
+DEFAULT_DATA = "meditod"  # where `meditod build` writes; the data of a model without a run
+
+
+def run_of(path: str | Path) -> Path | None:
+    """The run folder a file or folder sits in (its predictions, eval/<split>[/<task>]/...), or
+    None outside any run."""
+    path = Path(path).resolve()
+    return next((p for p in [path, *path.parents][:5] if (p / RUN_INFO).is_file()), None)
+
+
+def trained_data(model_path: str | Path | None) -> str | None:
+    """The dataset a local run was trained on (its run_info's `dataset`); None for a Hub id, a
+    bare model folder or an unreadable run_info."""
+    run = run_of(model_path) if model_path and Path(model_path).exists() else None
+    if run is None:
+        return None
+    try:
+        dataset = read_json(run / RUN_INFO).get("dataset")
+    except MeditodError:
+        return None
+    return dataset if isinstance(dataset, str) and dataset else None
+
+
+def choose_data(given: str | None, trained: dict[str, str | None]) -> tuple[str, list[str]]:
+    """`--data` for predict, evaluate, eval-cascade and chat: the given one, else the dataset the
+    runs were trained on (`trained`: label -> `trained_data`), else `DEFAULT_DATA`; with the
+    notes to print when the choice is not the runs' own."""
+    own = {label: data for label, data in trained.items() if data}
+    if given is None:
+        data = next(iter(own.values()), DEFAULT_DATA)
+        others = {label: d for label, d in own.items() if not _same(d, data)}
+        notes = [f"{label} was trained on {d}, not on {data}" for label, d in others.items()]
+        if own:
+            return data, [f"data: {data} (what {next(iter(own))} was trained on)"] + notes
+        return data, []
+    return given, [f"data: {given}, but {label} was trained on {d} (scores on other data than a "
+                   "run's own are not its test results)"
+                   for label, d in own.items() if not _same(d, given)]
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or (Path(a).exists() and Path(b).exists() and Path(a).resolve() == Path(b).resolve())

@@ -57,7 +57,7 @@ from meditod_hub.evaluation.fewshot.retrieval import (
     Retriever,
 )
 from meditod_hub.evaluation.metrics.judges import JUDGE_TIMEOUT_S
-from meditod_hub.evaluation.records import Prediction, Results, write_predictions
+from meditod_hub.evaluation.metrics.report import write_results
 from meditod_hub.files import atomic_write, output_folder, read_json
 from meditod_hub.models.endpoint import (
     DEFAULT_CACHE,
@@ -71,6 +71,7 @@ from meditod_hub.models.endpoint import (
     endpoint_host,
 )
 from meditod_hub.models.local_chat import LocalChat, describe_constraint
+from meditod_hub.models.records import Prediction, Results, write_predictions
 from meditod_hub.models.runs import FEWSHOT_INFO
 
 PAPER_MAX_TOKENS = 200
@@ -385,7 +386,7 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     scores["structure_violations"] = {"count": violations,
                                       "share": violations / len(records) if records else 0.0}
     results = Results(args.task, args.split, scores)
-    results.write(out / "results.json", purpose="fewshot")
+    write_results(results, out / "results.json", purpose="fewshot")
     with (out / "results.md").open("a", encoding="utf-8") as md:
         md.write("\n" + beside_the_paper(args, results) + "\n")
     return results

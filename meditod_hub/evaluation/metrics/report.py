@@ -6,7 +6,12 @@ tuple count, so a reader sees where a model fails. NLG: one row per score.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from meditod_hub.data.tasks import get_task
+from meditod_hub.files import atomic_write
+from meditod_hub.models.records import Results, side_files
 
 CLASS_LABELS = {"medical": "medical", "non_medical": "non-medical", "overall": "overall"}
 
@@ -121,3 +126,16 @@ def bar_chart(title: str, rows: dict[str, dict[str, float]], series: list[str], 
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=True)
     return buffer.getvalue()
+
+
+def write_results(results: Results, path: str | Path, chart: bool = True, *,
+                  purpose: str) -> list[Path]:
+    """results JSON, then its .md (and .png) beside it; each written atomically and recorded as
+    `purpose`'s output."""
+    markdown_path, chart_path = side_files(path)
+    data = results.as_json()
+    written = [atomic_write(path, json.dumps(data, indent=2) + "\n", purpose=purpose),
+               atomic_write(markdown_path, markdown(data), purpose=purpose)]
+    if chart:
+        written.append(atomic_write(chart_path, chart_png(data), purpose=purpose))
+    return written

@@ -11,7 +11,11 @@ CMAS grammar (`meditod_hub.models.constrained`; absent in older files: it was no
 setting, and its results record it.
 
 Results (evaluation -> cards, publishing, reports): `results.json` `{"task", "split", ...scores}`
-and, beside it and named after its stem, a Markdown table (`.md`) and a chart (`.png`).
+and, beside it and named after its stem, a Markdown table (`.md`) and a chart (`.png`), written by
+`meditod_hub.evaluation.metrics.report.write_results`.
+
+Here, on the models floor (`meditod_hub.layers`): the Predictor and the run folders that produce
+and hold these files sit on it, and evaluation above reads them.
 `meditod eval-cascade` writes a `results.json` of another shape (the three tasks, gold and
 cascaded inputs side by side, the models used): `meditod_hub.evaluation.eval_cascade` owns it.
 """
@@ -19,6 +23,7 @@ cascaded inputs side by side, the models used): `meditod_hub.evaluation.eval_cas
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -151,6 +156,47 @@ def value_at(scores: dict, key: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def _non_finite(value: Any, key: str = "") -> tuple[str, float] | None:
+    """The first (dotted key, value) of `value` that is NaN or infinite, if any."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return key, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for name, inner in items:
+        if (found := _non_finite(inner, f"{key}.{name}" if key else str(name))) is not None:
+            return found
+    return None
+
+
+PREDICTIONS = "predictions.jsonl"  # a run's predictions in eval/<split>/; a setting adds a suffix
+
+
+def predictions_name(constrained: bool = False) -> str:
+    return "predictions-constrained.jsonl" if constrained else PREDICTIONS
+
+
+def results_name(predictions: str | Path) -> str:
+    """The results file of a predictions file, named after it so that no setting overwrites
+    another: predictions.jsonl -> results.json, predictions-constrained.jsonl ->
+    results-constrained.json, other.jsonl -> other-results.json."""
+    stem = Path(predictions).name.removesuffix(".jsonl").removesuffix(".json")
+    return f"results{stem.removeprefix('predictions')}.json" if stem.startswith("predictions") \
+        else f"{stem}-results.json"
+
+
+def is_results_name(name: str) -> bool:
+    """Whether a file name is one `results_name` gives."""
+    return name == "results.json" or (name.endswith(".json") and (
+        name.startswith("results-") or name.endswith("-results.json")))
+
+
+def file_in(out: str | Path, name: str, suffix: str) -> Path:
+    """`--out` of predict and evaluate, as Make's OUT: a folder (the file inside is `name`);
+    a path ending in `suffix` names the file itself."""
+    out = Path(out)
+    return out if out.suffix == suffix and not out.is_dir() else out / name
+
+
 def side_files(path: str | Path) -> tuple[Path, Path]:
     """The Markdown table and chart that go beside a results JSON, named after its stem."""
     path = Path(path)
@@ -162,9 +208,11 @@ class Results:
     task: str
     split: str
     scores: dict
+    provenance: dict | None = None  # what the data scored on is (`data.provenance`), if known
 
     def as_json(self) -> dict:
-        return {"task": self.task, "split": self.split, **self.scores}
+        return {"task": self.task, "split": self.split,
+                **({"provenance": self.provenance} if self.provenance else {}), **self.scores}
 
     def value(self, key: str) -> float | None:
         return value_at(self.scores, key)
@@ -172,19 +220,6 @@ class Results:
     @property
     def headline(self) -> float | None:
         return self.value(get_task(self.task).headline)
-
-    def write(self, path: str | Path, chart: bool = True, *, purpose: str) -> list[Path]:
-        """results JSON, then its .md (and .png) beside it; each written atomically and
-        recorded as `purpose`'s output."""
-        from meditod_hub.evaluation.metrics.report import chart_png, markdown
-
-        markdown_path, chart_path = side_files(path)
-        written = [atomic_write(path, json.dumps(self.as_json(), indent=2) + "\n",
-                                purpose=purpose),
-                   atomic_write(markdown_path, markdown(self.as_json()), purpose=purpose)]
-        if chart:
-            written.append(atomic_write(chart_path, chart_png(self.as_json()), purpose=purpose))
-        return written
 
     @classmethod
     def read(cls, path: str | Path) -> Results:
@@ -196,7 +231,11 @@ class Results:
                                "`meditod evaluate`") from None
         if not isinstance(data, dict) or data.get("task") not in TASKS:
             raise ResultsError(f"{path}: not a MediTOD results file (no task)")
-        results = cls(data.pop("task"), str(data.pop("split", "")), data)
+        results = cls(data.pop("task"), str(data.pop("split", "")), data,
+                      data.pop("provenance", None))
+        if (bad := _non_finite(data)) is not None:  # Python's json writes and reads NaN
+            raise ResultsError(f"{path}: {bad[0]!r} is {bad[1]}, not a score: rerun "
+                               "`meditod evaluate` to write this file again")
         if results.headline is None:
             raise ResultsError(f"{path}: no {get_task(results.task).headline!r}: not "
                                f"{results.task} results")
