@@ -43,7 +43,14 @@ from meditod_hub.errors import MeditodError, UsageError, load_failure
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
 from meditod_hub.models.records import Prediction
-from meditod_hub.models.runs import CHECKPOINTS, run_budget, run_settings, run_tasks
+from meditod_hub.models.runs import (
+    CHECKPOINTS,
+    RUN_FILES,
+    TOKENIZER_FILES,
+    run_budget,
+    run_settings,
+    run_tasks,
+)
 
 if TYPE_CHECKING:
     from meditod_hub.models.adapters import SharedModels
@@ -283,8 +290,6 @@ def resolve_source(spec: ModelSpec) -> str:
 
     files = None
     if spec.endpoint:  # a served model's weights stay on the server
-        from meditod_hub.publishing.publish import RUN_FILES, TOKENIZER_FILES
-
         files = ["config.json", *TOKENIZER_FILES, *RUN_FILES]
     try:
         return snapshot_download(spec.source, revision=spec.revision, allow_patterns=files)

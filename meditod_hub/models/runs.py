@@ -30,6 +30,14 @@ from meditod_hub.models.records import Results, ResultsError
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
 # What a `meditod fewshot` output was (never a key): no training run behind it, so not RUN_INFO.
 FEWSHOT_INFO = "fewshot_info.json"
+# A run folder's files by kind, as glob patterns: what publish uploads, a Space copies and a
+# served Hub model downloads (its run files and tokenizer, never its weights).
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+FULL_FILES = ("config.json", "generation_config.json", "model.safetensors", "model-*.safetensors",
+              "model.safetensors.index.json")
+TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json",
+                   "chat_template.jinja", "vocab.*", "merges.txt", "*.model")
+RUN_FILES = (RECIPE, RUN_INFO)
 REQUIRED_INFO = ("model", "task", "family", "base_model", "adapter")
 
 
@@ -198,7 +206,7 @@ def trained_data(model_path: str | Path | None) -> str | None:
     if run is None:
         return None
     try:
-        dataset = read_json(run / RUN_INFO).get("dataset")
+        dataset = read_json(run / RUN_INFO, fix="").get("dataset")
     except MeditodError:
         return None
     return dataset if isinstance(dataset, str) and dataset else None

@@ -46,7 +46,16 @@ from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.files import atomic_write, output_folder, read_json
-from meditod_hub.models.runs import PUBLISHED, RECIPE, RUN_INFO, Run, RunError, read_run
+from meditod_hub.models.runs import (
+    ADAPTER_FILES,
+    FULL_FILES,
+    PUBLISHED,
+    RUN_FILES,
+    TOKENIZER_FILES,
+    Run,
+    RunError,
+    read_run,
+)
 from meditod_hub.publishing.hub import (
     KEEP_ON_HUB,
     UPLOAD_RECORD,
@@ -60,12 +69,6 @@ from meditod_hub.publishing.hub import (
 )
 from meditod_hub.publishing.model_card import base_label, card_identity, paper_row, render_model_card
 
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
-FULL_FILES = ("config.json", "generation_config.json", "model.safetensors", "model-*.safetensors",
-              "model.safetensors.index.json")
-TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json",
-                   "chat_template.jinja", "vocab.*", "merges.txt", "*.model")
-RUN_FILES = (RECIPE, RUN_INFO)
 EVAL_FILES = ("results.json", "results.md", "results.png")
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import UsageError, run_main
-from meditod_hub.models.runs import run_settings
+from meditod_hub.models.runs import FULL_FILES, RUN_FILES, TOKENIZER_FILES, run_settings
 from meditod_hub.publishing import about
 from meditod_hub.publishing.model_card import base_label, hub_id
 
@@ -55,8 +55,6 @@ class SpaceArguments:
 
 def _model_files(folder: Path) -> dict[str, Path]:
     """The files of a run a Space needs (the publish allow-lists), top level only."""
-    from meditod_hub.publishing.publish import FULL_FILES, RUN_FILES, TOKENIZER_FILES
-
     info, _ = run_settings(folder)
     if info.get("adapter"):
         raise UsageError(f"{folder} is a LoRA adapter on a local base: push it with `make publish` "
