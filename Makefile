@@ -20,6 +20,9 @@ STAMP := $(VENV)/.installed
 
 SOURCE ?= data/sample
 DATA ?= meditod
+# predict, evaluate and eval-cascade default to the dataset their runs were trained on: they get
+# --data only when DATA is given (on the command line or in the environment)
+DATA_GIVEN = $(if $(filter command line environment%,$(origin DATA)),--data "$(DATA)")
 GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
@@ -97,14 +100,15 @@ train: setup
 	"$(MEDITOD)" train "$(MODEL)" $(TASK) --gpus $(GPUS) --dataset_name="$(DATA)" $(if $(OUT),--out "$(OUT)") \
 		$(if $(ACCELERATE_CONFIG),--accelerate_config "$(ACCELERATE_CONFIG)") $(ARGS)
 
-## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT,
-## into OUT/predictions.jsonl (OUT default MODEL_PATH/eval/SPLIT); ENDPOINT=<base url>
+## predict: greedy batched predictions of MODEL_PATH (run dir, adapter or Hub id) for TASK on SPLIT
+## of the data it was trained on (DATA to choose another), into OUT/predictions.jsonl (OUT default
+## MODEL_PATH/eval/SPLIT); ENDPOINT=<base url>
 ## [SERVED_MODEL=<name>] sends the same prompts to a server (vLLM, TGI, transformers serve);
 ## CONSTRAINED=1 decodes under the CMAS grammar (default off, as in the paper) into
 ## OUT/predictions-constrained.jsonl (at an endpoint: ARGS="--server_kind vllm|sglang|llama.cpp")
 predict: setup
-	"$(MEDITOD)" predict --model_path "$(MODEL_PATH)" --task "$(TASK)" --data "$(DATA)" \
-		--split "$(SPLIT)" --out "$(or $(OUT),$(MODEL_PATH)/eval/$(SPLIT))/predictions$(if $(filter 1 true yes,$(CONSTRAINED)),-constrained).jsonl" \
+	"$(MEDITOD)" predict --model_path "$(MODEL_PATH)" --task "$(TASK)" $(DATA_GIVEN) \
+		--split "$(SPLIT)" $(if $(OUT),--out "$(OUT)") \
 		$(if $(ENDPOINT),--endpoint "$(ENDPOINT)" --served_model "$(or $(SERVED_MODEL),$(MODEL_PATH))") \
 		$(if $(filter 1 true yes,$(CONSTRAINED)),--constrained) $(ARGS)
 
@@ -122,11 +126,12 @@ fewshot: setup
 		$(if $(RETRIEVER),--retriever "$(RETRIEVER)") $(if $(filter 1 true yes,$(DRY_RUN)),--dry_run) \
 		$(if $(filter 1 true yes,$(CONSTRAINED)),--constrained) $(ARGS)
 
-## evaluate: score PREDICTIONS (JSON lines) for TASK on SPLIT of the built DATA; writes
-## OUT/results.json, .md, .png (OUT default: the folder of PREDICTIONS)
+## evaluate: score PREDICTIONS (JSON lines) for TASK on SPLIT of the data its run was trained on
+## (DATA to choose another); writes OUT/results.json, .md, .png, named after PREDICTIONS
+## (predictions-constrained.jsonl -> results-constrained.*; OUT default: the folder of PREDICTIONS)
 evaluate: setup
-	"$(MEDITOD)" evaluate --task "$(TASK)" --data "$(DATA)" --split "$(SPLIT)" \
-		--predictions "$(PREDICTIONS)" --out "$(or $(OUT),$(patsubst %/,%,$(dir $(PREDICTIONS))))/results.json" \
+	"$(MEDITOD)" evaluate --task "$(TASK)" $(DATA_GIVEN) --split "$(SPLIT)" \
+		--predictions "$(PREDICTIONS)" $(if $(OUT),--out "$(OUT)") \
 		--judge "$(or $(JUDGE),exact)"
 
 ## annotate: label dialogues in the browser at http://127.0.0.1:PORT (default 7861); SOURCE is a
@@ -179,11 +184,11 @@ tiny-runs: setup
 	"$(MEDITOD)" tiny --data out/tiny/meditod --out build/tiny-models --models tiny-llama
 	"$(MEDITOD)" train tiny-llama --dataset_name=out/tiny/meditod
 
-## eval-cascade: NLU -> predicted state -> POL -> NLG on SPLIT of DATA, beside gold inputs, with the
+## eval-cascade: NLU -> predicted state -> POL -> NLG on SPLIT of the runs' data (or DATA), beside gold inputs, with the
 ## attribution of the drop; NLU/POL/NLG are run folders or Hub ids. Writes OUT (default
 ## runs/cascade/<model>/<split>): results.json, results.md, results.png, predictions/
 eval-cascade: setup
-	"$(MEDITOD)" eval-cascade --nlu "$(NLU)" --pol "$(POL)" --nlg "$(NLG)" --data "$(DATA)" \
+	"$(MEDITOD)" eval-cascade --nlu "$(NLU)" --pol "$(POL)" --nlg "$(NLG)" $(DATA_GIVEN) \
 		--split "$(SPLIT)" $(if $(OUT),--out "$(OUT)") $(ARGS)
 
 ## chat: talk to the NLU/POL/NLG models as the patient; ARGS=--show_state. Default: the demo's runs

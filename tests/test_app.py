@@ -222,6 +222,9 @@ def test_the_app_in_a_browser_two_tabs_two_conversations(app_url, embedded_build
             page.goto(url)
             page.wait_for_selector("#patient-input textarea", timeout=60_000)
             assert "not medical advice" in page.inner_text("#banner")
+            # before: "trained on MediTOD (staged English interviews)" for these synthetic runs
+            assert "trained on the kit's embedded synthetic sample" in page.inner_text("#banner")
+            assert "trained on MediTOD" not in page.inner_text("#banner")
             assert _bot(page) == [OPENING_LINE] and _entries(page) == 0
 
         _send(one, first["9001"], 1)

@@ -73,6 +73,8 @@ def test_the_command_answers_every_piped_line_and_ends_at_eof(tiny_runs):
     process = chat(tiny_runs, "--show_state")
     out, err = process.communicate("\n".join(LINES) + "\n", timeout=600)
     assert process.returncode == 0, err[-2000:]
+    # what the models were trained on, from their runs, before the first line
+    assert "(NLU, POL and NLG trained on the kit's embedded synthetic sample (10 dialogues" in err
     replies = [line for line in out.splitlines() if line.startswith("doctor: ")][1:]  # the opening
     said = [line for line in LINES if line.strip()]  # a blank line is no turn
     assert len(replies) == len(said) and all(len(r) > len("doctor: ") for r in replies)

@@ -199,10 +199,8 @@ def test_make_train_calls_meditod_train_with_model_task_and_gpus():
 
 
 @pytest.mark.parametrize("args,expected", [
-    (["predict", "MODEL_PATH=runs/m/nlu", "TASK=nlu"], '--out "runs/m/nlu/eval/test/predictions.jsonl"'),
-    (["predict", "MODEL_PATH=runs/m/nlu", "TASK=nlu", "OUT=p"], '--out "p/predictions.jsonl"'),
-    (["evaluate", "TASK=nlu", "PREDICTIONS=r/e/predictions.jsonl"], '--out "r/e/results.json"'),
-    (["evaluate", "TASK=nlu", "PREDICTIONS=x.jsonl", "OUT=s"], '--out "s/results.json"'),
+    (["predict", "MODEL_PATH=runs/m/nlu", "TASK=nlu", "OUT=p"], '--split "test" --out "p"'),
+    (["evaluate", "TASK=nlu", "PREDICTIONS=x.jsonl", "OUT=s"], '--predictions "x.jsonl" --out "s"'),
     (["agreement", "A=a", "B=b", "OUT=s"], '--out "s/agreement.json"'),
     (["fewshot", "MODEL=m", "TASK=nlu", "OUT=s"], '--out "s"'),
     (["eval-cascade", "NLU=a", "POL=b", "NLG=c", "OUT=s"], '--out "s"'),
@@ -211,6 +209,19 @@ def test_out_is_the_folder_every_target_writes_into(args, expected):
     done = make_n(*args)
     assert done.returncode == 0, done.stderr
     assert expected in done.stdout
+
+
+@pytest.mark.parametrize("target,args", [
+    ("predict", ["MODEL_PATH=runs/m/nlu", "TASK=nlu"]),
+    ("evaluate", ["TASK=nlu", "PREDICTIONS=runs/m/nlu/eval/test/predictions.jsonl"]),
+    ("eval-cascade", ["NLU=a", "POL=b", "NLG=c"])])
+def test_data_and_out_are_the_runs_own_unless_given(target, args):
+    """Before: `--data "meditod"` always, so a run trained on the synthetic sample was scored on
+    whatever ./meditod held; now the command takes the run's own dataset (and its eval folder)."""
+    plain = make_n(target, *args).stdout
+    assert "--data" not in plain and "--out" not in plain
+    given = make_n(target, *args, "DATA=other build").stdout
+    assert '--data "other build"' in given
 
 
 def test_out_naming_a_file_is_the_old_meaning_and_refused():

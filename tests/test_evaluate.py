@@ -117,3 +117,32 @@ def test_local_evaluate_modules_load_offline(gold, monkeypatch, tmp_path):
     results = pol.compute(predictions=shifted, references=actions, dialogue_ids=ids)
     assert results["precision_at_k"]["4"] == 1.0 and results["precision_at_k"]["1"] < 0.2
     assert results["judge"] == {"name": "exact"}
+
+
+def test_each_setting_gets_its_own_results_and_the_runs_own_data(embedded_build, tmp_path, capsys):
+    """Before: evaluating predictions-constrained.jsonl replaced results.json in place, and
+    `--data` defaulted to ./meditod whatever the run was trained on."""
+    from helpers import write_run
+
+    run = write_run(tmp_path / "run", task="nlu", splits={}, dataset=str(embedded_build))
+    folder = run / "eval" / "test"
+    folder.mkdir(parents=True)
+    rows = load_split(embedded_build, "nlu", "test")
+    write_predictions(folder / "predictions.jsonl", gold_records(rows, "nlu"))
+    write_predictions(folder / "predictions-constrained.jsonl",
+                      [{"id": r["id"], "prediction": [], "constrained": True} for r in rows])
+    for name in ("predictions.jsonl", "predictions-constrained.jsonl"):
+        assert run_main(main, ["--task", "nlu", "--predictions", str(folder / name)]) == 0
+    assert f"data: {embedded_build} (what the predictions' run was trained on)" in \
+        capsys.readouterr().err
+    free = json.loads((folder / "results.json").read_text())
+    constrained = json.loads((folder / "results-constrained.json").read_text())
+    assert (free["f1"], free["constrained"]) == (1.0, False)
+    assert constrained["constrained"] is True and constrained["f1"] < 1.0
+    assert {p.name for p in folder.iterdir()} >= {"results-constrained.md", "results-constrained.png"}
+    assert free["provenance"]["kind"] == "embedded-sample"
+    # another dataset is allowed, and said
+    other = tmp_path / "elsewhere"
+    assert run_main(main, ["--task", "nlu", "--predictions", str(folder / "predictions.jsonl"),
+                           "--data", str(embedded_build), "--out", str(other)]) == 0
+    assert (other / "results.json").is_file()

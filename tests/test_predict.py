@@ -147,3 +147,20 @@ def test_cascade_rows_from_gold_upstream_equal_gold_inputs(embedded_build, tmp_p
     assert [r["actions"] for r in cascade_rows("nlg", nlg, pol_file)] == [r["actions"] for r in nlg]
     nlu_file.write_text("".join(_json.dumps({"id": r["id"], "prediction": []}) + "\n" for r in nlu))
     assert all(r["state"] == {} for r in cascade_rows("pol", pol, nlu_file))
+
+
+def test_a_run_predicts_on_its_own_data_into_a_folder(tiny_runs, embedded_build, tmp_path, capsys):
+    """`--data` defaults to the dataset the run was trained on (said), `--out` is a folder as
+    Make's OUT, and --constrained gets its own file name there."""
+    run = tiny_runs / "nlu"
+    assert run_main(P.main, ["--model_path", str(run), "--task", "nlu", "--limit", "2",
+                             "--out", str(tmp_path)]) == 0
+    assert "(what the model was trained on)" in capsys.readouterr().err
+    assert len(read_predictions(tmp_path / "predictions.jsonl")) == 2
+    assert run_main(P.main, ["--model_path", str(run), "--task", "nlu", "--limit", "1",
+                             "--out", str(tmp_path), "--constrained"]) == 0
+    assert len(read_predictions(tmp_path / "predictions-constrained.jsonl")) == 1
+    assert run_main(P.main, ["--model_path", str(run), "--task", "nlu", "--limit", "1",
+                             "--out", str(tmp_path), "--data", str(tmp_path / "nope")]) != 0
+    assert run_main(P.main, ["--model_path", "org/some-model", "--task", "nlu"]) != 0
+    assert "--out: give the folder for the predictions" in capsys.readouterr().err

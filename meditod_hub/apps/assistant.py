@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
+from meditod_hub.data import provenance
 from meditod_hub.data.release import label_errors
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows, to_nlu, to_pol
@@ -40,6 +41,7 @@ from meditod_hub.models.adapters import SharedModels
 from meditod_hub.models.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
 from meditod_hub.models.records import Prediction
+from meditod_hub.models.runs import run_settings
 
 # The models never see the opening line (no supervised context starts before the first patient
 # line, formats.context_utterances); it is what opens every MediTOD interview.
@@ -103,7 +105,7 @@ class PipelineArguments:
         """The three specs; `constrained` is the command's default when the flag is not given
         (medical values stay free: a conversation has no training split to draw them from)."""
         names = self.served_models.split(",")
-        if self.endpoint and len(names) != len(TASK_NAMES):
+        if len(names) != len(TASK_NAMES) or not all(name.strip() for name in names):
             raise UsageError(f"--served_models {self.served_models!r}: give three names "
                              "(NLU,POL,NLG)")
         setting = constrained if self.constrained is None else self.constrained
@@ -180,14 +182,34 @@ class Conversation:
         return utterance
 
 
+def _trained_on(spec: ModelSpec) -> str:
+    info, _ = run_settings(spec.source) if not spec.endpoint else ({}, {})
+    if info:
+        return provenance.of_run(info).describe()
+    if spec.endpoint:
+        return f"what its server's model {spec.served_model or spec.source!r} was trained on"
+    return f"what the card of {spec.source} says"
+
+
+def trained_on(specs: Sequence[ModelSpec]) -> str:
+    """What the three modules were trained on, in one phrase (banners, the opening line): each
+    run's recorded provenance, never a claim the kit cannot check."""
+    said = [_trained_on(spec) for spec in specs]
+    if len(set(said)) == 1:
+        return f"NLU, POL and NLG trained on {said[0]}"
+    return "; ".join(f"{task.upper()} trained on {what}" for task, what in zip(TASK_NAMES, said))
+
+
 class Assistant:
     """NLU, POL and NLG predictors run as one system, per turn and across conversations."""
 
     def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
-                 max_patient_chars: int = MAX_PATIENT_CHARS, loading: Sequence[str] = ()):
+                 max_patient_chars: int = MAX_PATIENT_CHARS, loading: Sequence[str] = (),
+                 trained_on: str = "data this assistant does not know"):
         self.predictors = {"nlu": nlu, "pol": pol, "nlg": nlg}
         self.max_patient_chars = max_patient_chars
         self.loading = tuple(loading)  # how the models were loaded (shared base or why not)
+        self.trained_on = trained_on   # `trained_on(specs)`: the banner and opening line say it
 
     @classmethod
     def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs) -> Assistant:
@@ -195,7 +217,8 @@ class Assistant:
         models = SharedModels()
         predictors = [load_predictor(spec, task, models)
                       for spec, task in zip((nlu, pol, nlg), TASK_NAMES)]
-        return cls(*predictors, loading=models.notes, **kwargs)
+        return cls(*predictors, loading=models.notes, trained_on=trained_on((nlu, pol, nlg)),
+                   **kwargs)
 
     def new_conversation(self, dialogue_id: str = "chat",
                          opening: str = OPENING_LINE) -> Conversation:

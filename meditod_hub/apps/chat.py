@@ -67,6 +67,7 @@ def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
     conversation, replies = assistant.new_conversation(), 0
     if interactive:
         print(BANNER, file=sys.stderr)
+    print(f"({assistant.trained_on}.)", file=sys.stderr, flush=True)  # before the first line
     print(f"doctor: {OPENING_LINE}", file=out, flush=True)
     while True:
         if interactive:

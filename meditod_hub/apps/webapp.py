@@ -50,10 +50,9 @@ EXPORT_LIFETIME_S = 3600
 DEFAULT_RUNS = "runs/tiny-llama"
 SAVE_DIR_ENV = "MEDITOD_SAVE_DIR"
 BANNER = ("**Research demo, not medical advice.** This assistant imitates a doctor taking a "
-          "medical history, trained on MediTOD (staged English interviews). It can be wrong, it "
-          "does not diagnose, and nothing it says is advice: for a health problem, see a "
-          "clinician. Conversations are not stored unless you tick the save box (when the "
-          "server offers one).")
+          "medical history: {trained_on}. It can be wrong, it does not diagnose, and nothing it "
+          "says is advice: for a health problem, see a clinician. Conversations are not stored "
+          "unless you tick the save box (when the server offers one).")
 TITLE = "MediTOD history-taking assistant"
 
 
@@ -235,7 +234,7 @@ def build(assistant: Assistant, save_dir: Path | None = None):
                    delete_cache=(EXPORT_LIFETIME_S, EXPORT_LIFETIME_S)) as demo:
         demo.meditod_exports = exports  # lives as long as the app
         gr.Markdown(f"# {TITLE}")
-        gr.Markdown(BANNER, elem_id="banner")
+        gr.Markdown(BANNER.format(trained_on=assistant.trained_on), elem_id="banner")
         conversation = gr.State(None)
         with gr.Row():
             with gr.Column(scale=3):
