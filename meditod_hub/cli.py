@@ -101,7 +101,7 @@ def train_help_requested(rest: list[str]) -> bool:
 
 
 def print_train_help(rest: list[str]) -> int:
-    """`meditod train [<recipe.yaml>] -h`: answered without importing torch (train_settings);
+    """`meditod train [MODEL [TASK] | <recipe.yaml>] -h`: answered without importing torch;
     `meditod train` alone prints the same on stderr as a usage error."""
     from meditod_hub.models.train_settings import train_help
 

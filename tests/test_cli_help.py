@@ -130,7 +130,7 @@ def test_hyphenated_flags_and_boolean_switches_still_parse():
 def test_train_help_fits_a_screen_and_shows_the_recipe(recipe, capsys):
     argv = ["train", *([recipe] if recipe else []), "-h"]
     text = _help(capsys, *argv)
-    assert text.startswith("usage: meditod train <recipe.yaml>")
+    assert text.startswith("usage: meditod train MODEL [TASK]")
     assert len(text.splitlines()) <= 45, len(text.splitlines())
     for key in ("task", "family", "dataset_name", "max_new_tokens", "overwrite_output_dir"):
         assert re.search(rf"^  {key}\s", text, re.MULTILINE), key
@@ -143,7 +143,31 @@ def test_train_help_fits_a_screen_and_shows_the_recipe(recipe, capsys):
 def test_train_without_a_recipe_prints_the_help_as_a_usage_error(capsys):
     assert cli.main(["train"]) == 2
     captured = capsys.readouterr()
-    assert captured.err.startswith("usage: meditod train <recipe.yaml>") and not captured.out
+    assert captured.err.startswith("usage: meditod train MODEL [TASK]") and not captured.out
+
+
+def test_train_help_names_every_recipe_folder_multitask_ones_included(capsys):
+    """Issue 25: `meditod train -h` listed only the folders with an nlu.yaml (no multitask
+    recipe), under a usage line `<recipe.yaml>` that disagreed with `train MODEL [TASK]`."""
+    text = _help(capsys, "train", "-h")
+    usage = text.split("\n\n", 1)[0]
+    assert "meditod train MODEL [TASK]" in usage and "<recipe.yaml>" in usage
+    listed = " ".join(line for line in text.splitlines() if line.startswith(("MODEL", "  ")))
+    folders = sorted(p.parent.name for p in (PROJECT / "recipes").glob("*/*.yaml")
+                     if p.parent.name != "accelerate")
+    assert {"tiny-llama-multitask", "llama3-8b-multitask", "smollm2-135m-multitask"} <= set(folders)
+    for folder in folders:
+        assert re.search(rf"[ ,:]{re.escape(folder)}(,|$|\s)", listed), folder
+    multitask = text.split("MODEL, multitask", 1)[1].split("\n\n", 1)[0]
+    assert "tiny-llama-multitask" in multitask and "tiny-llama," not in multitask
+
+
+@pytest.mark.parametrize("argv, task", [(["tiny-llama-multitask"], "multitask"),
+                                        (["tiny-llama", "pol"], "pol"), (["tiny-llama"], "nlu")])
+def test_train_help_of_model_and_task_shows_that_recipe(argv, task, capsys):
+    text = _help(capsys, "train", *argv, "-h")
+    assert re.search(rf"^  task\s+{task}\s", text, re.MULTILINE), text
+    assert "is not a readable recipe" not in text
 
 
 def test_train_help_is_answered_without_torch():

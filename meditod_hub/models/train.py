@@ -74,7 +74,7 @@ from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantiz
 from meditod_hub import quiet
 from meditod_hub.data import provenance
 from meditod_hub.data.dataset import fingerprint, load_split
-from meditod_hub.data.tasks import MULTITASK, TASK_NAMES, get_task, tasks_of
+from meditod_hub.data.tasks import get_task, tasks_of
 from meditod_hub.errors import MeditodError, UsageError, load_failure, run_main
 from meditod_hub.files import atomic_write, output_folder, read_json
 from meditod_hub.models import pretrained
@@ -82,7 +82,14 @@ from meditod_hub.models.families import Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
 from meditod_hub.models.predictor import DecodeOptions, LocalPredictor
 from meditod_hub.models.runs import CHECKPOINTS, budget_record, write_run_files
-from meditod_hub.models.train_settings import USAGE, MeditodArguments, train_help, wants_help
+from meditod_hub.models.train_settings import (
+    RECIPES,
+    MeditodArguments,
+    folder_tasks,
+    recipe_models,
+    train_help,
+    wants_help,
+)
 
 logger = logging.getLogger("meditod_hub.models.train")
 
@@ -137,7 +144,8 @@ def parse_recipe(argv: list[str]) -> Recipe:
         print(train_help(argv))
         raise SystemExit(0)
     if not argv or argv[0].startswith("-"):
-        raise UsageError(USAGE)
+        raise UsageError("give MODEL [TASK] (a recipes/ folder and one of its tasks) or a "
+                         "<recipe.yaml>: meditod train -h lists them")
     path, overrides = Path(argv[0]), list(argv[1:])
     config = _read_recipe(path)
     cli_keys = [a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")]
@@ -691,7 +699,6 @@ def run(recipe: Recipe, callbacks=()) -> dict:
 
 
 # --- the command: MODEL [TASK] or a recipe, on one process or under accelerate ----------------
-RECIPES = Path("recipes")
 DEFAULT_ACCELERATE_CONFIG = RECIPES / "accelerate" / "ddp.yaml"
 
 
@@ -721,16 +728,8 @@ class TrainCommand:
                 "-m", "meditod_hub.models.train"]
 
 
-RECIPE_TASKS = (*TASK_NAMES, MULTITASK)  # a recipes/ folder holds the three, or `multitask`
-
-
-def _folder_tasks(folder: Path) -> list[str]:
-    """The tasks a recipes/ folder has a recipe for, in order (none: not a recipes/ folder)."""
-    return [task for task in RECIPE_TASKS if (folder / f"{task}.yaml").is_file()]
-
-
 def _models() -> str:
-    return ", ".join(sorted(p.name for p in RECIPES.glob("*") if _folder_tasks(p)))
+    return ", ".join(recipe_models())
 
 
 def _pop_flag(args: list[str], key: str) -> str | None:
@@ -768,11 +767,11 @@ def resolve_command(argv: list[str]) -> TrainCommand:
         parse_recipe(args)
     target, rest = args[0], args[1:]
     path = Path(target)
-    folder = path if _folder_tasks(path) else RECIPES / target  # recipes/MODEL works too
+    folder = path if folder_tasks(path) else RECIPES / target  # recipes/MODEL works too
     if path.suffix in (".yaml", ".yml") or path.is_file():
         recipes = [path]
     elif folder.is_dir():
-        tasks = _folder_tasks(folder)
+        tasks = folder_tasks(folder)
         if rest and not rest[0].startswith("-"):
             if rest[0] not in tasks:
                 raise UsageError(f"no task {rest[0]!r} in {folder}: give one of "

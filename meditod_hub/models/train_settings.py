@@ -19,8 +19,10 @@ import yaml
 from meditod_hub.data.tasks import MULTITASK, TASK_NAMES
 from meditod_hub.models.families import FAMILY_NAMES
 
-USAGE = "usage: meditod train <recipe.yaml> [--key=value ...]"
+USAGE = "usage: meditod train MODEL [TASK] [--key=value ...]   (or a <recipe.yaml> for MODEL [TASK])"
 HELP_FLAGS = ("-h", "--help", "--help_all", "--help-all")
+RECIPES = Path("recipes")
+RECIPE_TASKS = (*TASK_NAMES, MULTITASK)  # a recipes/ folder holds the three, or `multitask`
 
 
 @dataclass
@@ -61,10 +63,36 @@ def _yaml_value(value) -> str:
     return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").strip()
 
 
+def folder_tasks(folder: Path) -> list[str]:
+    """The tasks a recipes/ folder has a recipe for, in order (none: not a recipes/ folder)."""
+    return [task for task in RECIPE_TASKS if (folder / f"{task}.yaml").is_file()]
+
+
+def recipe_models() -> dict[str, list[str]]:
+    """Each recipes/ folder (a MODEL) and its tasks."""
+    return {p.name: tasks for p in sorted(RECIPES.glob("*")) if (tasks := folder_tasks(p))}
+
+
+def _help_recipe(argv: list[str]) -> Path | None:
+    """The recipe `MODEL [TASK]` or `<recipe.yaml>` names (MODEL alone: its first task's)."""
+    if not argv or argv[0].startswith("-"):
+        return None
+    path = Path(argv[0])
+    if path.is_file():
+        return path
+    folder = path if folder_tasks(path) else RECIPES / argv[0]
+    tasks = folder_tasks(folder)
+    if not tasks:
+        return path
+    task = argv[1] if len(argv) > 1 and argv[1] in tasks else tasks[0]
+    return folder / f"{task}.yaml"
+
+
 def train_help(argv: list[str]) -> str:
-    """The help for `meditod train [<recipe.yaml>] -h` (or `--help_all`): under a screen."""
+    """The help for `meditod train [MODEL [TASK] | <recipe.yaml>] -h` (or `--help_all`): under
+    a screen."""
     width = max(shutil.get_terminal_size((100, 24)).columns, 100)
-    recipe_path = Path(argv[0]) if argv and not argv[0].startswith("-") else None
+    recipe_path = _help_recipe(argv)
     recipe: dict = {}
     if recipe_path is not None and recipe_path.is_file():
         try:
@@ -73,8 +101,8 @@ def train_help(argv: list[str]) -> str:
         except (yaml.YAMLError, UnicodeDecodeError, OSError):
             recipe = {}
     lines = [USAGE, "",
-             "Train a model from a recipe (YAML) into a run folder; any recipe key can be "
-             "overridden as --key=value.", ""]
+             "Train recipes/MODEL/TASK.yaml into a run folder (runs/MODEL/TASK; --out DIR: DIR/TASK);",
+             "any recipe key can be overridden as --key=value.", ""]
     source = f"value in {recipe_path}" if recipe else "default"
     lines.append(f"MediTOD keys ({source}):")
     for f in dataclasses.fields(MeditodArguments):
@@ -96,10 +124,18 @@ def train_help(argv: list[str]) -> str:
                                width, initial_indent="  ", subsequent_indent="  ")
     elif recipe_path is not None and not recipe:
         lines += ["", f"({recipe_path} is not a readable recipe)"]
-    recipes = sorted(p.parent.name for p in Path("recipes").glob("*/nlu.yaml"))
-    if recipes:
-        lines += [""] + textwrap.wrap(f"recipes (recipes/<model>/<task>.yaml): {', '.join(recipes)}",
-                                      width, subsequent_indent="  ")
+    models = recipe_models()
+    single = [m for m, tasks in models.items() if MULTITASK not in tasks]
+    multi = [m for m, tasks in models.items() if MULTITASK in tasks]
+    wrap = dict(width=width, subsequent_indent="  ", break_on_hyphens=False)
+    if recipe:  # that recipe's keys fill the screen: the folders are one `meditod train -h` away
+        lines += ["", "meditod train -h lists every MODEL (recipes/ folder), multitask ones included."]
+    if single and not recipe:
+        lines += [""] + textwrap.wrap(f"MODEL, per task (TASK: {', '.join(TASK_NAMES)}; none: the "
+                                      f"three in turn): {', '.join(single)}", **wrap)
+    if multi and not recipe:
+        lines += textwrap.wrap(f"MODEL, {MULTITASK} (one model on the three tasks' examples "
+                               f"together): {', '.join(multi)}", **wrap)
     lines += ["", "--help_all lists every trainer key (TRL SFTConfig or Seq2SeqTrainingArguments, "
                   "and ModelConfig: LoRA, 4-bit)."]
     if "--help_all" in argv or "--help-all" in argv:
