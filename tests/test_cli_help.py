@@ -43,6 +43,15 @@ def test_help_shows_each_default_once_and_booleans_as_flags(command, capsys):
     assert not re.search(r"--[\w-]+ \[[A-Z_]+\]", text), text
 
 
+@pytest.mark.parametrize("command", ARGUMENT_COMMANDS)
+def test_every_flag_says_what_it_is(command, capsys):
+    """Issue 25: `meditod tiny -h` listed `--out OUT` with no word on what it is."""
+    options = _help(capsys, command, "-h").split("\noptions:\n", 1)[1]
+    for entry in re.split(r"\n  (?=-)", "\n" + options)[1:]:
+        first, _, rest = entry.partition("\n")
+        assert re.search(r"\S {2,}\S", first) or rest.strip(), f"{command}: {first} has no help"
+
+
 def test_a_default_written_in_the_help_text_is_not_repeated(capsys):
     text = _help(capsys, "predict", "-h")
     family = text.split("\n  --family", 1)[1].split("\n  --", 1)[0]

@@ -245,9 +245,13 @@ def build_all(data: str | Path, out: str | Path, names: Iterable[str] = FAMILY_O
 
 def main(argv: list[str] | None = None) -> int:
     parser = KitParser(prog="meditod tiny", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="meditod", help="built dataset folder (meditod build)")
-    parser.add_argument("--out", default=str(DEFAULT_OUT))
-    parser.add_argument("--models", nargs="+", default=list(FAMILY_OF), choices=list(FAMILY_OF))
+    parser.add_argument("--data", default="meditod",
+                        help="built dataset folder (meditod build; default: meditod)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT),
+                        help=f"folder the models are written into, one subfolder each (default: "
+                             f"{DEFAULT_OUT}, where the tiny-* recipes look for them)")
+    parser.add_argument("--models", nargs="+", default=list(FAMILY_OF), choices=list(FAMILY_OF),
+                        metavar="NAME", help=f"which to build: {', '.join(FAMILY_OF)} (default: all)")
     args = parser.parse_args(argv)
     for name, path in build_all(args.data, args.out, args.models).items():
         params = json.loads((path / "tiny.json").read_text())["parameters"]
