@@ -25,11 +25,12 @@ from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
 from meditod_hub.evaluation import agreement as A
 from meditod_hub.evaluation import eval_cascade as EC
 from meditod_hub.evaluation import evaluate as E
+from meditod_hub.hubclient import HubError
 from meditod_hub.models import predict as P
 from meditod_hub.models import train as T
 from meditod_hub.publishing import hub as H
 from meditod_hub.publishing import publish as U
-from meditod_hub.publishing.hub import HubError, refuse_secrets
+from meditod_hub.publishing.hub import refuse_secrets
 
 PROJECT = Path(__file__).resolve().parent.parent
 EMBEDDED = PROJECT / "data" / "sample"

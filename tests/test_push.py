@@ -362,7 +362,7 @@ def test_http_timeout_is_per_request_of_its_block_not_the_shared_client():
     import httpx2
     from huggingface_hub.utils import get_session
 
-    from meditod_hub.publishing.hub import _timeout_of_this_call, http_timeout
+    from meditod_hub.hubclient import _timeout_of_this_call, http_timeout
 
     session, seen = get_session(), {}
     before = session.timeout

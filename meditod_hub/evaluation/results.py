@@ -275,14 +275,15 @@ def hub_rows(dataset: str | None, models: Iterable[str] = (), timeout: float = 1
              ) -> tuple[list[Row], list[Unread]]:
     """Rows of every Hub model whose card declares `dataset` (and of `models`), read from their
     model-index; models without usable rows are `Unread`. `timeout` bounds each request and the
-    whole read, retries included (`hub.deadline`); the listing failing is an error
+    whole read, retries included (`hubclient.deadline`); the listing failing is an error
     (`HubError`), one model failing is that model's `Unread` reason."""
+    # deferred: the Hub's client libraries load only when the Hub is read, not for local tables
     import httpx2
     import yaml
     from huggingface_hub import HfApi, ModelCard, constants
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
 
-    from meditod_hub.publishing.hub import check_timeout, deadline, http_timeout, translate_errors
+    from meditod_hub.hubclient import check_timeout, deadline, http_timeout, translate_errors
 
     timeout = check_timeout(timeout)
     action = f"list the Hub models trained on {dataset}" if dataset else "read the Hub models"

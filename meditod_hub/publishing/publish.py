@@ -46,6 +46,7 @@ from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.files import atomic_write, output_folder, read_json
+from meditod_hub.hubclient import HubError, check_repo_id, check_timeout, deadline, hub_session
 from meditod_hub.models.runs import (
     ADAPTER_FILES,
     FULL_FILES,
@@ -56,17 +57,7 @@ from meditod_hub.models.runs import (
     RunError,
     read_run,
 )
-from meditod_hub.publishing.hub import (
-    KEEP_ON_HUB,
-    UPLOAD_RECORD,
-    HubError,
-    check_repo_id,
-    check_timeout,
-    deadline,
-    hub_session,
-    refuse_secrets,
-    upload_plan,
-)
+from meditod_hub.publishing.hub import KEEP_ON_HUB, UPLOAD_RECORD, refuse_secrets, upload_plan
 from meditod_hub.publishing.model_card import base_label, card_identity, paper_row, render_model_card
 
 EVAL_FILES = ("results.json", "results.md", "results.png")

@@ -128,16 +128,11 @@ def upload(repo: str, files: dict[str, Path | bytes], *, public: bool = False,
     """Create the Space (private unless `public`) and commit `files` to it in one commit, with
     the record of what this kit uploaded, deleting only what an earlier upload of this kit put
     there and this one no longer uploads (`hub.upload_plan`); the Space's URL."""
+    # deferred: huggingface_hub loads only when something is uploaded, not for `-h` or a dry run
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    from meditod_hub.publishing.hub import (
-        UPLOAD_RECORD,
-        check_timeout,
-        deadline,
-        hub_session,
-        refuse_secrets,
-        upload_plan,
-    )
+    from meditod_hub.hubclient import check_timeout, deadline, hub_session
+    from meditod_hub.publishing.hub import UPLOAD_RECORD, refuse_secrets, upload_plan
 
     action = f"upload {what} to the Space {repo}"
     refuse_secrets(files, action)  # no token in anything a Space serves

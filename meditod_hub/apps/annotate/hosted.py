@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from meditod_hub.errors import MeditodError
-from meditod_hub.publishing.hub import http_timeout, require_token, translate_errors
+from meditod_hub.hubclient import http_timeout, require_token, translate_errors
 
 ANNOTATORS = "annotators"
 USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")

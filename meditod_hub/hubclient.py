@@ -1,0 +1,158 @@
+"""The Hub client every Hub-facing command shares: a token checked up front, one deadline per
+command, a timeout on each request, and failures as one line (`HubError`).
+
+On the ground floor (`meditod_hub.layers`): `meditod push` and publishing, `meditod results`
+(evaluation) reading Hub model cards, and the annotation portal's hosted store all reach the
+Hub through it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
+
+import httpx2
+from huggingface_hub import HfApi, constants, get_session, get_token
+from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalTokenNotFoundError
+from huggingface_hub.utils import validate_repo_id
+
+from meditod_hub.errors import MeditodError, UsageError
+
+T = TypeVar("T")
+
+
+class HubError(MeditodError):
+    """A Hub operation that cannot go on; the CLI prints it as one line."""
+
+
+def check_timeout(seconds: float) -> float:
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"--timeout must be a positive number of seconds, got {seconds}")
+    return float(seconds)
+
+
+def check_repo_id(repo: str, flag: str) -> str:
+    """`repo` as the Hub spells a repo id, ORG/NAME, before any work: a bad one would only fail
+    at the Hub, or end up as a broken link in a card."""
+    try:
+        validate_repo_id(repo)
+    except HFValidationError as exc:
+        why = str(exc).split(":")[0]
+    else:
+        why = None if repo.count("/") == 1 else "it names no owner"
+    if why:
+        raise UsageError(f"{flag} {repo!r} is not a Hub repo id ({why}): give ORG/NAME")
+    return repo
+
+
+def deadline(seconds: float, action: str, work: Callable[[], T]) -> T:
+    """Run `work` and give up after `seconds`, retries and all (the library retries on its own).
+
+    The work runs in a daemon thread; past the deadline it is abandoned (a Hub commit is atomic:
+    it either landed whole or not at all) and the command ends with a one-line error.
+    """
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - carried to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name="meditod-hub")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise HubError(f"{action}: not done within --timeout {seconds:g} s ({constants.ENDPOINT} "
+                       "is slow or not answering); retry later or allow a longer --timeout")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def require_token() -> str:
+    """The token huggingface_hub will send (HF_TOKEN, else `hf auth login`'s), before any request."""
+    token = get_token()
+    if not token:
+        raise HubError("no Hugging Face token: run `hf auth login` or set HF_TOKEN to a write token")
+    return token
+
+
+_REQUEST_TIMEOUT: ContextVar[float | None] = ContextVar("meditod_hub_request_timeout",
+                                                         default=None)
+
+
+def _timeout_of_this_call(request: httpx2.Request) -> None:
+    """Request hook: the timeout of the `http_timeout` block this request was made in, if any."""
+    seconds = _REQUEST_TIMEOUT.get()
+    if seconds is not None:
+        request.extensions["timeout"] = httpx2.Timeout(seconds).as_dict()
+
+
+@contextmanager
+def http_timeout(seconds: float) -> Iterator[None]:
+    """Give each huggingface_hub request made in the block a `seconds` connect/read/write timeout.
+
+    Most `HfApi` methods take no timeout, and huggingface_hub shares one httpx client
+    (`get_session`, created without one) across the process. The timeout is therefore set per
+    request, by a hook that reads it from a context variable of this block: requests of other
+    threads and of code outside the block keep theirs. `deadline` bounds the whole.
+    """
+    session = get_session()
+    if _timeout_of_this_call not in session.event_hooks["request"]:
+        hooks = session.event_hooks
+        session.event_hooks = {**hooks, "request": [*hooks["request"], _timeout_of_this_call]}
+    token = _REQUEST_TIMEOUT.set(seconds)
+    try:
+        yield
+    finally:
+        _REQUEST_TIMEOUT.reset(token)
+
+
+@contextmanager
+def translate_errors(action: str) -> Iterator[None]:
+    """Turn transport, token and HTTP failures into a one-line `HubError` that says what to do."""
+    endpoint = constants.ENDPOINT
+    try:
+        yield
+    except httpx2.TimeoutException:
+        raise HubError(f"{action}: {endpoint} did not answer in time "
+                       "(retry later, or allow a longer --timeout)") from None
+    except httpx2.ConnectError:
+        raise HubError(f"{action}: cannot connect to {endpoint} "
+                       "(down, or no network; check HF_ENDPOINT)") from None
+    except httpx2.TransportError as exc:
+        raise HubError(f"{action}: network error talking to {endpoint}: {type(exc).__name__}") from None
+    except LocalTokenNotFoundError:
+        raise HubError(f"{action}: no Hugging Face token: run `hf auth login` or set HF_TOKEN") from None
+    except HFValidationError as exc:
+        raise HubError(f"{action}: {exc}") from None
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else None
+        if status == 401:
+            raise HubError(f"{action}: the Hub rejected the token (401): create a write token at "
+                           "https://huggingface.co/settings/tokens") from None
+        if status == 403:
+            raise HubError(f"{action}: the token may not write here (403): it is read-only or has no "
+                           "access to this namespace") from None
+        detail = exc.server_message or str(exc).splitlines()[0]
+        raise HubError(f"{action}: the Hub answered {status}: {detail}") from None
+
+
+@contextmanager
+def hub_session(action: str, timeout: float) -> Iterator[HfApi]:
+    """An `HfApi` holding a token checked to be able to write, every call under `timeout`.
+
+    Any failure inside the block (ours or huggingface_hub's) leaves as a one-line `HubError`.
+    """
+    token = require_token()
+    with http_timeout(timeout), translate_errors(action):
+        api = HfApi(token=token)
+        role = api.whoami().get("auth", {}).get("accessToken", {}).get("role")
+        if role == "read":
+            raise HubError(f"{action}: the token is read-only: use a write token")
+        yield api
