@@ -68,9 +68,17 @@ def _plain_type(hint) -> tuple[type, bool]:
     return hint, False
 
 
+# The longest wait a `--...timeout` flag may ask for: a week. Python's clocks refuse much more
+# (`--timeout 1e12` overflowed a thread's join and a socket's timeout).
+TIMEOUT_MAX_S = 7 * 24 * 3600
+
+
 def _bounded(name: str, kind: type, metadata) -> Callable[[str], int | float]:
-    """The argparse `type` of a numeric flag: the number, finite and within its bounds."""
+    """The argparse `type` of a numeric flag: the number, finite and within its bounds (a
+    timeout's bound, unless it declares one, is TIMEOUT_MAX_S)."""
     low, high, above = metadata.get("min"), metadata.get("max"), metadata.get("above")
+    if high is None and name.endswith("timeout"):
+        high = TIMEOUT_MAX_S
 
     def convert(text: str):
         try:
@@ -86,10 +94,22 @@ def _bounded(name: str, kind: type, metadata) -> Callable[[str], int | float]:
         if low is not None and value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}, got {text}")
         if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"must be at most {high}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be at most {high}"
+                                             f"{' (a week)' if high == TIMEOUT_MAX_S else ''}, "
+                                             f"got {text}")
         return value
     convert.__name__ = name
     return convert
+
+
+def _text(text: str) -> str:
+    """The argparse `type` of a text flag that is not a path: Unicode text. Bytes that are not
+    UTF-8 reach Python as lone surrogates (`\\udcff`), which no file, URL or JSON can hold; a
+    path keeps them (they are the file name's bytes)."""
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        raise argparse.ArgumentTypeError(f"holds bytes that are not UTF-8 text ({text!a}): "
+                                         "retype it")
+    return text
 
 
 def _bool_value(text: str) -> bool:
@@ -125,9 +145,10 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint) -> N
         kwargs["metavar"] = "N" if kind is int else "X"
     elif typing.get_origin(kind) is list:  # `--runs a b c`
         (kwargs["type"],) = typing.get_args(kind) or (str,)
+        kwargs["type"] = _text if kwargs["type"] is str else kwargs["type"]
         kwargs["nargs"] = "+"  # given, it names at least one; not given, the default
     else:
-        kwargs["type"] = kind
+        kwargs["type"] = _text if kind is str else kind
     if "choices" in f.metadata:
         kwargs["choices"] = f.metadata["choices"]
         kwargs.pop("metavar", None)

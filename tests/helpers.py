@@ -331,8 +331,9 @@ def weights_digest(model) -> str:
 
 # --- the failure sweep ----------------------------------------------------------------------
 PROGRESS = re.compile(r"\d+%\|")  # a progress bar's line (tqdm), not a message
+NOTE = re.compile(r"\(.*\)|[^:]* \.\.\.")  # "(a note.)", "loading the models ...": not messages
 SWEEP: list[tuple[str, str]] = []  # (case, outcome), printed by conftest's terminal summary
-KINDS = ("clear", "traceback", "silent", "data lost or exposed")
+KINDS = ("clear", "traceback", "silent", "data lost or exposed", "hangs")
 
 
 def digests(paths: Iterable) -> dict[str, str]:
@@ -371,7 +372,7 @@ class Outcome:
 def classify(code: int, out: str, err: str, changed: bool, exposed: bool) -> str:
     lines = [line for line in err.strip().splitlines()
              if line.strip() and not line.startswith(("warning:", "  "))
-             and not PROGRESS.search(line)]
+             and not PROGRESS.search(line) and not NOTE.fullmatch(line.strip())]
     if changed or exposed:
         return "data lost or exposed"
     if code == 0:
@@ -383,10 +384,25 @@ def classify(code: int, out: str, err: str, changed: bool, exposed: bool) -> str
 
 
 def run_case(name: str, main: Callable, argv: list, capsys, protect=(), secrets=(),
-             written=()) -> Outcome:
-    """Run one command in process and classify what a user would see."""
+             written=(), deadline: float | None = None) -> Outcome:
+    """Run one command in process and classify what a user would see. With `deadline`
+    (seconds), a command still running then is a hang (its thread is left behind)."""
     before = digests(protect)
-    code = run_main(main, [str(a) for a in argv])
+    if deadline is None:
+        code = run_main(main, [str(a) for a in argv])
+    else:
+        import threading
+
+        done: dict = {}
+        worker = threading.Thread(target=lambda: done.update(
+            code=run_main(main, [str(a) for a in argv])), daemon=True)
+        worker.start()
+        worker.join(deadline)
+        if "code" not in done:
+            captured = capsys.readouterr()
+            SWEEP.append((name, "hangs"))
+            return Outcome(-1, captured.err, captured.out, "hangs")
+        code = done["code"]
     captured = capsys.readouterr()
     kind = classify(code, captured.out, captured.err, digests(protect) != before,
                     _exposed(secrets, (captured.out, captured.err), written))
@@ -410,6 +426,6 @@ def expect(outcome: Outcome, *phrases: str, code: int | None = None) -> None:
 
 def sweep_table(sweep: list[tuple[str, str]]) -> list[str]:
     kinds = [kind for _, kind in sweep]
-    return ["| cases | clear | tracebacks | silent | data lost or exposed |",
-            "|---|---|---|---|---|",
+    return ["| cases | clear | tracebacks | silent | data lost or exposed | hangs |",
+            "|---|---|---|---|---|---|",
             f"| {len(kinds)} | " + " | ".join(str(kinds.count(k)) for k in KINDS) + " |"]

@@ -68,6 +68,12 @@ def flag_cases() -> list[tuple[str, list[str], str]]:
                 if kind in (int, float):
                     cases += [(command, [f"--{f.name}={value}"], f"argument --{f.name}: {phrase}")
                               for value, phrase in bad_values(kind, f.metadata)]
+                    if f.name.endswith("timeout"):  # past what a thread's join or a socket takes
+                        cases.append((command, [f"--{f.name}=1e12"], f"argument --{f.name}: "
+                                      f"must be at most {arguments.TIMEOUT_MAX_S} (a week)"))
+                elif kind in (str, list[str]) and "choices" not in f.metadata:
+                    cases.append((command, [f"--{f.name}", "a\udcffb"], f"argument --{f.name}: "
+                                  "holds bytes that are not UTF-8 text"))
                 elif "choices" in f.metadata:
                     cases.append((command, [f"--{f.name}=no-such-choice"],
                                   f"argument --{f.name}: invalid choice: 'no-such-choice'"))

@@ -18,9 +18,23 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
-from helpers import digests, echo_assistant, expect, labels_of, record, run_case, write_release, write_run
+from helpers import (
+    classify,
+    digests,
+    echo_assistant,
+    expect,
+    labels_of,
+    meditod,
+    offline_env,
+    record,
+    run_case,
+    served_runs,
+    write_release,
+    write_run,
+)
 from transformers import TrainerCallback
 
 from meditod_hub.data import build as B
@@ -147,6 +161,54 @@ def test_a_concurrent_build_into_the_same_folder_is_refused(tmp_path, capsys):
         holder.wait()
     assert run_main(B.main, ["--source", str(release), "--out", str(out)]) == 0, \
         "a lock left by a dead process is taken over"
+
+
+def _hold_the_lock(out, barrier, log, hold_s):
+    """One contender of the stale-lock race (a forked process): take the lock at the barrier,
+    hold it `hold_s`, and log its interval, or the one line a losing build prints."""
+    import time
+
+    barrier.wait()
+    try:
+        with B.build_lock(out):
+            start = time.monotonic()
+            time.sleep(hold_s)
+            line = f"held {start} {time.monotonic()}"
+    except B.MeditodError as exc:
+        line = f"refused {exc}"
+    with open(log, "a") as f:
+        f.write(line.replace("\n", " ") + "\n")
+
+
+@pytest.mark.parametrize("stale", ["a dead build's pid", "an empty file (killed before its pid)"])
+def test_builds_racing_for_a_stale_lock_never_both_hold_it(stale, tmp_path):
+    """(before: every contender removed the stale file and created its own, so two held it,
+    and the loser's message blamed the disk)"""
+    import multiprocessing
+
+    out, log = tmp_path / "meditod", tmp_path / "log"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / ".meditod.build.lock").write_text(str(dead.pid) if "pid" in stale else "")
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(6)
+    racers = [context.Process(target=_hold_the_lock, args=(out, barrier, log, 0.5))
+              for _ in range(6)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(60)
+    lines = log.read_text().splitlines()
+    held = sorted((float(a), float(b)) for _, a, b in (x.split() for x in lines
+                                                      if x.startswith("held")))
+    assert len(lines) == 6 and held, lines
+    assert all(end <= start for (_, end), (start, _) in zip(held, held[1:])), \
+        f"two builds held the lock at once: {held}"
+    refused = [x for x in lines if x.startswith("refused")]
+    assert all(f"another build into {out} is running" in x and "disk" not in x
+               for x in refused), refused
+    assert not (tmp_path / ".meditod.build.lock").exists()
+    record(f"build: builds racing for a stale lock ({stale})", "clear")
 
 
 # --- build: interrupted at every stage ----------------------------------------------------------
@@ -1200,3 +1262,167 @@ def test_publish_refuses_a_leaderboard_that_is_no_hub_repo_id(leaderboard, tmp_p
         leaderboard], capsys)
     expect(outcome, f"--leaderboard {leaderboard!r} is not a Hub repo id", "give ORG/NAME",
            code=2)
+
+
+# --- issue 26, the sweep's classes: dead servers -------------------------------------------------
+# Every command that takes an endpoint or talks to the Hub, at a socket that accepts connections
+# and never answers a byte, with a short --timeout: a one-line error within a minute, never a hang.
+DEAD_DEADLINE_S = 90
+
+
+def _dead_in_process(case, url, ctx):
+    from meditod_hub.apps import chat
+    from meditod_hub.evaluation import eval_cascade
+    from meditod_hub.evaluation.fewshot import run as fewshot
+
+    fewshot_argv = ["--model", "stub", "--task", "nlu", "--data", ctx.build, "--shots", "1",
+                    "--limit", "1", "--out", ctx.tmp / "fewshot", "--retriever", ctx.retriever,
+                    "--tokenizer", ctx.tokenizer, "--max_tokens", "8", "--context_window",
+                    "16384", "--cache", ctx.tmp / "answers.sqlite", "--retrieval_cache",
+                    ctx.tmp / "retrieval", "--max_retries", "0"]
+    served = served_runs(ctx.tmp / "served")
+    return {
+        "predict --endpoint": (P.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data",
+                                        ctx.build, "--limit", "1", "--endpoint", f"{url}/v1",
+                                        "--timeout", "2", "--out", ctx.tmp / "p.jsonl"]),
+        "fewshot --endpoint": (fewshot.main, [*fewshot_argv, "--endpoint", f"{url}/v1",
+                                              "--timeout", "2", "--request_timeout", "1"]),
+        "chat --endpoint": (chat.main, [*served, "--endpoint", f"{url}/v1", "--timeout", "2"]),
+        "eval-cascade --endpoint": (eval_cascade.main, [
+            *served, "--endpoint", f"{url}/v1", "--timeout", "2", "--data", ctx.build,
+            "--split", "train", "--limit", "1", "--out", ctx.tmp / "cascade"]),
+    }[case]
+
+
+@pytest.mark.parametrize("case", ["predict --endpoint", "fewshot --endpoint", "chat --endpoint",
+                                  "eval-cascade --endpoint"])
+def test_every_endpoint_flag_at_a_server_that_never_answers_stops_at_its_timeout(
+        case, embedded_build, fake_model_run, tiny_models, tiny_retriever, tmp_path, capsys,
+        monkeypatch):
+    import io
+
+    from hub_server import silent_endpoint
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("I have a cough.\n"))
+    ctx = SimpleNamespace(tmp=tmp_path, build=embedded_build, model_run=fake_model_run,
+                          retriever=tiny_retriever, tokenizer=tiny_models / "tiny-llama")
+    with silent_endpoint() as url:
+        main, argv = _dead_in_process(case, url, ctx)
+        outcome = run_case(f"{case}: a server that never answers", main, argv, capsys,
+                           deadline=DEAD_DEADLINE_S)
+    assert outcome.kind == "clear", (outcome.kind, outcome.err[-1500:])
+    assert "timeout" in outcome.err or "did not answer" in outcome.err, outcome.err
+
+
+HUB_COMMANDS = ["push", "publish", "space", "leaderboard", "results --hub_dataset"]
+
+
+@pytest.mark.parametrize("case", HUB_COMMANDS)
+def test_every_hub_command_at_a_hub_that_never_answers_stops_at_its_timeout(
+        case, embedded_build, tmp_path):
+    """HF_ENDPOINT is read when huggingface_hub is imported: each case is a `meditod` process."""
+    from hub_server import silent_endpoint
+
+    run = _evaluated_run(tmp_path / "run")
+    whole = write_run(tmp_path / "whole", adapter=False)  # a full model, as a Space serves one
+    (whole / "model.safetensors").write_bytes(b"x")
+    (whole / "config.json").write_text('{"model_type": "llama"}')
+    argv = {
+        "push": ["push", "--folder", embedded_build, "--repo", "org/x"],
+        "publish": ["publish", "--run", run, "--repo", "org/x"],
+        "space": ["space", "--repo", "org/x-space", "--nlu", whole, "--pol", whole, "--nlg",
+                  whole],
+        "leaderboard": ["leaderboard", "--repo", "org/board", "--dataset", "org/data"],
+        "results --hub_dataset": ["results", "--hub_dataset", "org/data", "--out",
+                                  tmp_path / "results"],
+    }[case]
+    with silent_endpoint() as url:
+        env = {**offline_env(tmp_path), "HF_ENDPOINT": url, "HF_TOKEN": "hf_sweep_token_0123456789"}
+        try:
+            done = meditod(env, *map(str, argv), "--timeout", "2", timeout=DEAD_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            record(f"{case}: a Hub that never answers", "hangs")
+            raise
+    kind = classify(done.returncode, done.stdout, done.stderr, False, False)
+    record(f"{case}: a Hub that never answers", kind)
+    assert kind == "clear", (done.returncode, done.stderr[-1500:])
+    assert "--timeout" in done.stderr or "did not answer" in done.stderr, done.stderr
+
+
+# --- issue 26, the sweep's classes: lone surrogates in every text input ----------------------------
+def _first_patient(dialogs: dict) -> dict:
+    return next(u for u in dialogs["1"]["utterances"] if u["speaker"] == "patient")
+
+
+SURROGATE = "cough \ud800"  # valid JSON ("\ud800"), not Unicode text: no file or Parquet holds it
+SURROGATE_RELEASES = {
+    "utterance text": (lambda r: _rewrite(r, lambda d: _first_patient(d).update(text=SURROGATE)),
+                       "dialogue 1, utterance 1: `text` holds a lone surrogate"),
+    "slot value": (lambda r: _rewrite(r, lambda d: _first_entry(d).update(value=SURROGATE)),
+                   "dialogue 1, utterance 1: `utterances.1.nlu.0.slots.positive_symptom.0.value`"),
+    "a dialogue-level key's value": (lambda r: _rewrite(r, lambda d: d["1"].update(notes=SURROGATE)),
+                                     "dialogue 1: `notes` holds a lone surrogate"),
+    "a key's name": (lambda r: _rewrite(r, lambda d: d["1"].update({SURROGATE: 1})),
+                     "dialogue 1: `a key` holds a lone surrogate"),
+    "keywords": (lambda r: _rewrite(r, lambda d: _first_patient(d).update(keywords=[SURROGATE])),
+                 "dialogue 1, utterance 1: `utterances.1.keywords.0` holds a lone surrogate"),
+    "release.json name": (lambda r: (r / "release.json").write_text(json.dumps({"name": SURROGATE})),
+                          "release.json: `name` holds a lone surrogate"),
+    "a split id": (lambda r: (r / "test_ids.json").write_text(json.dumps([SURROGATE])),
+                   "test_ids.json: `0` holds a lone surrogate"),
+}
+
+
+@pytest.mark.parametrize("case", SURROGATE_RELEASES)
+def test_a_lone_surrogate_anywhere_in_a_release_is_named(case, tmp_path, capsys):
+    """(before: build ended in "unexpected UnicodeEncodeError ... report it")"""
+    release = write_release(tmp_path / "release")
+    damage, phrase = SURROGATE_RELEASES[case]
+    damage(release)
+    outcome = run_case(f"build: a lone surrogate in the release's {case}", B.main,
+                       ["--source", release, "--out", tmp_path / "m"], capsys)
+    expect(outcome, phrase, "fix that \\u escape", code=1)
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("uttr_id", [0.0, 1.0, True, "1", None])
+def test_an_utterance_id_that_is_no_whole_number_is_named(uttr_id, tmp_path, capsys):
+    """(before: 0.0 and true equal 0 and 1 in Python, passed, and failed later as "unexpected")"""
+    release = write_release(tmp_path / "release")
+    _rewrite(release, lambda d: _first_patient(d).update(uttr_id=uttr_id))
+    outcome = run_case(f"build: uttr_id {json.dumps(uttr_id)}", B.main,
+                       ["--source", release, "--out", tmp_path / "m"], capsys)
+    expect(outcome, "dialogue 1, utterance 1: `uttr_id` must be the whole number 1 (the "
+           f"utterance's position), got {json.dumps(uttr_id)}", code=1)
+
+
+@pytest.mark.parametrize("command", ["results", "publish"])
+def test_a_results_file_holding_nan_is_named(command, tmp_path, capsys):
+    """(before: results ended in "unexpected ValueError: cannot convert float NaN to integer")"""
+    run = _evaluated_run(tmp_path / "runs" / "run")
+    path = run / "eval" / "test" / "results.json"
+    path.write_text(path.read_text().replace('"f1": 0.5614', '"f1": NaN'))
+    from meditod_hub.evaluation import results
+
+    if command == "results":
+        code = run_main(results.main, ["--runs", str(tmp_path / "runs"),
+                                       "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert code == 0 and f"skipped: {path}: 'f1' is nan, not a score" in err, err
+        assert "unexpected" not in err
+        record("results: a results.json holding NaN (skipped and said)", "clear")
+    else:
+        outcome = run_case("publish: a results.json holding NaN", U.main,
+                           ["--run", run, "--repo", "org/x", "--dry_run"], capsys)
+        expect(outcome, f"{path}: 'f1' is nan, not a score", "rerun `meditod evaluate`")
+
+
+@pytest.mark.parametrize("names", ["one-name", "a,b", "a,,c", "a,b,c,d"])
+def test_chat_served_models_must_name_three(names, capsys):
+    """(before: one name without --endpoint ended in "unexpected TypeError")"""
+    from meditod_hub.apps import chat
+
+    outcome = run_case(f"chat --served_models {names}", chat.main,
+                       ["--nlu", "a/b", "--pol", "a/b", "--nlg", "a/b", "--served_models", names],
+                       capsys)
+    expect(outcome, f"--served_models {names!r}: give three names (NLU,POL,NLG)", code=2)

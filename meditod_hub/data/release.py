@@ -130,7 +130,7 @@ class _Files:
         if text is None:
             return None
         try:
-            return json.loads(text, object_pairs_hook=hook)
+            value = json.loads(text, object_pairs_hook=hook)
         except json.JSONDecodeError as exc:
             self.problems.append(Problem(str(path), f"invalid JSON at line {exc.lineno}, column "
                                                     f"{exc.colno}: {exc.msg}"))
@@ -139,6 +139,45 @@ class _Files:
             self.problems.append(Problem(str(path), "JSON nested too deeply to read: not a "
                                                     "release file"))
             return None
+        if isinstance(value, dict) and path.name == DIALOGS_FILE:  # only those dialogues refused
+            for did in [did for did, dialogue in value.items()
+                        if self.surrogate(path, dialogue, did)]:
+                del value[did]
+        elif self.surrogate(path, value):
+            return None
+        return value
+
+
+    def surrogate(self, path: Path, value, did: str | None = None) -> bool:
+        """Whether `value` (a whole file, or dialogue `did`) holds a lone surrogate: valid JSON
+        (`"\\ud800"`), but no file or Parquet column can hold it. Said as a problem."""
+        where = _lone_surrogate(value if did is None else {did: value})
+        if where is None:
+            return False
+        keys, text = where
+        uid = keys[2] if did is not None and len(keys) > 2 and keys[1] == "utterances" \
+            and isinstance(keys[2], int) else None
+        name = keys[-1] if uid is not None and len(keys) == 4 else ".".join(map(str, keys[1:] if
+                                                                                 did else keys))
+        self.problems.append(Problem(str(path), f"`{name or 'a key'}` holds a lone surrogate "
+                                                f"({text!a}), which is not Unicode text: fix that "
+                                                "\\u escape", did, uid))
+        return True
+
+
+def _lone_surrogate(value, keys: tuple = ()) -> tuple[tuple, str] | None:
+    """(the key path, the string) of the first string or key in `value` that holds a lone
+    surrogate (\\ud800-\\udfff), if any."""
+    if isinstance(value, str):
+        return (keys, value[:60]) if any("\ud800" <= c <= "\udfff" for c in value) else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, inner in items:
+        if isinstance(key, str) and (found := _lone_surrogate(key, keys)) is not None:
+            return found
+        if (found := _lone_surrogate(inner, (*keys, key))) is not None:
+            return found
+    return None
 
 
 class _DuplicateKeys:
@@ -210,8 +249,10 @@ class _Checker:
             self.add("utterance is not an object", did, index)
             return False
         before = len(self.problems)
-        if utt.get("uttr_id") != index:
-            self.add(f"`uttr_id` must equal the utterance's position ({index})", did, index)
+        uttr_id = utt.get("uttr_id")
+        if type(uttr_id) is not int or uttr_id != index:  # 0.0 and true equal 0 and 1 in Python
+            self.add(f"`uttr_id` must be the whole number {index} (the utterance's position), "
+                     f"got {json.dumps(uttr_id)[:40]}", did, index)
         if not isinstance(utt.get("text"), str):
             self.add("`text` missing or not a string", did, index)
         elif not utt["text"].strip():
