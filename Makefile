@@ -6,7 +6,8 @@
 #
 # Variables mean one thing in every target: DATA is the built dataset folder (`make build`
 # writes it, the others read it); OUT is the folder a target writes into (its default is named
-# beside each target); SPLIT, TASK, MODEL, REPO as in the `meditod` flags of the same name.
+# beside each target); HOST and PORT are the address a server target (annotate, app) listens on;
+# SPLIT, TASK, MODEL, REPO as in the `meditod` flags of the same name.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -134,13 +135,13 @@ evaluate: setup
 		--predictions "$(PREDICTIONS)" $(if $(OUT),--out "$(OUT)") \
 		--judge "$(or $(JUDGE),exact)"
 
-## annotate: label dialogues in the browser at http://127.0.0.1:PORT (default 7861); SOURCE is a
+## annotate: label dialogues in the browser at http://HOST:PORT (default 127.0.0.1:7861); SOURCE is a
 ## release folder (edited in place) or a new folder (default ./annotation, never the embedded sample);
 ## NLU_MODEL / POL_MODEL (run folders) pre-fill the questionnaire with their predictions; VOCABULARY
 ## (a file of canonical values) flags medical values outside it
 annotate: setup
 	"$(MEDITOD)" annotate --source "$(if $(filter file,$(origin SOURCE)),annotation,$(SOURCE))" \
-		--port $(or $(PORT),7861) $(if $(NLU_MODEL),--nlu_model "$(NLU_MODEL)") \
+		$(if $(HOST),--host "$(HOST)") --port $(or $(PORT),7861) $(if $(NLU_MODEL),--nlu_model "$(NLU_MODEL)") \
 		$(if $(POL_MODEL),--pol_model "$(POL_MODEL)") $(if $(VOCABULARY),--vocabulary "$(VOCABULARY)")
 
 ## agreement: score annotator B's release against annotator A's (A as gold) with the NLU/POL metrics;
@@ -209,9 +210,10 @@ chat: setup
 	"$(MEDITOD)" chat --nlu "$(or $(NLU),$(DEFAULT_NLU))" --pol "$(or $(POL),$(DEFAULT_POL))" \
 		--nlg "$(or $(NLG),$(DEFAULT_NLG))" $(ARGS)
 
-## app: the Gradio chat app on http://127.0.0.1:7860 (models: MEDITOD_NLU/POL/NLG, default as chat's)
+## app: the Gradio chat app on http://HOST:PORT (default 127.0.0.1:7860; models: MEDITOD_NLU/POL/NLG,
+## default as chat's)
 app: setup
-	$(APP_DEFAULTS) "$(MEDITOD)" app
+	$(APP_DEFAULTS) "$(MEDITOD)" app $(if $(HOST),--host "$(HOST)") $(if $(PORT),--port $(PORT))
 
 ## space: upload the app as the Hub Space REPO, private unless PUBLIC=1; NLU/POL/NLG: Hub ids or run
 ## folders (default: the tiny runs, uploaded with it)

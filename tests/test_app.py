@@ -95,6 +95,22 @@ def test_transcripts_are_written_only_when_the_user_opts_in(tmp_path):
     assert transcript["turns"][1]["patient_text"] == "no fever"
 
 
+def test_meditod_app_takes_host_and_port(monkeypatch, capsys):
+    """Issue 25: `meditod app` had no --host or --port (only Gradio's environment variables)."""
+    launched = []
+    monkeypatch.setattr(webapp, "settings", lambda base=None: webapp.AppSettings((None,) * 3, None))
+    monkeypatch.setattr(webapp.Assistant, "load", staticmethod(lambda *specs: type(
+        "Loaded", (), {"loading": []})()))
+    monkeypatch.setattr(webapp, "build", lambda assistant, save_dir=None: "demo")
+    monkeypatch.setattr(webapp, "launch", lambda demo, **kwargs: launched.append(kwargs))
+    assert webapp.main(["--host", "0.0.0.0", "--port", "7999"]) == 0
+    assert webapp.main([]) == 0  # unset: Gradio's own (GRADIO_SERVER_NAME/PORT, else 127.0.0.1:7860)
+    assert launched == [{"server_name": "0.0.0.0", "server_port": 7999}, {}]
+    with pytest.raises(UsageError, match="--port: must be at most 65535"):
+        webapp.main(["--port", "70000"])
+    capsys.readouterr()
+
+
 def test_a_blank_or_non_text_message_is_no_turn_and_says_so():
     assistant = assistant_for_app()
     *_, conversation, _, _, _ = webapp.respond(assistant, None, "I cough", None, None, False)

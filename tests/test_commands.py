@@ -166,7 +166,7 @@ OTHER_TARGETS = {"tiny-runs", "published", "leaderboard-space"}
 def test_every_pipeline_target_runs_the_subcommand_it_is_named_after(target):
     (command,) = [c for c in commands(target, *PIPELINE[target]) if not c.startswith("test -n")]
     if target == "app":  # after `make demo`, the demo's runs are its environment's defaults
-        assert command.endswith('".venv/bin/meditod" app'), command
+        assert command.rstrip().endswith('".venv/bin/meditod" app'), command
     else:
         assert command.startswith(f'".venv/bin/meditod" {target} '.rstrip()), command
 
@@ -196,6 +196,15 @@ def test_make_train_calls_meditod_train_with_model_task_and_gpus():
     done = make_n("train", "MODEL=tiny-llama", "TASK=nlu", "GPUS=2", "OUT=runs/mine")
     assert '.venv/bin/meditod" train "tiny-llama" nlu --gpus 2 --dataset_name="meditod" ' \
            '--out "runs/mine"' in done.stdout
+
+
+@pytest.mark.parametrize("target", ["app", "annotate"])
+def test_host_and_port_are_where_a_server_target_listens(target):
+    """Issue 25: `meditod app` had no --host or --port; HOST and PORT mean the same for both."""
+    done = make_n(target, "HOST=0.0.0.0", "PORT=7999")
+    assert done.returncode == 0, done.stderr
+    assert re.search(rf'meditod" {target} .*--host "0\.0\.0\.0" --port 7999', done.stdout.replace(
+        "\\\n", " ")), done.stdout
 
 
 @pytest.mark.parametrize("args,expected", [

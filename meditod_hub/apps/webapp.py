@@ -2,7 +2,8 @@
 
     meditod app                                     # the tiny offline models (make tiny-runs)
     MEDITOD_NLU=org/meditod-llama3-8b-nlu MEDITOD_POL=... MEDITOD_NLG=... meditod app
-    GRADIO_SERVER_PORT=7861 meditod app             # Gradio's own settings apply
+    meditod app --port 7861                         # or GRADIO_SERVER_PORT=7861: Gradio's own
+    meditod app --host 0.0.0.0                      # settings apply; 0.0.0.0: on your network
 
 Models come from, in order: environment variables `MEDITOD_NLU`, `MEDITOD_POL`, `MEDITOD_NLG`
 (a run folder, a model folder or a Hub id; `MEDITOD_<TASK>_REVISION` and `MEDITOD_<TASK>_FAMILY`
@@ -33,13 +34,13 @@ import sys
 import tempfile
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub import quiet
 from meditod_hub.apps.assistant import OPENING_LINE, Assistant, Conversation, not_a_patient_line
 from meditod_hub.apps.state_view import STATE_CSS, actions_line, state_html, state_lines
-from meditod_hub.arguments import KitParser
+from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import atomic_write, output_folder, output_path
@@ -54,6 +55,16 @@ BANNER = ("**Research demo, not medical advice.** This assistant imitates a doct
           "says is advice: for a health problem, see a clinician. Conversations are not stored "
           "unless you tick the save box (when the server offers one).")
 TITLE = "MediTOD history-taking assistant"
+
+
+@dataclass
+class AppArguments:
+    host: str | None = field(default=None, metadata={
+        "help": "address to listen on (default: GRADIO_SERVER_NAME, else 127.0.0.1, this machine "
+                "only; 0.0.0.0 serves every network this machine is on, with no login)"})
+    port: int | None = field(default=None, metadata={
+        "min": 1, "max": 65535,
+        "help": "port to listen on (default: GRADIO_SERVER_PORT, else 7860 or the next free one)"})
 
 
 @dataclass(frozen=True)
@@ -292,10 +303,10 @@ def launch(demo, **kwargs):
 
 def main(argv: list[str], base: Path | None = None) -> int:
     """`meditod app`: settings from the environment and `base` (default the working folder)."""
-    KitParser(prog="meditod app", description=__doc__.split("\n\n")[0] + " Models: "
-                            "MEDITOD_NLU/POL/NLG (run folders or Hub ids), default "
-                            f"{DEFAULT_RUNS}/<task>; MEDITOD_SAVE_DIR: opt-in transcripts."
-                            ).parse_args(argv)
+    (args,) = parse_args((AppArguments,), argv, "meditod app",
+                         __doc__.split("\n\n")[0] + " Models: MEDITOD_NLU/POL/NLG (run folders "
+                         f"or Hub ids), default {DEFAULT_RUNS}/<task>; MEDITOD_SAVE_DIR: opt-in "
+                         "transcripts.")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry, no version check
     app_settings = settings(base=base)
     quiet.progress_bars_off()
@@ -304,5 +315,7 @@ def main(argv: list[str], base: Path | None = None) -> int:
     for note in assistant.loading:  # which stages share a base, and why others do not
         print(f"  {note}", file=sys.stderr)
     demo = build(assistant, app_settings.save_dir)
-    launch(demo)
+    address = {key: value for key, value in (("server_name", args.host), ("server_port", args.port))
+               if value is not None}
+    launch(demo, **address)
     return 0
