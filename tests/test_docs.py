@@ -126,6 +126,30 @@ def test_every_command_block_runs_or_says_why_not():
     assert len(blocks) >= 20, f"only {len(blocks)} command blocks found: is the collector broken?"
 
 
+REDIRECT = re.compile(r"(?<![\d&])>>?\s*([^\s&|;>]+)|\btee\s+(?:-a\s+)?([^\s&|;]+)")
+
+
+def test_no_documented_command_leaves_a_file_git_would_track():
+    """Issue 25: the few-shot quickstart wrote `serve.log` into the repository (untracked, not
+    ignored). A file a block writes through a redirect goes under an ignored folder (out/...)."""
+    targets = {(b.name, m.group(1) or m.group(2)) for b in all_blocks() if b.lang != "python"
+               for line in command_lines(b.text)
+               for m in REDIRECT.finditer(re.sub(r"\s+#.*$", "", line))}
+    assert targets, "no redirect found: is REDIRECT broken?"
+    kept = [(name, path) for name, path in sorted(targets)
+            if path != "/dev/null" and "$" not in path and subprocess.run(
+                ["git", "check-ignore", "-q", "--no-index", path], cwd=PROJECT).returncode != 0]
+    assert not kept, f"written where git would track it (write under out/): {kept}"
+
+
+def test_the_readme_shows_the_multitask_recipe():
+    """Issue 25: the README never showed a multitask recipe in a command block."""
+    readme = [b for b in collect(PROJECT / "README.md")[0]]
+    runs = [b for b in readme if "-multitask" in b.text and b.mode == "run"]
+    assert runs, "no README block that runs names a *-multitask recipe"
+    assert any(re.search(r"make train MODEL=\S+-multitask\b", b.text) for b in readme)
+
+
 # --- the sandbox ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory, embedded_release):
