@@ -149,14 +149,47 @@ def test_parquet_schema_and_card_metadata_are_what_datasets_writes(config):
     assert ours.equals(theirs, check_metadata=False)
     assert json.loads(ours.metadata[b"huggingface"])["info"]["features"] == features(config).to_dict()
     counts = {config: {"train": 3, "test": 1}}
+    sizes = {config: {"train": (3000, 1200), "test": (900, 700)}}  # (Arrow bytes, Parquet bytes)
     splits = SplitDict()
     for name, n in counts[config].items():
-        splits.add(SplitInfo(name=name, num_examples=n))
+        splits.add(SplitInfo(name=name, num_examples=n, num_bytes=sizes[config][name][0]))
     card = DatasetCardData()
     DatasetInfosDict({config: DatasetInfo(features=features(config), splits=splits,
-                                          config_name=config)}).to_dataset_card_data(card)
+                                          config_name=config, download_size=1900,
+                                          dataset_size=3900)}).to_dataset_card_data(card)
     theirs = card.dataset_info if isinstance(card.dataset_info, list) else [card.dataset_info]
-    assert card_dataset_info(counts) == theirs
+    assert card_dataset_info(counts, sizes) == theirs
+
+
+def test_the_card_gives_each_split_its_real_size(embedded_build):
+    """Issue 25: every split said `num_bytes: 0`. Now its Arrow size (what `datasets` reports as
+    num_bytes), and per config the Parquet files' bytes (download_size) and the total."""
+    import pyarrow.parquet as pq
+    import yaml
+
+    card = (embedded_build / "README.md").read_text(encoding="utf-8")
+    infos = yaml.safe_load(card.split("---\n")[1])["dataset_info"]
+    assert {info["config_name"] for info in infos} == {"dialogues", "nlu", "pol", "nlg"}
+    for info in infos:
+        files = {split["name"]: embedded_build / info["config_name"] /
+                 f"{split['name']}-00000-of-00001.parquet" for split in info["splits"]}
+        for split in info["splits"]:
+            arrow = pq.read_table(files[split["name"]]).nbytes
+            assert split["num_bytes"] > 0 and abs(split["num_bytes"] - arrow) <= 0.02 * arrow, split
+        assert info["download_size"] == sum(f.stat().st_size for f in files.values())
+        assert info["dataset_size"] == sum(s["num_bytes"] for s in info["splits"])
+
+
+def test_the_build_says_whether_a_push_is_gated_in_plain_english(embedded_release, sample_release,
+                                                                   tmp_path, capsys):
+    """Issue 25: the build printed 'a push will be not gated'."""
+    from meditod_hub.data import build as B
+
+    assert B.main(["--source", str(embedded_release), "--out", str(tmp_path / "synthetic")]) == 0
+    out = capsys.readouterr().out
+    assert "a push will not be gated;" in out and "be not gated" not in out
+    assert B.main(["--source", str(sample_release), "--out", str(tmp_path / "meditod")]) == 0
+    assert "a push will be gated, manual approval of each request;" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("build", ["embedded_build", "sample_build"])

@@ -131,13 +131,22 @@ def _named(name: str, feature: dict) -> dict:
     return {"name": name, **value}
 
 
-def card_dataset_info(counts: dict[str, dict[str, int]]) -> list[dict]:
-    """The card's `dataset_info` YAML (what `DatasetInfosDict.to_dataset_card_data` writes)."""
-    return [{"config_name": config,
-             "features": [_named(name, f) for name, f in FEATURES[config].items()],
-             "splits": [{"name": split, "num_bytes": 0, "num_examples": n}
-                        for split, n in counts[config].items()]}
-            for config in sorted(counts)]
+def card_dataset_info(counts: dict[str, dict[str, int]],
+                      sizes: dict[str, dict[str, tuple[int, int]]]) -> list[dict]:
+    """The card's `dataset_info` YAML (what `DatasetInfosDict.to_dataset_card_data` writes):
+    per split its rows and `num_bytes` (its Arrow size, as `datasets` counts it), per config
+    `download_size` (its Parquet files' bytes) and `dataset_size` (the splits' Arrow bytes).
+    `sizes[config][split]` = (Arrow bytes, Parquet file bytes), from `write_parquet`."""
+    info = []
+    for config in sorted(counts):
+        splits = [{"name": split, "num_bytes": sizes[config][split][0], "num_examples": n}
+                  for split, n in counts[config].items()]
+        info.append({"config_name": config,
+                     "features": [_named(name, f) for name, f in FEATURES[config].items()],
+                     "splits": splits,
+                     "download_size": sum(sizes[config][s][1] for s in counts[config]),
+                     "dataset_size": sum(s["num_bytes"] for s in splits)})
+    return info
 
 
 def infos_json(counts: dict[str, dict[str, int]]) -> dict:
@@ -258,12 +267,13 @@ class _SplitWriter:
         self.config = config
         self.pending: list = []
         self.pending_rows = self.pending_bytes = 0
-        self.rows = 0
+        self.rows = self.arrow_bytes = 0
         self.writer = None
 
     def add(self, table) -> None:
         self.pending.append(table)
         self.rows += table.num_rows
+        self.arrow_bytes += table.nbytes  # the split's size as `datasets` reports it (num_bytes)
         self.pending_rows += table.num_rows
         self.pending_bytes += table.get_total_buffer_size()
         if self.pending_rows >= ROW_GROUP_ROWS or self.pending_bytes >= ROW_GROUP_BYTES:
@@ -288,9 +298,12 @@ class _SplitWriter:
             self.writer.close()
 
 
-def write_parquet(release: Release, folder: Path) -> dict[str, dict[str, int]]:
-    """Every config and split of the release as Parquet under `folder`; returns row counts."""
+def write_parquet(release: Release, folder: Path) -> tuple[dict[str, dict[str, int]],
+                                                            dict[str, dict[str, tuple[int, int]]]]:
+    """Every config and split of the release as Parquet under `folder`; returns the row counts
+    and the sizes (Arrow bytes, Parquet file bytes) per config and split."""
     counts: dict[str, dict[str, int]] = {config: {} for config in CONFIGS}
+    sizes: dict[str, dict[str, tuple[int, int]]] = {config: {} for config in CONFIGS}
     for split, ids in release.splits.items():
         writers = {config: _SplitWriter(folder, config, split) for config in CONFIGS}
         try:
@@ -307,7 +320,8 @@ def write_parquet(release: Release, folder: Path) -> dict[str, dict[str, int]]:
         for config, writer in writers.items():
             if writer.rows:
                 counts[config][split] = writer.rows
-    return counts
+                sizes[config][split] = (writer.arrow_bytes, writer.path.stat().st_size)
+    return counts, sizes
 
 
 def split_sizes(release: Release, counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
@@ -538,11 +552,11 @@ def build(args: BuildArguments) -> Built:
             os.umask(umask)
             tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the build is a normal folder
             try:
-                counts = write_parquet(release, tmp)
+                counts, parquet_sizes = write_parquet(release, tmp)
                 sizes = split_sizes(release, counts)
                 (tmp / "dataset_infos.json").write_text(
                     json.dumps(infos_json(counts), indent=2) + "\n", encoding="utf-8")
-                render_dataset_card(card_dataset_info(counts), sizes, metadata, licence,
+                render_dataset_card(card_dataset_info(counts, parquet_sizes), sizes, metadata, licence,
                                     release.has_ood, origin, Path(args.source).name
                                     ).save(tmp / "README.md")
                 manifest = write_manifest(tmp, release, licence, content, origin)
@@ -572,8 +586,9 @@ def main(argv: list[str]) -> int:
     (args,) = parse_args((BuildArguments,), argv, "meditod build", __doc__.split("\n\n")[0])
     built = build(args)
     print(f"built {args.out}: {built.provenance.describe()}")
-    print(f"licence: {built.licence.reason}; a push will be "
-          f"{built.licence.gating().split(' (')[0]}; {len(built.release.problems)} warning(s)")
+    gate = "be gated, manual approval of each request" if built.licence.gated else "not be gated"
+    print(f"licence: {built.licence.reason}; a push will {gate}; "
+          f"{len(built.release.problems)} warning(s)")
     print(splits_table(built.sizes))
     if not built.release.has_ood:
         print("no out-of-domain set given: no test_ood split")
