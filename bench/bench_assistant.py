@@ -10,7 +10,7 @@
 2. Cascaded generation on the test split of the paper-scale synthetic corpus
    (`meditod_hub.data.synthetic`): NLU -> POL -> NLG as three `meditod_hub.models.predict` runs one after
    another (each loads its model, reads the split, writes its predictions; POL and NLG with
-   `--upstream`, as `make predict` would), against `eval_cascade.cascade` (one process, every
+   `--upstream`, as `make predict` would), against `models.cascade.cascade` (one process, every
    module batched across all dialogues and turns), and against a turn-synchronous schedule
    (turn t of every dialogue in one batch per module). Outputs are checked equal; the same
    `--max_new_tokens` budget applies to all (the tiny runs never saw synthetic text, so they
@@ -34,12 +34,13 @@ from datasets import disable_progress_bars, load_dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub.apps.assistant import Assistant, PipelineArguments  # noqa: E402
+from meditod_hub.apps.assistant import Assistant  # noqa: E402
 from meditod_hub.data.build import BuildArguments, build  # noqa: E402
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
 from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows  # noqa: E402
-from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, cascade, evaluate_cascade, load_split  # noqa: E402
+from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, evaluate_cascade, load_split  # noqa: E402
 from meditod_hub.models import predict  # noqa: E402
+from meditod_hub.models.cascade import PipelineArguments, cascade  # noqa: E402
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -138,7 +139,7 @@ def cascaded_evaluation(runs: Path, dialogues: int, max_new_tokens: int, batch: 
         sync_s, synchronous = timed(turn_synchronous, assistant, rows)
         assert cascaded == predicted == synchronous, "the three schedules must agree"
         print(f"   three predict calls one after another: {predict_s:.1f} s")
-        print(f"   eval_cascade.cascade, one process:     {cascade_s:.1f} s "
+        print(f"   models.cascade.cascade, one process:   {cascade_s:.1f} s "
               f"({predict_s / cascade_s:.2f}x the predict calls' speed)")
         print(f"   turn-synchronous batches (models loaded): {sync_s:.1f} s "
               f"({predict_s / sync_s:.2f}x)")

@@ -19,8 +19,9 @@ import json
 import sys
 from pathlib import Path
 
-from meditod_hub.apps.assistant import Assistant, PipelineArguments
+from meditod_hub.apps.assistant import Assistant
 from meditod_hub.apps.state_view import state_lines
+from meditod_hub.models.cascade import PipelineArguments
 
 PATIENT_LINES = ("I have had a dry cough for two weeks", "it gets worse at night", "no fever")
 NEXT = """Next:

@@ -138,7 +138,7 @@ def test_the_served_layout_one_endpoint_three_model_names(tmp_path):
     """vLLM's multi-LoRA layout: each stage's prompts go to its own name at one endpoint."""
     from chat_server import ChatServer, answer_for
 
-    from meditod_hub.apps.assistant import PipelineArguments
+    from meditod_hub.models.cascade import PipelineArguments
     from meditod_hub.models.runs import write_run_files
 
     for task in TASKS:  # the runs give family and budgets; the weights are the server's

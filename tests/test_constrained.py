@@ -428,7 +428,8 @@ def test_the_grammar_never_changes_an_answer_that_already_parses_and_validates(
 def test_the_assistant_acts_on_every_realistic_patient_line(tiny_runs):
     """The README's patient lines (and more in its words), constrained by default: NLU and POL
     parse on every turn and the doctor has actions to say every time."""
-    from meditod_hub.apps.assistant import Assistant, PipelineArguments
+    from meditod_hub.apps.assistant import Assistant
+    from meditod_hub.models.cascade import PipelineArguments
 
     specs = PipelineArguments(*(str(tiny_runs / task) for task in ("nlu", "pol", "nlg"))).specs()
     assert all(spec.decode.constrained for spec in specs), "the assistant constrains by default"

@@ -22,7 +22,7 @@ from meditod_hub.data.build import BuildArguments, build
 from meditod_hub.publishing.card import card_template
 built = build(BuildArguments(source=Path(sample), out=Path(out)))
 package = Path(meditod_hub.__file__).parent
-print(json.dumps({"card": (Path(out) / "README.md").read_text()[:4000],
+print(json.dumps({"card": (Path(out) / "README.md").read_text(),
                   "model_template": card_template("model_card.md").is_file(),
                   "modules": sorted(str(p.relative_to(package)) for p in package.rglob("*.py")),
                   "annotate": sorted(p.name for p in (package / "apps" / "annotate" / "static").iterdir()),

@@ -20,6 +20,7 @@ Generation is greedy, so a turn is deterministic.
 Each module is a `predictor.Predictor` (anything with `predict(rows) -> records`, one
 `records.Prediction` per row): `Assistant.load` reaches a run folder, a model folder, a Hub id
 at a revision or a served endpoint through `predictor.load_predictor`, as every command does.
+A turn is `models.cascade.cascade` on the turn's rows, the function eval-cascade runs on a split.
 `Assistant.load` shares one base among stages whose runs are LoRA adapters of it and loads a
 multi-task run once (`adapters.SharedModels`; `Assistant.loading` says how). With an endpoint,
 each stage sends its prompts to its own model name there, e.g. three adapters served by one
@@ -28,18 +29,15 @@ vLLM. NLG's reply can stream (`respond(..., stream=callback)`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from meditod_hub.data import provenance
 from meditod_hub.data.release import label_errors
 from meditod_hub.data.tasks import TASK_NAMES, get_task
-from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows, to_nlu, to_pol
-from meditod_hub.errors import MeditodError, UsageError
-from meditod_hub.models.adapters import SharedModels
-from meditod_hub.models.endpoint import DEFAULT_TIMEOUT_S
-from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
+from meditod_hub.data.views import to_nlg, to_nlu, to_pol
+from meditod_hub.models.cascade import Pipeline, cascade
+from meditod_hub.models.predictor import ModelSpec, Predictor
 from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import run_settings
 
@@ -65,61 +63,6 @@ def not_a_patient_line(text: str) -> str | None:
     except UnicodeEncodeError:
         return "that line is not UTF-8 text"
     return None
-
-
-def _optional(help_: str):
-    return field(default=None, metadata={"help": help_})
-
-
-@dataclass
-class PipelineArguments:
-    """The three models of a pipeline, as command-line flags."""
-
-    nlu: str = field(metadata={"help": "NLU model: run folder, model folder or Hub id"})
-    pol: str = field(metadata={"help": "POL model: run folder, model folder or Hub id"})
-    nlg: str = field(metadata={"help": "NLG model: run folder, model folder or Hub id"})
-    nlu_revision: str | None = _optional("NLU: Hub revision (branch, tag, commit)")
-    pol_revision: str | None = _optional("POL: Hub revision (branch, tag, commit)")
-    nlg_revision: str | None = _optional("NLG: Hub revision (branch, tag, commit)")
-    nlu_family: str | None = _optional("NLU: model family (default: run_info.json)")
-    pol_family: str | None = _optional("POL: model family (default: run_info.json)")
-    nlg_family: str | None = _optional("NLG: model family (default: run_info.json)")
-    batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
-    max_new_tokens: int | None = field(default=None, metadata={"min": 1,
-        "help": "generation budget of every module (default: each run's, run_info.json)"})
-    constrained: bool | None = field(default=None, metadata={
-        "help": "decode under the CMAS grammar (meditod_hub.models.constrained), so NLU and POL always "
-                "parse (default: on for the assistant, off for eval-cascade, as in the paper)"})
-    endpoint: str | None = _optional(
-        "OpenAI-compatible base URL serving the three models under three names (vLLM "
-        "--enable-lora --lora-modules nlu=... pol=... nlg=...); --nlu/--pol/--nlg still name "
-        "the runs (family, budgets)")
-    served_models: str = field(default="nlu,pol,nlg", metadata={
-        "help": "with --endpoint: the NLU, POL and NLG model names there, comma-separated "
-                "(one name three times for a multi-task adapter)"})
-    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
-        "help": "--endpoint: seconds for each stage's requests (one turn in chat), retries "
-                "included (as predict's --timeout)"})
-
-    def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
-        """The three specs; `constrained` is the command's default when the flag is not given
-        (medical values stay free: a conversation has no training split to draw them from)."""
-        names = self.served_models.split(",")
-        if len(names) != len(TASK_NAMES) or not all(name.strip() for name in names):
-            raise UsageError(f"--served_models {self.served_models!r}: give three names "
-                             "(NLU,POL,NLG)")
-        setting = constrained if self.constrained is None else self.constrained
-        if self.endpoint and self.constrained is None:
-            setting = False  # a served grammar needs the server's kind: ask with --constrained
-        decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
-                               constrained=setting)
-        # a patient's words are never cached to disk
-        served = {"cache": None, "timeout": self.timeout} if self.endpoint else {}
-        return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
-                               getattr(self, f"{task}_revision"), endpoint=self.endpoint,
-                               served_model=name if self.endpoint else None, decode=decode,
-                               endpoint_options=served)
-                     for task, name in zip(TASK_NAMES, names))
 
 
 @dataclass(frozen=True)
@@ -200,41 +143,23 @@ def trained_on(specs: Sequence[ModelSpec]) -> str:
     return "; ".join(f"{task.upper()} trained on {what}" for task, what in zip(TASK_NAMES, said))
 
 
-class Assistant:
+class Assistant(Pipeline):
     """NLU, POL and NLG predictors run as one system, per turn and across conversations."""
 
     def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
                  max_patient_chars: int = MAX_PATIENT_CHARS, loading: Sequence[str] = (),
                  trained_on: str = "data this assistant does not know"):
-        self.predictors = {"nlu": nlu, "pol": pol, "nlg": nlg}
+        super().__init__(nlu, pol, nlg, loading)
         self.max_patient_chars = max_patient_chars
-        self.loading = tuple(loading)  # how the models were loaded (shared base or why not)
         self.trained_on = trained_on   # `trained_on(specs)`: the banner and opening line say it
 
     @classmethod
     def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs) -> Assistant:
-        # one SharedModels for the three stages: one base for its adapters, a folder loaded once
-        models = SharedModels()
-        predictors = [load_predictor(spec, task, models)
-                      for spec, task in zip((nlu, pol, nlg), TASK_NAMES)]
-        return cls(*predictors, loading=models.notes, trained_on=trained_on((nlu, pol, nlg)),
-                   **kwargs)
+        return super().load(nlu, pol, nlg, trained_on=trained_on((nlu, pol, nlg)), **kwargs)
 
     def new_conversation(self, dialogue_id: str = "chat",
                          opening: str = OPENING_LINE) -> Conversation:
         return Conversation(dialogue_id, opening)
-
-    def run_stage(self, task: str, rows: list[dict],
-                  stream: Callable[[str], None] | None = None) -> tuple[list[Prediction], float]:
-        """One batched call of a module's predictor, and its wall time. `stream` (one row):
-        the output's text as it is generated, where the predictor can stream (else nothing)."""
-        start = time.perf_counter()
-        predictor = self.predictors[task]
-        records = predictor.predict(rows, stream=stream) if stream else predictor.predict(rows)
-        if len(records) != len(rows):
-            raise MeditodError(f"the {task} predictor answered {len(records)} records for "
-                               f"{len(rows)} rows")
-        return records, time.perf_counter() - start
 
     def respond(self, conversation: Conversation, patient_text: str,
                 stream: Callable[[str], None] | None = None) -> Turn:
@@ -251,39 +176,35 @@ class Assistant:
             raise ValueError("a reply streams for one conversation at a time")
         if len({id(c) for c in conversations}) != len(conversations):
             raise ValueError("a conversation can take one patient line per batch")
+        if len({c.dialogue_id for c in conversations}) != len(conversations):
+            raise ValueError("conversations in one batch need distinct dialogue ids")
         texts = [str(t)[:self.max_patient_chars] for t in patient_texts]
         cut = [len(str(t)) - len(x) for t, x in zip(patient_texts, texts)]
         for conversation, text in zip(conversations, texts):
             conversation._add("nlu", text)
+            conversation._add("pol", "")  # the doctor line to predict: the POL and NLG row
 
-        nlu_rows = [to_nlu(c.dialogue_id, c.utterances)[-1] for c in conversations]
-        nlu_records, nlu_seconds = self.run_stage("nlu", nlu_rows)
-        for conversation, row, record in zip(conversations, nlu_rows, nlu_records):
-            conversation.nlu_labels[row["id"]] = record.prediction if record.parse_ok else None
+        # this turn's rows of each task: the last of each conversation's views
+        rows = {task: [view(c.dialogue_id, c.utterances)[-1] for c in conversations]
+                for task, view in (("nlu", to_nlu), ("pol", to_pol), ("nlg", to_nlg))}
+        earlier = {i: label for c in conversations for i, label in c.nlu_labels.items()}
+        run = cascade(self, rows, gold_inputs=False, earlier=earlier, stream=stream)
+        for conversation, record in zip(conversations, run["nlu"]):
+            conversation.nlu_labels[record.id] = record.label
 
-        for conversation in conversations:  # the doctor line to predict, as a pol row target
-            conversation._add("pol", "")
-        pol_rows = [cascade_pol_rows([to_pol(c.dialogue_id, c.utterances)[-1]], c.nlu_labels)[0]
-                    for c in conversations]
-        pol_records, pol_seconds = self.run_stage("pol", pol_rows)
-        nlg_rows = [cascade_nlg_rows([row], {row["id"]: _label(record)})[0]
-                    for row, record in zip(pol_rows, pol_records)]
-        nlg_records, nlg_seconds = self.run_stage("nlg", nlg_rows, stream)
-
+        seconds = run["seconds"]
+        pol_records, nlg_records = run["pol"]["cascaded"], run["nlg"]["cascaded"]
         turns = []
         for n, conversation in enumerate(conversations):
             turn = _turn(texts[n], cut[n], conversation.state,
-                         (nlu_records[n], nlu_seconds), pol_rows[n], (pol_records[n], pol_seconds),
-                         nlg_rows[n], (nlg_records[n], nlg_seconds))
+                         (run["nlu"][n], seconds["nlu"]), run["pol_rows"][n],
+                         (pol_records[n], seconds["pol"]), run["nlg_rows"][n],
+                         (nlg_records[n], seconds["nlg"]))
             doctor = conversation.utterances[-1]
             doctor.update(text=turn.reply, actions=turn.actions)
             conversation.turns.append(turn)
             turns.append(turn)
         return turns
-
-
-def _label(record: Prediction):
-    return record.prediction if record.parse_ok else None
 
 
 def _usable(task: str, record: Prediction) -> bool:

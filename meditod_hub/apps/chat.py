@@ -23,13 +23,13 @@ from meditod_hub.apps.assistant import (
     MAX_PATIENT_CHARS,
     OPENING_LINE,
     Assistant,
-    PipelineArguments,
     Turn,
     not_a_patient_line,
 )
 from meditod_hub.apps.state_view import actions_line, state_lines
 from meditod_hub.arguments import parse_args
 from meditod_hub.errors import EXIT_OK, run_main
+from meditod_hub.models.cascade import PipelineArguments
 
 BANNER = ("MediTOD assistant: a research demo, not medical advice. You are the patient. "
           "Commands: /state, /reset, /quit (or Ctrl-D).")

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub import quiet
-from meditod_hub.apps.assistant import Assistant, PipelineArguments
 from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.evaluation.metrics.nlg import bertscore_setting
 from meditod_hub.files import atomic_write, output_folder
+from meditod_hub.models.cascade import Pipeline, PipelineArguments, cascade
 from meditod_hub.models.records import Prediction, value_at, write_predictions
 from meditod_hub.models.runs import RunError, choose_data, run_info_digest, trained_data
 from meditod_hub.publishing.model_card import base_label, hub_id
@@ -82,42 +82,6 @@ def select_dialogues(rows: dict[str, list[dict]], limit: int | None) -> dict[str
             for task, task_rows in rows.items()}
 
 
-def _label(record: Prediction):
-    return record.label
-
-
-def run_both(assistant: Assistant, task: str, gold_rows: list[dict], cascaded_rows: list[dict],
-             gold_inputs: bool = True) -> tuple[dict[str, list[dict]], float]:
-    """Gold-input and cascaded records of one module, each distinct input generated once
-    (only the cascaded ones without `gold_inputs`)."""
-    if not gold_inputs:
-        records, seconds = assistant.run_stage(task, list(cascaded_rows))
-        return {"cascaded": records}, seconds
-    column = get_task(task).input_column
-    differs = [c[column] != g[column] for g, c in zip(gold_rows, cascaded_rows)]
-    extra = [c for c, d in zip(cascaded_rows, differs) if d]
-    records, seconds = assistant.run_stage(task, list(gold_rows) + extra)
-    gold, rest = records[:len(gold_rows)], iter(records[len(gold_rows):])
-    cascaded = [next(rest) if d else g for g, d in zip(gold, differs)]
-    return {"gold_input": gold, "cascaded": cascaded}, seconds
-
-
-def cascade(assistant: Assistant, rows: dict[str, list[dict]], gold_inputs: bool = True) -> dict:
-    """Every stage's records: NLU on its rows; each later stage (POL, NLG) on cascaded (and
-    gold) inputs, fed its upstream stage's cascaded predictions."""
-    nlu, seconds = assistant.run_stage("nlu", rows["nlu"])
-    run = {"nlu": nlu, "seconds": {"nlu": seconds}}
-    cascaded = {"nlu": nlu}
-    for task in CASCADED_TASK_NAMES:
-        spec = get_task(task)
-        run[f"{task}_rows"] = spec.cascade_rows(rows[task], {r.id: _label(r)
-                                                             for r in cascaded[spec.upstream]})
-        run[task], run["seconds"][task] = run_both(assistant, task, rows[task],
-                                                   run[f"{task}_rows"], gold_inputs)
-        cascaded[task] = run[task]["cascaded"]
-    return run
-
-
 # --- scoring: the one place this module calls into the evaluation --------------------------
 def load_split(data: str, split: str) -> dict[str, list[dict]]:
     from meditod_hub.data.dataset import load_split as load
@@ -147,7 +111,7 @@ def attribution(rows: dict[str, list[dict]], run: dict) -> dict:
     """How much of the drop the upstream modules explain, as counts over the POL/NLG rows."""
     gold_pol = rows["pol"]
     state_differs = [c["state"] != g["state"] for g, c in zip(gold_pol, run["pol_rows"])]
-    wrong = {column: [actions_wrong(g["actions"], _label(r))
+    wrong = {column: [actions_wrong(g["actions"], r.label)
                       for g, r in zip(gold_pol, run["pol"][column])] for column in COLUMNS}
     cascaded_wrong = wrong["cascaded"]
     actions_differ = [c["actions"] != g["actions"] for g, c in zip(rows["nlg"], run["nlg_rows"])]
@@ -284,7 +248,7 @@ def write_stage_predictions(run: dict, folder: Path) -> None:
 
 
 def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
-                     assistant: Assistant | None = None) -> dict:
+                     models: Pipeline | None = None) -> dict:
     """Run, score and write everything; returns results.json's content."""
     out = Path(args.out) if args.out else default_out(pipeline, args.split)
     output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
@@ -298,15 +262,15 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
     start = time.perf_counter()
     specs = pipeline.specs(constrained=False)  # the paper's setting unless --constrained
-    assistant = assistant or Assistant.load(*specs)
+    models = models or Pipeline.load(*specs)
     loaded = time.perf_counter()
-    run = cascade(assistant, rows)
+    run = cascade(models, rows)
     results = {
         "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows["nlu"]}),
-        "models": {task: {"label": model_label(spec.source, assistant.predictors[task]),
+        "models": {task: {"label": model_label(spec.source, models.predictors[task]),
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(
-                              getattr(assistant.predictors[task], "folder", None))}
+                              getattr(models.predictors[task], "folder", None))}
                    for task, spec in zip(TASK_NAMES, specs)},
         "constrained": specs[0].decode.constrained,
         "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),

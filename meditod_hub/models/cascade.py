@@ -1,0 +1,162 @@
+"""The cascade, written once: NLU -> state -> POL -> NLG, over any rows of the three tasks.
+
+NLU labels patient lines; POL reads the state folded from NLU's predicted labels
+(`views.cascade_pol_rows`, through `Task.cascade_rows`), NLG the actions POL predicted
+(`views.cascade_nlg_rows`), in the order of `tasks.CASCADED_TASK_NAMES`. Two callers, one
+function: the assistant (`apps.assistant`) runs `cascade` on one turn of its conversations,
+eval-cascade (`evaluation.eval_cascade`) on a whole split beside gold inputs; tests hold that
+they give the same rows and records for the same runs.
+
+`Pipeline` holds the three predictors, loaded once (`adapters.SharedModels`: one base for the
+stages that are LoRA adapters of it, a multi-task run loaded once); `PipelineArguments` are the
+flags that name them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
+from meditod_hub.errors import MeditodError, UsageError
+from meditod_hub.models.adapters import SharedModels
+from meditod_hub.models.endpoint import DEFAULT_TIMEOUT_S
+from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
+from meditod_hub.models.records import Prediction
+
+FIRST = "nlu"  # the stage that reads only the dialogue; every other one has an upstream
+
+
+def _optional(help_: str):
+    return field(default=None, metadata={"help": help_})
+
+
+@dataclass
+class PipelineArguments:
+    """The three models of a pipeline, as command-line flags."""
+
+    nlu: str = field(metadata={"help": "NLU model: run folder, model folder or Hub id"})
+    pol: str = field(metadata={"help": "POL model: run folder, model folder or Hub id"})
+    nlg: str = field(metadata={"help": "NLG model: run folder, model folder or Hub id"})
+    nlu_revision: str | None = _optional("NLU: Hub revision (branch, tag, commit)")
+    pol_revision: str | None = _optional("POL: Hub revision (branch, tag, commit)")
+    nlg_revision: str | None = _optional("NLG: Hub revision (branch, tag, commit)")
+    nlu_family: str | None = _optional("NLU: model family (default: run_info.json)")
+    pol_family: str | None = _optional("POL: model family (default: run_info.json)")
+    nlg_family: str | None = _optional("NLG: model family (default: run_info.json)")
+    batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
+    max_new_tokens: int | None = field(default=None, metadata={"min": 1,
+        "help": "generation budget of every module (default: each run's, run_info.json)"})
+    constrained: bool | None = field(default=None, metadata={
+        "help": "decode under the CMAS grammar (meditod_hub.models.constrained), so NLU and POL always "
+                "parse (default: on for the assistant, off for eval-cascade, as in the paper)"})
+    endpoint: str | None = _optional(
+        "OpenAI-compatible base URL serving the three models under three names (vLLM "
+        "--enable-lora --lora-modules nlu=... pol=... nlg=...); --nlu/--pol/--nlg still name "
+        "the runs (family, budgets)")
+    served_models: str = field(default="nlu,pol,nlg", metadata={
+        "help": "with --endpoint: the NLU, POL and NLG model names there, comma-separated "
+                "(one name three times for a multi-task adapter)"})
+    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
+        "help": "--endpoint: seconds for each stage's requests (one turn in chat), retries "
+                "included (as predict's --timeout)"})
+
+    def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
+        """The three specs; `constrained` is the command's default when the flag is not given
+        (medical values stay free: a conversation has no training split to draw them from)."""
+        names = self.served_models.split(",")
+        if len(names) != len(TASK_NAMES) or not all(name.strip() for name in names):
+            raise UsageError(f"--served_models {self.served_models!r}: give three names "
+                             "(NLU,POL,NLG)")
+        setting = constrained if self.constrained is None else self.constrained
+        if self.endpoint and self.constrained is None:
+            setting = False  # a served grammar needs the server's kind: ask with --constrained
+        decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
+                               constrained=setting)
+        # a patient's words are never cached to disk
+        served = {"cache": None, "timeout": self.timeout} if self.endpoint else {}
+        return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
+                               getattr(self, f"{task}_revision"), endpoint=self.endpoint,
+                               served_model=name if self.endpoint else None, decode=decode,
+                               endpoint_options=served)
+                     for task, name in zip(TASK_NAMES, names))
+
+
+class Pipeline:
+    """NLU, POL and NLG predictors, run stage by stage (`cascade`)."""
+
+    def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
+                 loading: Sequence[str] = ()):
+        self.predictors = {"nlu": nlu, "pol": pol, "nlg": nlg}
+        self.loading = tuple(loading)  # how the models were loaded (shared base or why not)
+
+    @classmethod
+    def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs):
+        # one SharedModels for the three stages: one base for its adapters, a folder loaded once
+        models = SharedModels()
+        predictors = [load_predictor(spec, task, models)
+                      for spec, task in zip((nlu, pol, nlg), TASK_NAMES)]
+        return cls(*predictors, loading=models.notes, **kwargs)
+
+    def run_stage(self, task: str, rows: list[dict],
+                  stream: Callable[[str], None] | None = None) -> tuple[list[Prediction], float]:
+        """One batched call of a module's predictor, and its wall time. `stream` (one row):
+        the output's text as it is generated, where the predictor can stream (else nothing)."""
+        start = time.perf_counter()
+        predictor = self.predictors[task]
+        records = predictor.predict(rows, stream=stream) if stream else predictor.predict(rows)
+        if len(records) != len(rows):
+            raise MeditodError(f"the {task} predictor answered {len(records)} records for "
+                               f"{len(rows)} rows")
+        return records, time.perf_counter() - start
+
+
+def run_both(pipeline: Pipeline, task: str, gold_rows: Sequence[dict],
+             cascaded_rows: Sequence[dict], gold_inputs: bool = True,
+             stream: Callable[[str], None] | None = None,
+             ) -> tuple[dict[str, list[Prediction]], float]:
+    """Gold-input and cascaded records of one module, each distinct input generated once
+    (only the cascaded ones without `gold_inputs`)."""
+    if not gold_inputs:
+        records, seconds = pipeline.run_stage(task, list(cascaded_rows), stream)
+        return {"cascaded": records}, seconds
+    column = get_task(task).input_column
+    differs = [c[column] != g[column] for g, c in zip(gold_rows, cascaded_rows)]
+    extra = [c for c, d in zip(cascaded_rows, differs) if d]
+    records, seconds = pipeline.run_stage(task, list(gold_rows) + extra)
+    gold, rest = records[:len(gold_rows)], iter(records[len(gold_rows):])
+    cascaded = [next(rest) if d else g for g, d in zip(gold, differs)]
+    return {"gold_input": gold, "cascaded": cascaded}, seconds
+
+
+def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs: bool = True,
+            earlier: Mapping[str, list | None] | None = None,
+            stream: Callable[[str], None] | None = None) -> dict:
+    """Every stage's records: NLU on its rows; each later stage (POL, NLG) on cascaded (and,
+    with `gold_inputs`, gold) inputs built from its upstream stage's cascaded labels
+    (`Prediction.label`: None for an output that did not parse).
+
+    `earlier`: NLU labels of patient lines predicted before these rows (a conversation's earlier
+    turns), by row id; rows of one dialogue_id are one dialogue. A cascaded row also carries
+    the inputs built upstream for its id (an NLG row the state its POL row saw; NLG does not read
+    it, so no output changes, but a row never mixes gold and predicted inputs). `stream` gets the last stage's
+    text as it is generated (one row, without gold inputs). Returns {"nlu": records,
+    "<task>_rows": cascaded rows, "<task>": {"cascaded": records[, "gold_input": records]},
+    "seconds": {task: seconds}}."""
+    records, seconds = pipeline.run_stage(FIRST, list(rows[FIRST]))
+    run: dict = {FIRST: records, "seconds": {FIRST: seconds}}
+    labels = {FIRST: {**(earlier or {}), **{r.id: r.label for r in records}}}
+    carried: dict[str, dict] = {}  # row id -> the inputs the cascade built so far (POL's state)
+    for task in CASCADED_TASK_NAMES:
+        spec = get_task(task)
+        rows_in = [{**row, **carried.get(row["id"], {})} for row in rows[task]]
+        run[f"{task}_rows"] = spec.cascade_rows(rows_in, labels[spec.upstream])
+        for row in run[f"{task}_rows"]:
+            carried.setdefault(row["id"], {})[spec.input_column] = row[spec.input_column]
+        last = task == CASCADED_TASK_NAMES[-1]
+        run[task], run["seconds"][task] = run_both(pipeline, task, rows[task],
+                                                   run[f"{task}_rows"], gold_inputs,
+                                                   stream if last else None)
+        labels[task] = {r.id: r.label for r in run[task]["cascaded"]}
+    return run
