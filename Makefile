@@ -37,11 +37,14 @@ $(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a tar
 
 setup: $(STAMP)
 
+# The editable install runs with -qq (errors only): at -q, setuptools' notice on editable installs
+# prints ten lines of stars every time.
+
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c $(LOCK) torch
-	$(PY) -m pip install -q -c $(LOCK) -e '.[test]'
+	$(PY) -m pip install -qq -c $(LOCK) -e '.[test]'
 	$(PY) -m meditod_hub.cli pretrained --download_only
 	touch $@
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from packaging.utils import canonicalize_name
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -46,8 +47,22 @@ def test_setup_installs_from_the_lock_torch_first():
                           text=True, timeout=60)  # -n: prints the commands, runs none
     installs = [line for line in done.stdout.splitlines() if " pip install " in line]
     assert installs[-2:] == [".venv/bin/python -m pip install -q -c requirements.lock torch",
-                             ".venv/bin/python -m pip install -q -c requirements.lock -e '.[test]'"]
+                             ".venv/bin/python -m pip install -qq -c requirements.lock -e '.[test]'"]
     assert "sed" not in (PROJECT / "Makefile").read_text()
+
+
+@pytest.mark.slow
+def test_installing_the_package_prints_no_setuptools_banner(tmp_path):
+    """Issue 25: `make setup` printed ~40 lines of setuptools warnings: static/ was an importable
+    folder missing from pyproject's packages (fixed there), and the editable-install notice (-qq,
+    which keeps errors). The same build as `pip install -q .` makes, with its warnings shown."""
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                           "-q", "-w", str(tmp_path), str(PROJECT)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    banner = [line for line in (done.stdout + done.stderr).splitlines()
+              if "Warning" in line or "****" in line]
+    assert not banner, "\n".join(banner)
 
 
 def test_local_version_labels_are_not_locked():
