@@ -139,9 +139,9 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
 
     `earlier`: NLU labels of patient lines predicted before these rows (a conversation's earlier
     turns), by row id; rows of one dialogue_id are one dialogue. A cascaded row also carries
-    the inputs built upstream for its id (an NLG row the state its POL row saw; NLG does not read
-    it, so no output changes, but a row never mixes gold and predicted inputs). `stream` gets the last stage's
-    text as it is generated (one row, without gold inputs). Returns {"nlu": records,
+    the inputs built upstream for its id (an NLG row, the state its POL row saw: NLG does not
+    read it, so no output changes, but no row mixes gold and predicted inputs). `stream` gets
+    the last stage's text as it is generated (one row, without gold inputs). Returns {"nlu": records,
     "<task>_rows": cascaded rows, "<task>": {"cascaded": records[, "gold_input": records]},
     "seconds": {task: seconds}}."""
     records, seconds = pipeline.run_stage(FIRST, list(rows[FIRST]))
