@@ -63,8 +63,11 @@ def test_the_pages_and_every_module_they_import_are_served(client):
 def test_static_files_and_questions_ship_as_package_data():
     import tomllib
 
-    declared = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"]["meditod_hub.apps.annotate"]
+    setuptools = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "meditod_hub.apps.annotate.static" in setuptools["packages"]  # no setuptools banner
+    data = setuptools["package-data"]
+    declared = data["meditod_hub.apps.annotate"] + [
+        f"static/{pattern}" for pattern in data["meditod_hub.apps.annotate.static"]]
     folder = PROJECT / "meditod_hub" / "apps" / "annotate"
     shipped = {p.relative_to(folder).as_posix() for p in folder.rglob("*")
                if p.is_file() and p.suffix not in (".py", ".pyc")}
