@@ -109,7 +109,8 @@ def saved_dialogue(folder: Path, did: str) -> dict:
 
 
 def import_transcript(page, path: Path) -> None:
-    page.click("#import-open")
+    if not page.evaluate("() => document.querySelector('#import-dialog').open"):
+        page.click("#import-open")  # an empty folder opened on it by itself
     page.set_input_files("#import-file", str(path))
     page.click("#import-go")
     page.wait_for_function("() => S.dialogue && S.dialogue.utterances.length > 0 && "
@@ -186,6 +187,38 @@ def test_label_a_transcript_save_validate_and_build(browser, tmp_path):
     assert loaded.splits["train"] == [did]
     sizes = meditod.build(meditod.BuildArguments(source=release, out=tmp_path / "built")).sizes
     assert sizes["train"]["nlu"] == 2 and sizes["train"]["pol"] == 2
+
+
+FITS = """s => { const c = document.createElement('canvas').getContext('2d');
+  c.font = getComputedStyle(s).font;
+  return c.measureText(s.options[s.selectedIndex].text).width <= s.clientWidth - 24; }"""
+
+
+def test_a_labelled_release_counts_its_values_and_every_kind_fits_its_box(browser, embedded_release,
+                                                                          release_copy):
+    """Issue 25: "0 canonical values loaded" on a fully labelled release (only a loaded vocabulary
+    was counted); the intent box showed "inform — The patient gives spe" (name and help did not
+    fit); a non-empty release does not open the import box."""
+    from meditod_hub.apps.annotate.store import ReleaseStore
+
+    release = release_copy(embedded_release)
+    count = len(ReleaseStore(release).values()["release_canonical"])
+    with serve(release) as server:
+        page = open_page(browser, server.url + "?dialogue=9001")
+        assert count > 10
+        assert page.inner_text("#vocabulary-size") == \
+            f"{count} canonical values ({count} in this release, 0 loaded)"
+        assert not page.evaluate("() => document.querySelector('#import-dialog').open")
+        for uid, kind, names in ((1, "#f-intent", "patient.intents"), (2, "#f-action", "doctor.actions")):
+            page.click(f'#utterances li[data-uid="{uid}"]')
+            page.click("#add-item")
+            for name in page.evaluate(f"() => S.schema.{names}.map((o) => o.name)"):
+                page.select_option(kind, name)
+                assert page.locator(kind).evaluate(FITS), (kind, name)
+                help_ = page.evaluate(f"() => S.schema.{names}.find((o) => o.name === {name!r}).help")
+                assert page.inner_text(f"{kind}-help") == help_  # the chosen one's meaning, in full
+            page.keyboard.press("Escape")
+        assert page.errors == []
 
 
 def test_undo_and_redo_are_saved(browser, embedded_release, release_copy):
@@ -366,7 +399,9 @@ def test_a_new_annotator_imports_labels_and_builds_without_touching_the_split(br
     with serve(release) as server:
         page = open_page(browser, server.url)
         assert "import a transcript" in page.inner_text("#panel-empty").lower()
-        page.click("#import-open")
+        # issue 25: the import box opens by itself on an empty folder, as the README says
+        assert page.evaluate("() => document.querySelector('#import-dialog').open")
+        assert page.inner_text("#vocabulary-size") == "0 canonical values (0 in this release, 0 loaded)"
         assert page.input_value("#import-split") == "train"  # the default, shown before import
         page.set_input_files("#import-file", str(tmp_path / "visit.txt"))
         page.click("#import-go")
@@ -381,6 +416,7 @@ def test_a_new_annotator_imports_labels_and_builds_without_touching_the_split(br
         page.set_input_files("#vocabulary-file", str(tmp_path / "vocabulary.txt"))
         page.click("#vocabulary-go")
         page.wait_for_function("() => S.values.vocabulary.length === 2")
+        assert page.inner_text("#vocabulary-size") == "2 canonical values (0 in this release, 2 loaded)"
 
         block = new_symptom_block(page, 1)
         block.locator("select.f-status").select_option("positive")

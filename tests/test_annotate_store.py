@@ -465,6 +465,20 @@ def test_a_loaded_vocabulary_is_saved_beside_the_release_and_merged(tmp_path):
         store.values()
 
 
+def test_a_labelled_release_counts_its_own_canonical_values(release, tmp_path):
+    """Issue 25: the page said "0 canonical values loaded" on a fully labelled release: it
+    counted the loaded vocabulary only. The store now gives the release's own values in medical
+    (canonical) fields, which the page counts with the vocabulary."""
+    values = ReleaseStore(release).values()
+    canonical = values["release_canonical"]
+    assert values["vocabulary"] == [] and len(canonical) > 10
+    assert "coughing" in canonical and canonical == sorted(set(canonical))
+    symptom = values["patient"]["symptom"]
+    assert set(symptom["value"]) <= set(canonical)
+    assert not set(symptom.get("onset", [])) & set(canonical)  # onset is not a medical field
+    assert ReleaseStore(tmp_path / "new").values()["release_canonical"] == []
+
+
 def test_an_imported_transcript_goes_into_its_split(tmp_path):
     store = ReleaseStore(tmp_path / "r")
     did = store.import_transcript("D: hi\nP: a cough", "t", split="validation")

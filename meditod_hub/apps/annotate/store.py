@@ -219,11 +219,15 @@ class ReleaseStore:
         return version
 
     def values(self) -> dict:
-        """What the questionnaire autocompletes (`known_values` of this release) and the loaded
-        canonical vocabulary, against which the page flags a medical value as new."""
+        """What the questionnaire autocompletes (`known_values` of this release), the loaded
+        canonical vocabulary, against which the page flags a medical value as new, and the
+        canonical values this release already holds (`release_canonical`: the page counts them
+        with the vocabulary, so a labelled release does not read as 0 values loaded)."""
         with self._lock:
             self._sync()
-            return {**known_values(self.doc.value), "vocabulary": self.vocabulary()}
+            known = known_values(self.doc.value)
+            return {**known, "vocabulary": self.vocabulary(),
+                    "release_canonical": release_canonical(known)}
 
     # --- the canonical vocabulary ---------------------------------------------------------------
     def vocabulary(self) -> list[str]:
@@ -536,6 +540,16 @@ def known_values(dialogues: dict) -> dict:
     return {side: {slot: {attr: sorted(values) for attr, values in attrs.items()}
                    for slot, attrs in table.items()}
             for side, table in (("patient", patient), ("doctor", doctor))}
+
+
+def release_canonical(known: dict) -> list[str]:
+    """The distinct values of `known_values` in fields the questionnaire marks medical (canonical):
+    a patient slot's medical attributes, a doctor's medical slot's `value`."""
+    values = {v for base, attrs in known["patient"].items() for attr, vs in attrs.items()
+              if cmas.is_medical_attribute(base, attr) for v in vs}
+    values |= {v for slot, attrs in known["doctor"].items() if slot in cmas.MEDICAL_ACTION_SLOTS
+               for v in attrs.get("value", [])}
+    return sorted(values)
 
 
 def _collect(table: dict, slot: str, attr: str, value) -> None:

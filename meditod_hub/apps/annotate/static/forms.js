@@ -91,12 +91,19 @@ export function listInput(values, list, attr, check) {
 
 export const listValues = (box) => [...box.querySelectorAll("input")].map((i) => i.value.trim()).filter((v) => v);
 
+// The intent / action type: each option is its name alone, so the chosen one fits the box (with
+// its sentence of help in the option, the box showed "inform — The patient gives spe"); the help of
+// the chosen one is written under it, and every option's is its tooltip.
 export function kindSelect(id, options, value, placeholder) {
-  const sel = el("select", {id},
+  const sel = el("select", {id, class: "kind"},
     el("option", {value: "", text: placeholder}),
-    options.map((o) => el("option", {value: o.name, title: o.help, text: `${o.name.replace(/_/g, " ")} \u2014 ${o.help}`})));
+    options.map((o) => el("option", {value: o.name, title: o.help, text: o.name.replace(/_/g, " ")})));
   sel.value = value || "";
-  return sel;
+  const help = el("span", {class: "kind-help muted", id: `${id}-help`});
+  const describe = () => { help.textContent = (options.find((o) => o.name === sel.value) || {}).help || ""; };
+  sel.addEventListener("change", describe);
+  describe();
+  return el("span", {class: "kind-field"}, sel, help);
 }
 
 export function collectAttrs(fields) {

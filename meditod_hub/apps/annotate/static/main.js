@@ -35,7 +35,10 @@ async function boot() {
   const wanted = new URLSearchParams(location.search).get("dialogue");
   const first = S.summaries.find((d) => d.id === wanted) || S.summaries[0];
   if (first) await openDialogue(first.id);
-  else $("#panel-empty").textContent = "No dialogues yet: import a transcript (\"Import transcript\", top left) to start.";
+  else {  // an empty folder opens on the import box (the README says so)
+    $("#panel-empty").textContent = "No dialogues yet: import a transcript (\"Import transcript\", top left) to start.";
+    $("#import-dialog").showModal();
+  }
 }
 
 export async function refreshList() {
@@ -48,9 +51,14 @@ export async function refreshList() {
   if (S.did) select.value = S.did;
 }
 
+// The count is the canonical values the page knows: the release's own medical values and the
+// loaded vocabulary (before: the vocabulary alone, "0 canonical values loaded" on a labelled release).
 async function refreshValues() {
   S.values = await api("GET", "/api/values");
-  $("#vocabulary-size").textContent = `${S.values.vocabulary.length} canonical values loaded`;
+  const inRelease = S.values.release_canonical, loaded = S.values.vocabulary;
+  const all = new Set([...inRelease, ...loaded]).size;
+  $("#vocabulary-size").textContent = `${all} canonical value${all === 1 ? "" : "s"} ` +
+    `(${inRelease.length} in this release, ${loaded.length} loaded)`;
 }
 
 export async function openDialogue(did) {
