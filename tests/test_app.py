@@ -84,6 +84,27 @@ def test_a_message_updates_chat_state_actions_and_status_and_reset_clears_them(t
     assert list(tmp_path.iterdir()) == [], "nothing is stored without a save folder"
 
 
+def test_a_no_badge_reads_as_no_not_as_deleted(tmp_path):
+    """Issue 25: the state panel's "− no" badge was struck through, which reads as "deleted"."""
+    from playwright.sync_api import sync_playwright
+
+    from meditod_hub.apps.state_view import STATE_CSS, state_html
+
+    browser_or_skip()
+    state = {"positive_symptom": [{"value": "coughing"}], "negative_symptom": [{"value": "fever"}]}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page()
+        page.set_content(f"<style>{STATE_CSS}</style>{state_html(state)}")
+        style = """b => { const s = getComputedStyle(b); return [s.textDecorationLine, s.color,
+                          s.backgroundColor, s.boxShadow, b.textContent]; }"""
+        yes = page.locator('[data-polarity="yes"] .badge').evaluate(style)
+        no = page.locator('[data-polarity="no"] .badge').evaluate(style)
+        browser.close()
+    assert no[0] == "none" and yes[0] == "none", no
+    assert no[4] == "− no" and no[1:3] != yes[1:3] and no[3] != "none"  # its own colours, outlined
+
+
 def test_transcripts_are_written_only_when_the_user_opts_in(tmp_path):
     assistant, kept = assistant_for_app(), tmp_path / "kept"
     *_, conversation, _, _, _ = webapp.respond(assistant, kept, "I cough", None, None, save=False)

@@ -1,7 +1,8 @@
 """A dialogue state and a turn's actions as people read them: terminal lines or an HTML panel.
 
 Each state entry shows its polarity three ways, so none depends on colour alone: a word
-(`yes` / `no` / `unknown`), a sign (+ / − / ?) and, in HTML, a coloured badge. Medical-test
+(`yes` / `no` / `unknown`), a sign (+ / − / ?) and, in HTML, a coloured badge (a denied entry's
+is red and outlined, never struck through: that read as deleted). Medical-test
 availability reads as yes/no; plain slots (residence, occupation, travel, basic information)
 have no polarity.
 """
@@ -76,7 +77,7 @@ STATE_CSS = """
 .meditod-state .badge { display: inline-block; min-width: 5.5em; text-align: center;
   border-radius: 0.6em; padding: 0 0.4em; margin-right: 0.4em; font-weight: 600; }
 .meditod-state .yes { background: #d7f5dd; color: #14532d; }
-.meditod-state .no { background: #fde2e1; color: #7f1d1d; text-decoration: line-through; }
+.meditod-state .no { background: #fde2e1; color: #7f1d1d; box-shadow: inset 0 0 0 1.5px #b91c1c; }
 .meditod-state .unknown { background: #fef3c7; color: #78350f; font-style: italic; }
 .meditod-state .plain { background: #e5e7eb; color: #1f2937; }
 .meditod-state .attrs { color: #4b5563; margin-left: 6.3em; font-size: 0.9em; }
