@@ -34,8 +34,14 @@ from meditod_hub.evaluation.metrics.nlg import bertscore_setting
 from meditod_hub.files import atomic_write, output_folder
 from meditod_hub.models.cascade import Pipeline, PipelineArguments, cascade
 from meditod_hub.models.records import Prediction, value_at, write_predictions
-from meditod_hub.models.runs import RunError, choose_data, run_info_digest, trained_data
-from meditod_hub.publishing.model_card import base_label, hub_id
+from meditod_hub.models.runs import (
+    RunError,
+    base_label,
+    choose_data,
+    hub_id,
+    run_info_digest,
+    trained_data,
+)
 
 PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
 OUT_FILES = ("results.json", "results.md", "results.png")

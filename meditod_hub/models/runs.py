@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -187,6 +188,19 @@ def run_tasks(info: dict) -> tuple[str, ...]:
 def write_run_files(path: str | Path, info: dict, recipe: dict) -> None:
     atomic_write(Path(path) / RECIPE, yaml.safe_dump(recipe, sort_keys=False))
     atomic_write(Path(path) / RUN_INFO, json.dumps(info, indent=2) + "\n")
+
+
+def hub_id(name: str | None) -> str | None:
+    """`name` if it reads as a Hub repo id rather than a local path (cards never show local paths)."""
+    if name and re.fullmatch(r"[\w.-]+/[\w.-]+", name) and not Path(name).exists():
+        return name
+    return None
+
+
+def base_label(name: str) -> str:
+    """A model as a card or report may show it: its Hub id, or only the folder name of a local
+    path."""
+    return hub_id(name) or Path(name).name
 
 
 DEFAULT_DATA = "meditod"  # where `meditod build` writes; the data of a model without a run

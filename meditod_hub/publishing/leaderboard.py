@@ -41,6 +41,7 @@ from meditod_hub.evaluation.results import (
     paper_rows,
     table_metrics,
 )
+from meditod_hub.models.runs import hub_id
 from meditod_hub.publishing import about
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -243,7 +244,6 @@ def plan(args: LeaderboardArguments) -> dict[str, Path | bytes]:
     """Space path -> local file or content."""
     from huggingface_hub import SpaceCard, SpaceCardData
 
-    from meditod_hub.publishing.model_card import hub_id
     from meditod_hub.publishing.space import gradio_version, package_files
 
     for name in (args.dataset, *args.models):

@@ -12,7 +12,6 @@ BioGPT is still BioGPT.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from meditod_hub.data import provenance
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import Metric, get_task
 from meditod_hub.evaluation import paper_results
-from meditod_hub.models.runs import Run, run_tasks
+from meditod_hub.models.runs import Run, base_label, hub_id, run_tasks
 from meditod_hub.publishing import about
 from meditod_hub.publishing.card import card_template
 
@@ -104,18 +103,6 @@ BASE_MODELS: dict[str, BaseModel] = {
   archivePrefix = {arXiv}
 }""", None),
 }
-
-
-def hub_id(name: str | None) -> str | None:
-    """`name` if it reads as a Hub repo id rather than a local path (cards never show local paths)."""
-    if name and re.fullmatch(r"[\w.-]+/[\w.-]+", name) and not Path(name).exists():
-        return name
-    return None
-
-
-def base_label(name: str) -> str:
-    """A base model as a card may show it: its Hub id, or only the folder name of a local path."""
-    return hub_id(name) or Path(name).name
 
 
 def base_model(run: Run) -> BaseModel | None:

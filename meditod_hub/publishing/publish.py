@@ -55,10 +55,11 @@ from meditod_hub.models.runs import (
     TOKENIZER_FILES,
     Run,
     RunError,
+    base_label,
     read_run,
 )
 from meditod_hub.publishing.hub import KEEP_ON_HUB, UPLOAD_RECORD, refuse_secrets, upload_plan
-from meditod_hub.publishing.model_card import base_label, card_identity, paper_row, render_model_card
+from meditod_hub.publishing.model_card import card_identity, paper_row, render_model_card
 
 EVAL_FILES = ("results.json", "results.md", "results.png")
 

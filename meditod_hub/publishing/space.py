@@ -28,9 +28,15 @@ from pathlib import Path
 from meditod_hub.arguments import parse_args
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import UsageError, run_main
-from meditod_hub.models.runs import FULL_FILES, RUN_FILES, TOKENIZER_FILES, run_settings
+from meditod_hub.models.runs import (
+    FULL_FILES,
+    RUN_FILES,
+    TOKENIZER_FILES,
+    base_label,
+    hub_id,
+    run_settings,
+)
 from meditod_hub.publishing import about
-from meditod_hub.publishing.model_card import base_label, hub_id
 
 PROJECT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
