@@ -55,8 +55,9 @@ def test_hub_models_appear_beside_the_papers_rows_and_unreadable_ones_are_listed
     text = (out / "results.md").read_text()
     assert text == done.stdout.rstrip("\n") + "\n"
     nlu_table = text.split("## NLU, test (")[1].split("## ")[0]
-    assert "| Llama3 8B | supervised | paper | no | llama | 0.7230 | 0.7050 | 0.7139 |" in nlu_table
-    assert f"| [{repos['nlu']}]({hub.url}/{repos['nlu']}) | supervised | hub | no | llama |" \
+    assert "| Llama3 8B | MediTOD | supervised | paper | no | llama | 0.7230 | 0.7050 | 0.7139 |" \
+        in nlu_table
+    assert f"| [{repos['nlu']}]({hub.url}/{repos['nlu']}) | MediTOD | supervised | hub | no | llama |" \
         in nlu_table and "| 0.5614 |" in nlu_table
     assert "- [other/no-index](" in text and f"- [{STRANGER}/hidden](" in text
     lines = (out / "results.csv").read_text().splitlines()
@@ -145,16 +146,27 @@ def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs,
     assert evaluate.main(["--task", "nlu", *common, "--predictions", str(predictions),
                           "--out", str(run / "eval" / "test" / "results.json")]) == 0
     f1 = json.loads((run / "eval" / "test" / "results.json").read_text())["f1"]
+    constrained = predictions.with_name("predictions-constrained.jsonl")  # a second setting
+    constrained.write_text("".join(json.dumps({**json.loads(line), "constrained": True}) + "\n"
+                                   for line in predictions.read_text().splitlines()))
+    assert evaluate.main(["--task", "nlu", "--predictions", str(constrained)]) == 0
     out = tmp_path / "out"
     done = subprocess.run(["make", "-s", "-o", "setup", "results", f"RUNS={tmp_path / 'runs'}",
                            f"OUT={out}"], cwd=PROJECT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     table = done.stdout.split("## NLU, test (")[1].split("## ")[0]
     lines = [line for line in table.splitlines() if line.startswith("| ")][1:]  # less the header
-    assert len(lines) == 12 + 1  # the paper's 5 supervised and 7 in-context rows, then the run
-    assert [line.split(" | ")[1] for line in lines[5:12]] == ["in-context"] * 7
-    assert lines[-1].startswith("| tiny-llama | supervised | local | no | llama | ")
-    assert f" {f1:.4f} |" in lines[-1]
+    assert len(lines) == 12  # the paper's 5 supervised and 7 in-context rows only
+    assert [line.split(" | ")[2] for line in lines[5:12]] == ["in-context"] * 7
+    # before: the synthetic-sample run sat under "NLU, test (respiratory, in-domain)" beside
+    # the paper's rows, with no dataset column; now it has a table of its own that says what it is
+    own = done.stdout.split("## NLU, test split of synthetic sample (embedded), 10 dialogues: not "
+                            "MediTOD, not comparable with the paper's rows")[1].split("## ")[0]
+    lines = [line for line in own.splitlines() if line.startswith("| ")][1:]
+    assert [line.split(" | ")[:5] for line in lines] == [
+        ["| tiny-llama", "synthetic sample (embedded), 10 dialogues", "supervised", "local", c]
+        for c in ("yes", "no")]  # the constrained results beside, not over, the free ones
+    assert f" {f1:.4f} |" in lines[1]
     assert {p.name for p in out.iterdir()} == {"results.md", "results.csv", "results.json",
                                                "nlu.png", "pol.png", "nlg.png", RECORD}
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from meditod_hub import quiet
 from meditod_hub.arguments import parse_args
+from meditod_hub.data import provenance
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.evaluation.metrics.nlg import bertscore_setting
@@ -273,6 +274,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     run = cascade(models, rows)
     results = {
         "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows["nlu"]}),
+        "provenance": provenance.read(args.data).as_json(),
         "models": {task: {"label": model_label(spec.source, models.predictors[task]),
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(

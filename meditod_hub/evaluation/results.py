@@ -36,15 +36,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from meditod_hub.arguments import parse_args
+from meditod_hub.data import provenance
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, TASKS, Metric, get_task
 from meditod_hub.errors import MeditodError, UsageError, run_main
 from meditod_hub.evaluation import paper_results
 from meditod_hub.files import atomic_write, output_path, read_json
-from meditod_hub.models.records import Results, value_at
+from meditod_hub.models.records import Results, is_results_name, value_at
 from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO
 from meditod_hub.publishing import about
 
+PAPER_DATASET = "MediTOD"
 SPLIT_LABELS = {"test": "test (respiratory, in-domain)",
                 "test_ood": "test_ood (musculoskeletal, out-of-domain)"}
 SETTINGS = ("supervised", "in-context", "cascaded")
@@ -66,6 +68,8 @@ class Row:
     scores: dict[str, float]  # metric key (results.json, dotted) -> value
     link: str = ""     # the paper, a local results.json, or the model's Hub page
     note: str = ""
+    dataset: str = PAPER_DATASET  # what it was scored on (`provenance.Provenance.short`)
+    comparable: bool = True       # MediTOD (or a Hub dataset): under the paper's headings
 
     def value(self, key: str) -> float | None:
         return self.scores.get(key)
@@ -89,14 +93,20 @@ class Report:
     generated: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
 
     def tables(self) -> list[tuple[str, str, list[Row]]]:
-        """(task, split, rows) in task order, test and test_ood first; rows in report order."""
+        """(task, split, rows) in task order, test and test_ood first; rows in report order.
+        Rows scored on other data than MediTOD (a synthetic build, the user's own) get tables
+        of their own after the paper's, one per dataset: never under the paper's headings."""
         splits = list(EVAL_SPLITS) + sorted({r.split for r in self.rows} - set(EVAL_SPLITS))
+        others = list(dict.fromkeys(r.dataset for r in self.rows if not r.comparable))
         return [(task, split, rows) for task in TASK_NAMES for split in splits
-                if (rows := [r for r in self.rows if (r.task, r.split) == (task, split)])]
+                for dataset in (None, *others)
+                if (rows := [r for r in self.rows if (r.task, r.split) == (task, split)
+                             and (r.comparable if dataset is None
+                                  else not r.comparable and r.dataset == dataset)])]
 
     def as_json(self) -> dict:
         return {"generated": self.generated, "dataset": self.dataset, "paper": paper_results.SOURCE,
-                "tables": [{"task": task, "split": split,
+                "tables": [{"task": task, "split": split, "heading": heading(task, split, rows),
                             "metrics": [{"key": m.key, "name": m.name}
                                         for m in table_metrics(task, rows)],
                             "rows": [asdict(r) for r in rows]}
@@ -143,15 +153,34 @@ def _cascade_rows(path: Path, data: dict) -> list[Row]:
     """The cascaded POL and NLG scores of an `eval-cascade` results.json."""
     models = data["models"]
     chain = " → ".join(f"{t.upper()} {models.get(t, {}).get('label', '?')}" for t in TASK_NAMES)
+    scored_on = provenance.Provenance.from_json(data.get("provenance")) \
+        or provenance.unknown("unrecorded dataset")
     return [Row(task, str(data.get("split", "")), str(models.get(task, {}).get("label", "?")),
                 "local", "cascaded", _constrained(data, data[task]["cascaded"]), "",
-                _scores(task, data[task]["cascaded"]), str(path), f"cascade: {chain}")
+                _scores(task, data[task]["cascaded"]), str(path), f"cascade: {chain}",
+                scored_on.short(), scored_on.comparable)
             for task in CASCADED_TASK_NAMES if isinstance(data.get(task), dict)
             and isinstance(data[task].get("cascaded"), dict)]
 
 
+def _placed(row: Row, results: Results, *infos: dict) -> Row:
+    """The row with what it was scored on: the results' provenance, else its run's."""
+    found = provenance.Provenance.from_json(results.provenance) or next(
+        (p for info in infos if (p := provenance.recorded(info))), None)
+    if found is None:
+        found = provenance.of_run(infos[0]) if infos and infos[0].get("dataset") \
+            else provenance.unknown("unrecorded dataset")
+    row.dataset, row.comparable = found.short(), found.comparable
+    return row
+
+
 def _results_row(path: Path, results: Results) -> Row:
     """A `meditod evaluate` results file, placed by what sits around it."""
+    row, *infos = _bare_row(path, results)
+    return _placed(row, results, *infos)
+
+
+def _bare_row(path: Path, results: Results) -> tuple:
     run_info = path.parent.parent.parent / RUN_INFO
     beside = path.parent / FEWSHOT_INFO
     if path.parent.parent.name == "eval" and run_info.is_file():  # <run>/eval/<split>/
@@ -160,7 +189,7 @@ def _results_row(path: Path, results: Results) -> Row:
         return Row(results.task, results.split, str(info.get("model", path.parent.parent.parent.name)),
                    "local", "supervised", _constrained(results.scores, info),
                    str(info.get("family", "")), _scores(results.task, results.scores), str(path),
-                   f"run {path.parent.parent.parent}")
+                   f"run {path.parent.parent.parent}"), info
     if beside.is_file() and "shots" in (info := _json(beside)):  # a `meditod fewshot` output
         paper_model = paper_results.MODELS.get(str(info.get("paper_row")).removeprefix(
             paper_results.IN_CONTEXT))
@@ -168,10 +197,10 @@ def _results_row(path: Path, results: Results) -> Row:
         return Row(results.task, results.split, str(info.get("model", path.parent.name)), "local",
                    "in-context", _constrained(results.scores, info), family,
                    _scores(results.task, results.scores), str(path),
-                   f"{info['shots']} retrieved exemplars")
-    return Row(results.task, results.split, path.parent.name or path.stem, "local", "unknown",
-               _constrained(results.scores), "", _scores(results.task, results.scores), str(path),
-               "results file outside a run folder")
+                   f"{info['shots']} retrieved exemplars"), {"dataset": info.get("data")}
+    return (Row(results.task, results.split, path.parent.name or path.stem, "local", "unknown",
+                _constrained(results.scores), "", _scores(results.task, results.scores), str(path),
+                "results file outside a run folder"),)
 
 
 def local_rows(folders: Iterable[str | Path]) -> tuple[list[Row], list[str]]:
@@ -181,7 +210,8 @@ def local_rows(folders: Iterable[str | Path]) -> tuple[list[Row], list[str]]:
     for folder in map(Path, folders):
         if not folder.exists():
             raise UsageError(f"--runs {folder}: no such folder")
-        for path in [folder] if folder.is_file() else sorted(folder.rglob("results.json")):
+        for path in [folder] if folder.is_file() else sorted(
+                p for p in folder.rglob("*.json") if is_results_name(p.name)):
             if path.resolve() in seen:  # folders given twice, or one inside another
                 continue
             seen.add(path.resolve())
@@ -210,6 +240,7 @@ def _card_rows(repo: str, card, dataset: str | None, link: str) -> tuple[list[Ro
     constrained = identity.get("constrained") or []
     family = next((t for t in card.data.tags or [] if t in FAMILIES), "")
     grouped: dict[tuple[str, str], dict[str, float]] = {}
+    scored_on: dict[tuple[str, str], str | None] = {}  # the card's dataset_name (`model_card`)
     unusable = 0
     for result in results:
         if dataset and result.dataset_type != dataset and result.dataset_name != about.PRETTY_NAME:
@@ -225,6 +256,7 @@ def _card_rows(repo: str, card, dataset: str | None, link: str) -> tuple[list[Ro
             unusable += 1
             continue
         grouped.setdefault((task, result.dataset_split or "test"), {})[key] = float(value)
+        scored_on.setdefault((task, result.dataset_split or "test"), result.dataset_name)
     if not grouped:
         return [], (f"malformed model-index: none of its {unusable} entries is a MediTOD task "
                     "metric with a number" if unusable else
@@ -235,7 +267,8 @@ def _card_rows(repo: str, card, dataset: str | None, link: str) -> tuple[list[Ro
     rows = [Row(task, split, repo, "hub", "supervised",
                 constrained is True or (isinstance(constrained, list) and split in constrained),
                 family, {m.key: scores[m.key] for m in get_task(task).metrics if m.key in scores},
-                link, note)
+                link, note, scored_on[task, split] or about.PRETTY_NAME,
+                scored_on[task, split] in (None, about.PRETTY_NAME))
             for (task, split), scores in grouped.items()]
     return rows, None
 
@@ -332,13 +365,13 @@ def markdown(report: Report) -> str:
              + f"; {report.generated}. Paper rows score non-medical values with a ChatGPT judge."]
     for task, split, rows in report.tables():
         metrics = table_metrics(task, rows)
-        lines += ["", f"## {task.upper()}, {SPLIT_LABELS.get(split, split)}", "",
-                  "| system | setting | source | constrained | family | "
+        lines += ["", f"## {heading(task, split, rows)}", "",
+                  "| system | dataset | setting | source | constrained | family | "
                   + " | ".join(m.name for m in metrics) + " | note |",
-                  "|---" * (6 + len(metrics)) + "|"]
+                  "|---" * (7 + len(metrics)) + "|"]
         for row in rows:
             name = f"[{row.system}]({row.link})" if row.source == "hub" else row.system
-            lines.append(f"| {name} | {row.setting} | {row.source} | "
+            lines.append(f"| {name} | {row.dataset} | {row.setting} | {row.source} | "
                          f"{'yes' if row.constrained else 'no'} | {row.family or '—'} | "
                          + " | ".join(cell(row.value(m.key), m) for m in metrics)
                          + f" | {row.note} |")
@@ -346,6 +379,14 @@ def markdown(report: Report) -> str:
         lines += ["", "## Hub models without a row", ""]
         lines += [f"- [{u.repo}]({u.link}): {u.reason}" for u in report.unread]
     return "\n".join(lines) + "\n"
+
+
+def heading(task: str, split: str, rows: list[Row]) -> str:
+    """A table's title: the paper's split names for MediTOD; other data says what it is."""
+    if all(r.comparable for r in rows):
+        return f"{task.upper()}, {SPLIT_LABELS.get(split, split)}"
+    return (f"{task.upper()}, {split} split of {rows[0].dataset}: not MediTOD, not comparable "
+            "with the paper's rows")
 
 
 def headline_markdown() -> str:
@@ -363,8 +404,8 @@ def headline_markdown() -> str:
     return "\n".join(lines)
 
 
-CSV_FIELDS = ("task", "split", "system", "setting", "source", "constrained", "family", "link",
-              "note")
+CSV_FIELDS = ("task", "split", "system", "dataset", "setting", "source", "constrained", "family",
+              "link", "note")
 
 
 def csv_text(report: Report) -> str:
@@ -373,11 +414,12 @@ def csv_text(report: Report) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([*CSV_FIELDS, *keys])
     for row in report.rows:
-        writer.writerow([row.task, row.split, row.system, row.setting, row.source,
+        writer.writerow([row.task, row.split, row.system, row.dataset, row.setting, row.source,
                          "yes" if row.constrained else "no", row.family, row.link, row.note,
                          *("" if row.value(k) is None else repr(row.value(k)) for k in keys)])
     for u in report.unread:
-        writer.writerow(["", "", u.repo, "", "hub", "", "", u.link, u.reason, *[""] * len(keys)])
+        writer.writerow(["", "", u.repo, "", "", "hub", "", "", u.link, u.reason,
+                         *[""] * len(keys)])
     return buffer.getvalue()
 
 
@@ -393,7 +435,9 @@ def chart_png(task: str, rows: list[Row]) -> bytes:
     metric = get_task(task).headline_metric
     shown = [r for split in EVAL_SPLITS for r in rows if r.split == split and r.value(metric.key)
              is not None]
-    labels = [f"{r.system} ({r.setting}{', OOD' if r.split == 'test_ood' else ''})" for r in shown]
+    labels = [f"{r.system} ({r.setting}{', constrained' if r.constrained else ''}"
+              f"{', OOD' if r.split == 'test_ood' else ''})"
+              + ("" if r.comparable else f" on {r.dataset}") for r in shown]
     top_value = max([r.value(metric.key) for r in shown] + [1e-9])
     axis_max = 1.0 if top_value <= 1 else math.ceil(top_value / 10) * 10
     font = ImageFont.load_default(size=13)
