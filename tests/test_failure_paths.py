@@ -1426,3 +1426,54 @@ def test_chat_served_models_must_name_three(names, capsys):
                        ["--nlu", "a/b", "--pol", "a/b", "--nlg", "a/b", "--served_models", names],
                        capsys)
     expect(outcome, f"--served_models {names!r}: give three names (NLU,POL,NLG)", code=2)
+
+
+# --- issue 26, the sweep's classes: every numeric recipe key -------------------------------------
+def _numeric_recipe_keys() -> list[str]:
+    """Every key some training recipe sets to a number, and every key train checks."""
+    import yaml
+
+    keys = set(T.NUMBER_RULES)
+    for path in (PROJECT / "recipes").rglob("*.yaml"):
+        config = yaml.safe_load(path.read_text())
+        if isinstance(config, dict) and "task" in config:  # not an accelerate config
+            keys |= {k for k, v in config.items()
+                     if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return sorted(keys)
+
+
+NUMERIC_KEYS = _numeric_recipe_keys()
+# values that mean something: no dropout, no warmup, no decay, no clipping, beta 0, seed 0,
+# max_steps unset
+MEANINGFUL = {*((key, "0") for key in ("lora_dropout", "warmup_steps", "weight_decay",
+                                       "max_grad_norm", "adam_beta1", "adam_beta2", "seed")),
+              ("max_steps", "-1")}
+
+
+def _parse_only(argv: list[str]) -> int:
+    T.parse_recipe(argv)
+    return 0
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "1e309"])
+@pytest.mark.parametrize("key", NUMERIC_KEYS)
+def test_every_numeric_recipe_key_refuses_what_no_run_can_train_with(key, value, tmp_path,
+                                                                     capsys):
+    """(before: logging_steps=inf ended in "unexpected OverflowError", and NaN/inf/negative
+    dropout, decay, warmup, clipping and betas trained silently)"""
+    argv = [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml", f"--{key}={value}",
+            f"--output_dir={tmp_path / 'run'}"]
+    if (key, value) in MEANINGFUL:
+        assert run_main(_parse_only, [str(a) for a in argv]) == 0
+        return
+    outcome = run_case(f"train: --{key}={value}", _parse_only, argv, capsys)
+    expect(outcome, key, code=2)
+    assert any(why in outcome.err for why in ("must be", "Expected", "requires", "invalid int")), \
+        outcome.err
+
+
+@pytest.mark.parametrize("text", [".nan", ".inf", "-.inf", "1e309"])
+def test_a_non_finite_number_in_the_recipe_names_the_recipe_and_key(text, tmp_path, capsys):
+    recipe = _recipe(tmp_path, TINY.replace("logging_steps: 10", f"logging_steps: {text}"))
+    outcome = run_case(f"train: recipe logging_steps {text}", _parse_only, [recipe], capsys)
+    expect(outcome, f"{recipe}: logging_steps: ", "must be a finite number", code=2)

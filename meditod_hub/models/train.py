@@ -49,6 +49,7 @@ import logging
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -151,6 +152,7 @@ def parse_recipe(argv: list[str]) -> Recipe:
     cli_keys = [a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")]
     family = get_family(_cli_value(overrides, "family") or config.get("family") or "(missing)")
     parser = TrlParser((MeditodArguments, family.trainer_arguments_class(), ModelConfig))
+    parser.error = _usage_error  # one line, as every command's flags (not the whole usage)
     known = {a.dest for a in parser._actions} - {"help", "config"}
     unknown = sorted((set(config) | set(cli_keys)) - known)
     if unknown:
@@ -162,10 +164,11 @@ def parse_recipe(argv: list[str]) -> Recipe:
     # Without CUDA, TrainingArguments must be told so at construction: it then runs several
     # processes as gloo DDP (otherwise each trains alone) and accepts bf16 recipes.
     device = [] if torch.cuda.is_available() else ["--use_cpu=true"]
+    _check_finite(path, config, overrides, {a.dest: a.type for a in parser._actions})
     try:
         script, training, model = parser.parse_args_and_config(["--config", str(path), *device,
                                                                 *overrides])
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
     values = {**_plain(model), **training.to_dict(), **_plain(script)}
     resolved = {k: values[k] for k in dict.fromkeys([*config, *cli_keys]) if k in values}
@@ -184,8 +187,50 @@ NUMBER_RULES = {
     **{key: (lambda v: v >= 1, "a whole number of at least 1")
        for key in ("max_length", "max_source_length", "max_new_tokens", "effective_batch_size",
                    "gradient_accumulation_steps", "per_device_train_batch_size",
-                   "per_device_eval_batch_size", "eval_max_examples")},
+                   "per_device_eval_batch_size", "eval_max_examples", "lora_r",
+                   "save_total_limit")},
+    **{key: (lambda v: v > 0, "above 0 (a whole number of steps, or below 1 a fraction of the "
+                              "run's steps)")
+       for key in ("logging_steps", "save_steps", "eval_steps")},
+    "warmup_steps": (lambda v: v >= 0, "at least 0 (steps, or below 1 a fraction of the run)"),
+    "weight_decay": (lambda v: v >= 0, "at least 0"),
+    "max_grad_norm": (lambda v: v >= 0, "at least 0 (0 turns clipping off)"),
+    "lora_alpha": (lambda v: v > 0, "above 0"),
+    "adam_epsilon": (lambda v: v > 0, "above 0"),
+    **{key: (lambda v: 0 <= v < 1, "at least 0 and below 1")
+       for key in ("lora_dropout", "adam_beta1", "adam_beta2")},
+    "seed": (lambda v: 0 <= v < 2 ** 32, "a whole number from 0 to 2**32 - 1"),
 }
+
+
+def _usage_error(message: str):
+    message = re.sub(r"(--\w+)/--[\w-]+", r"\1", message)  # `--max_steps`, not its alias too
+    raise UsageError(f"{message} (see meditod train -h)")
+
+
+def _check_finite(path: Path, config: dict, overrides: list[str], types: dict) -> None:
+    """Refuse NaN and infinity (1e309 reads as infinity) in any setting that is not text, before
+    the parser turns one into an int (OverflowError) or a run trains on it."""
+    def infinite(value) -> bool:
+        try:
+            return not math.isfinite(float(value))
+        except (TypeError, ValueError):
+            return False
+
+    def checked_later(key: str) -> bool:  # NUMBER_RULES says its finite range
+        return key in NUMBER_RULES and "finite" in NUMBER_RULES[key][1]
+
+    for key, value in config.items():
+        if checked_later(key):
+            continue
+        if not isinstance(value, bool) and isinstance(value, (int, float, str)) \
+                and (isinstance(value, float) or types.get(key) is not str) and infinite(value):
+            raise UsageError(f"{path}: {key}: {value}: must be a finite number")
+    for key in {a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")}:
+        text = _cli_value(overrides, key) or _cli_value(overrides, key.replace("_", "-"))
+        if text is not None and types.get(key) is not str and not checked_later(key) \
+                and infinite(text):
+            raise UsageError(f"--{key}={text}: must be a finite number")
 
 
 def _check_numbers(path: Path, values: dict, cli_keys: list[str]) -> None:
@@ -194,7 +239,7 @@ def _check_numbers(path: Path, values: dict, cli_keys: list[str]) -> None:
         value = values.get(key)
         if value is None or (key == "num_train_epochs" and values.get("max_steps", -1) >= 1):
             continue  # unset, or epochs that max_steps overrides
-        if not allowed(value):
+        if not (math.isfinite(value) and allowed(value)):
             where = f"--{key}={value}" if key in cli_keys else f"{path}: {key}: {value}"
             raise UsageError(f"{where}: must be {range_}")
 
