@@ -49,11 +49,14 @@ def check_repo_id(repo: str, flag: str) -> str:
     return repo
 
 
-def deadline(seconds: float, action: str, work: Callable[[], T]) -> T:
+def deadline(seconds: float, action: str, work: Callable[[], T],
+             sent: threading.Event | None = None, retry: str = "") -> T:
     """Run `work` and give up after `seconds`, retries and all (the library retries on its own).
 
     The work runs in a daemon thread; past the deadline it is abandoned (a Hub commit is atomic:
-    it either landed whole or not at all) and the command ends with a one-line error.
+    it either landed whole or not at all) and the command ends with a one-line error. Once the
+    work sets `sent` (its commit is on its way) the Hub may still apply it after we give up:
+    the error says so, and `retry` says what the next run does about it.
     """
     outcome: dict = {}
 
@@ -66,6 +69,10 @@ def deadline(seconds: float, action: str, work: Callable[[], T]) -> T:
     worker = threading.Thread(target=target, daemon=True, name="meditod-hub")
     worker.start()
     worker.join(seconds)
+    if worker.is_alive() and sent is not None and sent.is_set():
+        raise HubError(f"{action}: the commit was sent but not confirmed within --timeout "
+                       f"{seconds:g} s, so it may still land ({constants.ENDPOINT} applies a "
+                       f"commit whole or not at all); {retry or 'check the repo before retrying'}")
     if worker.is_alive():
         raise HubError(f"{action}: not done within --timeout {seconds:g} s ({constants.ENDPOINT} "
                        "is slow or not answering); retry later or allow a longer --timeout")

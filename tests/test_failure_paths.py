@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -1477,3 +1478,78 @@ def test_a_non_finite_number_in_the_recipe_names_the_recipe_and_key(text, tmp_pa
     recipe = _recipe(tmp_path, TINY.replace("logging_steps: 10", f"logging_steps: {text}"))
     outcome = run_case(f"train: recipe logging_steps {text}", _parse_only, [recipe], capsys)
     expect(outcome, f"{recipe}: logging_steps: ", "must be a finite number", code=2)
+
+
+# --- issue 26, the sweep's classes: a token inside a binary file, in every upload ----------------
+SWEEP_TOKEN = "hf_sweepBinaryToken0123456789abcdefABCDEF"
+
+
+def _safetensors_with_token(path: Path) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.zeros(2)}, path, metadata={"format": "pt", "note": SWEEP_TOKEN})
+
+
+@pytest.mark.parametrize("command", ["push", "publish", "space", "leaderboard"])
+def test_every_upload_refuses_a_token_inside_a_binary_file(command, embedded_release, tmp_path,
+                                                           capsys, monkeypatch):
+    """Binary files are scanned as text ones (before: publish uploaded a token held in
+    model.safetensors metadata). Nothing reaches the Hub: the scan comes first."""
+    from meditod_hub.publishing import leaderboard, space
+
+    monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    if command == "push":  # the token in a dialogue, so inside the compressed Parquet files
+        release = tmp_path / "release"
+        shutil.copytree(embedded_release, release)
+        _rewrite(release, lambda d: d[next(iter(d))].update(notes=f"token {SWEEP_TOKEN}"))
+        assert run_main(B.main, ["--source", str(release), "--out", str(tmp_path / "m")]) == 0
+        capsys.readouterr()
+        main, argv, named = H.main, ["--folder", tmp_path / "m", "--repo", "org/x"], "parquet"
+    elif command == "publish":
+        run = _evaluated_run(tmp_path / "run")
+        _safetensors_with_token(run / "adapter_model.safetensors")
+        main, argv, named = U.main, ["--run", run, "--repo", "org/x", "--dry_run"], \
+            "adapter_model.safetensors"
+    elif command == "space":
+        run = write_run(tmp_path / "whole", adapter=False)
+        (run / "config.json").write_text('{"model_type": "llama"}')
+        _safetensors_with_token(run / "model.safetensors")
+        main, argv, named = space.main, ["--repo", "org/x", "--nlu", run, "--pol", run,
+                                         "--nlg", run, "--dry_run"], "model.safetensors"
+    else:  # the leaderboard uploads the kit's files and its settings: the token in a flag
+        main, argv, named = leaderboard.main, ["--repo", "org/board", "--dataset", "org/data",
+                                               "--models", f"org/{SWEEP_TOKEN}", "--dry_run"], \
+            "leaderboard"
+    outcome = run_case(f"{command}: a token inside a binary file", main, argv, capsys,
+                       secrets=[SWEEP_TOKEN])
+    expect(outcome, "contains a Hugging Face token", code=1)
+    assert named in outcome.err, outcome.err
+
+
+# --- issue 26: a push that times out while the Hub still holds its commit ------------------------
+def test_a_push_timing_out_mid_commit_says_it_may_land_and_the_next_push_sees_it(
+        hub_server, embedded_build, tmp_path):
+    """(before: "not done within --timeout", though the commit landed a moment later; the next
+    push uploaded the whole build again)"""
+    from helpers import push
+
+    env = hub_server.client_env(tmp_path)
+    hub_server.commit_fault = 6.0  # the server holds the commit, then applies it
+    first = push(env, embedded_build, "local-tester/late", "--timeout", "3", guard=120)
+    kind = classify(first.returncode, first.stdout, first.stderr, False, False)
+    record("push: the commit lands after --timeout", kind)
+    assert kind == "clear", first.stderr[-2000:]
+    assert "the commit was sent but not confirmed within --timeout 3 s, so it may still land" \
+        in first.stderr and "run the same push again" in first.stderr, first.stderr
+    deadline = time.monotonic() + 30
+    while "build_manifest.json" not in hub_server.files("dataset", "local-tester/late") \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    commits = sum(path.endswith("/commit/main") for _, path, _ in hub_server.requests)
+    again = push(env, embedded_build, "local-tester/late", "--timeout", "60", guard=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "already holds this build" in again.stderr, again.stderr
+    assert sum(path.endswith("/commit/main") for _, path, _ in hub_server.requests) == commits, \
+        "the build was uploaded again"

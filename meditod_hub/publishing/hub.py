@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -199,13 +200,41 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
             stale = _remote_build_files(api, repo, timeout) - set(files)
             if gated:  # before the upload, so the data is never readable ungated
                 api.update_repo_settings(repo, repo_type="dataset", gated="manual")
+            if _remote_manifest(api, repo, timeout) == (folder / MANIFEST).read_bytes() \
+                    and not stale:  # an earlier push's commit landed, after its --timeout too
+                print(f"{repo} already holds this build (its {MANIFEST} is this one's): "
+                      "nothing to upload", file=sys.stderr)
+                return str(url)
             operations = ([CommitOperationAdd(name, str(folder / name)) for name in files]
                           + [CommitOperationDelete(name) for name in sorted(stale)])
+            sent.set()
             api.create_commit(repo, operations, repo_type="dataset",
                               commit_message=f"Upload a MediTOD kit build ({kind} data)")
             return str(url)
 
-    return deadline(timeout, action, work)
+    sent = threading.Event()
+    return deadline(timeout, action, work, sent=sent,
+                    retry="run the same push again: it sees a commit that landed and uploads "
+                          "nothing, or uploads it whole")
+
+
+def _remote_manifest(api: HfApi, repo: str, timeout: float) -> bytes | None:
+    """The repo's build_manifest.json as it is on the Hub's main branch, None if it has none:
+    equal to the local one, the repo holds this very build (every file's digest is in it)."""
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        RemoteEntryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    from meditod_hub.data.dataset import MANIFEST
+
+    try:
+        path = api.hf_hub_download(repo, MANIFEST, repo_type="dataset", revision="main",
+                                   etag_timeout=timeout)
+    except (EntryNotFoundError, RemoteEntryNotFoundError, RevisionNotFoundError):
+        return None
+    return Path(path).read_bytes()
 
 
 def main(argv: list[str]) -> int:
