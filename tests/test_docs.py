@@ -4,7 +4,10 @@ Collected: each ```bash and ```python block of README.md, docs/*.md, recipes/*/R
 spaces/*/README.md (listings such as file trees are ```text and are not commands). A block runs as
 written, as one bash script (`set -euo pipefail`) or one Python program, in a sandbox: a copy of
 the tracked files with the project's `.venv` linked in, on the embedded sample and tiny models,
-offline. Only hosts and tokens change:
+offline, in a plain shell: the venv is not on PATH (system Python first), as a newcomer's shell
+is. A doc that tells its reader to activate the venv (`source .venv/bin/activate`, anywhere in
+it) has its blocks run after that line, as the reader who followed it types them; a doc that does
+not has them run without it. Only hosts and tokens change:
 the Hub is the local Hub server (tests/hub_server.py, through HF_ENDPOINT/HF_TOKEN) and an OpenAI-
 compatible URL is the local chat server (tests/chat_server.py); placeholder paths name sandbox
 folders made from the embedded sample (`SUBSTITUTIONS`, `PLACEHOLDER_FOLDERS`).
@@ -64,6 +67,9 @@ PLACEHOLDER_FILES = {"canonical-values.txt": "coughing\nfever\nwheezing\n"}
 PLACEHOLDER_EMPTY_FOLDERS = ("runs", "other")
 
 
+ACTIVATE = "source .venv/bin/activate"  # what a doc tells its reader to type once per shell
+
+
 @dataclass(frozen=True)
 class Block:
     doc: str
@@ -72,10 +78,17 @@ class Block:
     mode: str
     reason: str
     lang: str
+    activated: bool  # its doc tells the reader to activate the venv (ACTIVATE)
 
     @property
     def name(self) -> str:
         return f"{self.doc}:{self.line}"
+
+    def shell(self, script: str, *flags: str) -> list[str]:
+        """The command a reader's plain shell runs `script` (this block's language) with."""
+        if self.lang == "python":
+            return [".venv/bin/python" if self.activated else "python3", "-c", script]
+        return ["bash", *flags, "-c", f"{ACTIVATE}\n{script}" if self.activated else script]
 
 
 def doc_files() -> list[Path]:
@@ -86,7 +99,9 @@ def collect(path: Path) -> tuple[list[Block], list[str]]:
     """The command blocks of one doc, and its problems (a bare fence, a marker without reason)."""
     rel = path.relative_to(PROJECT).as_posix()
     blocks, problems = [], []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    text = path.read_text(encoding="utf-8")
+    activated = ACTIVATE in text
+    lines = text.splitlines()
     i = 0
     while i < len(lines):
         fence = FENCE.match(lines[i])
@@ -109,7 +124,7 @@ def collect(path: Path) -> tuple[list[Block], list[str]]:
         if mode not in MODES or (mode != "run" and not reason):
             problems.append(f"{rel}:{start}: docs-test marker needs a mode ({', '.join(MODES[1:])})"
                             " and a reason")
-        blocks.append(Block(rel, start + 1, body, mode, reason, lang))
+        blocks.append(Block(rel, start + 1, body, mode, reason, lang, activated))
     return blocks, problems
 
 
@@ -178,10 +193,31 @@ def sandbox(tmp_path_factory, embedded_release):
     _split_by_domain(embedded_release, root / "in-domain-sample", root / "ood-sample")
     with HubServer() as hub, ChatServer() as chat:
         env = hub.client_env(root.parent)
-        env["PATH"] = f"{root / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
+        env["PATH"] = plain_path(env["PATH"])  # a newcomer's shell: no venv on it
+        env.pop("VIRTUAL_ENV", None)
         env["PYTHONPATH"] = str(root)  # the sandbox's copy of the kit, also for `meditod`
         env.pop("MAKEFLAGS", None)
         yield root, env, {"chat": chat.url}
+
+
+def plain_path(path: str) -> str:
+    """PATH without any virtualenv's bin folder (the suite itself runs inside the venv)."""
+    active = os.path.join(os.environ.get("VIRTUAL_ENV", "/no-venv"), "bin")
+    return os.pathsep.join(p for p in path.split(os.pathsep)
+                           if p and p != active and not p.rstrip("/").endswith(".venv/bin"))
+
+
+def test_the_docs_shell_is_plain(sandbox):
+    """The sandbox's shell has no `meditod` and its `python3` is the system's, so a block that
+    needs the venv fails unless its doc says to activate it."""
+    root, env, _ = sandbox
+    found = subprocess.run(["bash", "-c", "command -v meditod; python3 -c 'import sys; "
+                            "print(sys.prefix == sys.base_prefix)'"], cwd=root, env=env,
+                           capture_output=True, text=True)
+    assert found.stdout.strip() == "True", found.stdout + found.stderr
+    readme = collect(PROJECT / "README.md")[0]
+    assert readme and all(b.activated for b in readme), "README.md must say to activate the venv"
+    assert f"{ACTIVATE}\n" in readme[0].shell("meditod --version")[-1]
 
 
 def _venv_view(venv: Path, view: Path) -> None:
@@ -255,8 +291,7 @@ def run_block(block: Block, root: Path, env: dict, values: dict) -> None:
     background (a server the block forgot to stop, or could not, having failed) is stopped with
     it. Output goes to a file, so a background job cannot hold the block open."""
     script = substituted(block.text, values)
-    command = ["python", "-c", script] if block.lang == "python" else \
-        ["bash", "-euo", "pipefail", "-c", script]
+    command = block.shell(script, "-euo", "pipefail")
     log = root / ".docs-test-block.log"
     with log.open("w") as sink:
         proc = subprocess.Popen(command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT,
@@ -292,7 +327,7 @@ for node in ast.walk(tree):
 
 def dry_run(block: Block, root: Path, env: dict, values: dict) -> None:
     if block.lang == "python":
-        result = subprocess.run(["python", "-c", CHECK_IMPORTS], input=block.text, cwd=root,
+        result = subprocess.run(block.shell(CHECK_IMPORTS), input=block.text, cwd=root,
                                 env=env, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, f"{block.name}: {result.stderr[-2000:]}"
         return
@@ -305,9 +340,9 @@ def dry_run(block: Block, root: Path, env: dict, values: dict) -> None:
             continue  # needs the block's shell variables: checked as bash syntax above
         words = line.split()
         if words[0] == "make":
-            check = ["bash", "-c", "make -n " + line[len("make"):]]
+            check = block.shell("make -n " + line[len("make"):])
         elif words[0] == "meditod" or line.startswith("python -m meditod_hub"):
-            check = ["bash", "-c", f"{line} -h"]
+            check = block.shell(f"{line} -h")
         else:
             missing = [w for w in words if w.startswith("recipes/") and not (root / w).exists()]
             assert not missing, f"{block.name}: {line!r} names missing files {missing}"
@@ -320,7 +355,7 @@ def dry_run(block: Block, root: Path, env: dict, values: dict) -> None:
 
 def serve_lines(block: Block, root: Path, env: dict, values: dict) -> None:
     for line in command_lines(substituted(block.text, values)):
-        server = subprocess.Popen(["bash", "-c", line], cwd=root, env=env,
+        server = subprocess.Popen(block.shell(line), cwd=root, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, start_new_session=True)
         try:
