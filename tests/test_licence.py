@@ -17,12 +17,12 @@ import pytest
 from helpers import push
 from huggingface_hub import DatasetCard
 
+from meditod_hub.data import about
 from meditod_hub.data import build as B
 from meditod_hub.data.licence import MEDITOD, OWN, SAMPLE_FINGERPRINT, SYNTHETIC, content_fingerprint
 from meditod_hub.data.release import read_release
 from meditod_hub.data.synthetic import generate_release
 from meditod_hub.errors import MeditodError
-from meditod_hub.publishing import about
 
 EMBEDDED = Path(__file__).resolve().parent.parent / "data" / "sample"
 

@@ -14,8 +14,8 @@ import yaml
 from helpers import NLU_RESULTS, POL_RESULTS, RESULTS, write_run
 from huggingface_hub import ModelCard
 
+from meditod_hub.data import paper_results
 from meditod_hub.data.tasks import TASKS
-from meditod_hub.evaluation import paper_results
 from meditod_hub.models.records import Results
 from meditod_hub.models.runs import RunError, read_run
 from meditod_hub.publishing.model_card import card_identity, render_model_card

@@ -19,7 +19,7 @@ import meditod_hub
 site, sample, out = sys.argv[1:]
 assert meditod_hub.__file__.startswith(site), meditod_hub.__file__
 from meditod_hub.data.build import BuildArguments, build
-from meditod_hub.publishing.card import card_template
+from meditod_hub.data.card import card_template
 built = build(BuildArguments(source=Path(sample), out=Path(out)))
 package = Path(meditod_hub.__file__).parent
 print(json.dumps({"card": (Path(out) / "README.md").read_text(),

@@ -1,4 +1,4 @@
-"""The paper's numbers (`meditod_hub.evaluation.paper_results`, their one home) against the paper itself:
+"""The paper's numbers (`meditod_hub.data.paper_results`, their one home) against the paper itself:
 every number of its results tables (LaTeX source, supervised and in-context, in-domain and
 out-of-domain, appendix included) is in the module, and the module holds no other number; the
 spec's summary tables (`../shared/spec/paper-results.md`) agree with it. Skips with the reason
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub.evaluation import paper_results
+from meditod_hub.data import paper_results
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 PAPER_TEX = SHARED / "paper" / "meditod-arxiv-2410.14204.tex"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from meditod_hub.data import paper_results
 from meditod_hub.errors import UsageError
-from meditod_hub.evaluation import paper_results
 from meditod_hub.models.train import parse_recipe
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import HUB_DATASET, RESULTS, STRANGER, add_foreign_models, meditod, publish_tiny_runs, write_run
 
+from meditod_hub.data import paper_results
 from meditod_hub.evaluation import results as R
 from meditod_hub.files import RECORD
 
@@ -172,7 +173,7 @@ def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs,
 
 
 def test_readme_and_dataset_card_show_the_generated_headline_table(embedded_build):
-    table = R.headline_markdown()
+    table = paper_results.headline_markdown()
     readme = (PROJECT / "README.md").read_text()
     generated = readme.split("tests/test_results.py checks this copy -->\n")[1]
     assert generated.split("\n<!-- end of generated table -->")[0] == table

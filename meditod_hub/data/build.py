@@ -38,6 +38,7 @@ from pathlib import Path
 
 from meditod_hub.arguments import parse_args
 from meditod_hub.data import provenance
+from meditod_hub.data.card import render_dataset_card, splits_table
 from meditod_hub.data.dataset import MANIFEST
 from meditod_hub.data.licence import KINDS as LICENCE_KINDS
 from meditod_hub.data.licence import OWN, SAMPLE_FINGERPRINT, Licence, licence_of
@@ -45,7 +46,6 @@ from meditod_hub.data.provenance import Provenance
 from meditod_hub.data.release import DIALOGS_FILE, Release, read_release
 from meditod_hub.data.views import CONFIGS, FEATURES, JSON, dialogue_views
 from meditod_hub.errors import OS_HINTS, MeditodError, UsageError, name_ids, run_main
-from meditod_hub.publishing.card import render_dataset_card, splits_table
 
 MANIFEST_FORMAT = "meditod-build/2"  # /2: the licence is proven, and recorded with its reason
 ROW_GROUP_ROWS = 2048       # rows per Parquet row group (a few dialogues)...

@@ -36,15 +36,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from meditod_hub.arguments import parse_args
-from meditod_hub.data import provenance
+from meditod_hub.data import about, paper_results, provenance
+from meditod_hub.data.paper_results import cell
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, TASKS, Metric, get_task
 from meditod_hub.errors import MeditodError, UsageError, run_main
-from meditod_hub.evaluation import paper_results
 from meditod_hub.files import atomic_write, output_path, read_json
 from meditod_hub.models.records import Results, is_results_name, value_at
 from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO
-from meditod_hub.publishing import about
 
 PAPER_DATASET = "MediTOD"
 SPLIT_LABELS = {"test": "test (respiratory, in-domain)",
@@ -354,10 +353,6 @@ def build_report(runs: Iterable[str | Path] = (), dataset: str | None = None,
 
 
 # --- writing -----------------------------------------------------------------------------------
-def cell(value: float | None, metric: Metric) -> str:
-    return "—" if value is None else format(value, metric.fmt)
-
-
 def markdown(report: Report) -> str:
     lines = ["# MediTOD results", "",
              f"The paper's rows ({paper_results.SOURCE}) beside evaluated runs"
@@ -387,21 +382,6 @@ def heading(task: str, split: str, rows: list[Row]) -> str:
         return f"{task.upper()}, {SPLIT_LABELS.get(split, split)}"
     return (f"{task.upper()}, {split} split of {rows[0].dataset}: not MediTOD, not comparable "
             "with the paper's rows")
-
-
-def headline_markdown() -> str:
-    """The paper's headline table: each task's headline metric per model and split (the dataset
-    card and the README show it; tests/test_results.py keeps the README's copy equal to it)."""
-    tasks = [get_task(t) for t in TASK_NAMES]
-    heads = [f"{t.name.upper()} {t.headline_metric.name.split(' (')[0]}"
-             + ("" if split == "test" else " (OOD)") for split in EVAL_SPLITS for t in tasks]
-    lines = ["| model | setting | " + " | ".join(heads) + " |", "|---" * (2 + len(heads)) + "|"]
-    for key in dict.fromkeys(model for model, _, _ in paper_results.RESULTS):
-        cells = [cell(paper_results.paper_row(key, t.name, split).get(t.headline),
-                      t.headline_metric) for split in EVAL_SPLITS for t in tasks]
-        lines.append(f"| {paper_results.paper_model(key).name} | {paper_results.setting(key)} | "
-                     + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 CSV_FIELDS = ("task", "split", "system", "dataset", "setting", "source", "constrained", "family",

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.arguments import parse_args
+from meditod_hub.data import about
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.errors import MeditodError, UsageError, run_main
@@ -42,7 +43,6 @@ from meditod_hub.evaluation.results import (
     table_metrics,
 )
 from meditod_hub.models.runs import hub_id
-from meditod_hub.publishing import about
 
 PROJECT = Path(__file__).resolve().parents[2]
 SPACE_DIR = PROJECT / "spaces" / "leaderboard"

@@ -18,13 +18,11 @@ from pathlib import Path
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData, constants
 
-from meditod_hub.data import provenance
+from meditod_hub.data import about, paper_results, provenance
+from meditod_hub.data.card import card_template
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import Metric, get_task
-from meditod_hub.evaluation import paper_results
 from meditod_hub.models.runs import Run, base_label, hub_id, run_tasks
-from meditod_hub.publishing import about
-from meditod_hub.publishing.card import card_template
 
 CARD_KEY = "meditod"  # YAML block {model, task, run_id, merged[, constrained]}: what makes a repo ours
 

@@ -26,6 +26,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from meditod_hub.arguments import parse_args
+from meditod_hub.data import about
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.models.runs import (
@@ -36,7 +37,6 @@ from meditod_hub.models.runs import (
     hub_id,
     run_settings,
 )
-from meditod_hub.publishing import about
 
 PROJECT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"

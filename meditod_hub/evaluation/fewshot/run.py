@@ -398,7 +398,7 @@ def paper_key(args: FewshotArguments) -> str | None:
 
 
 def beside_the_paper(args: FewshotArguments, results: Results) -> str:
-    from meditod_hub.evaluation.paper_results import paper_row
+    from meditod_hub.data.paper_results import paper_row
 
     key = paper_key(args)
     paper = paper_row(key, args.task, args.split) if key else {}

@@ -13,12 +13,16 @@ the NLG table. Out-of-domain (`test_ood`, musculoskeletal): F1 overall, medical 
 non-medical (NLU, POL) and the NLG scores, for the two supervised 8B models, ChatGPT and
 GPT-4-Turbo. Units as in the paper: F1, precision and ROUGE in [0, 1]; BLEU x100 (NLTK corpus
 BLEU); BERTScore is unrescaled roberta-large F1. A metric the paper does not report is absent.
-Rows are kept in the paper's order (supervised, then in-context).
+Rows are kept in the paper's order (supervised, then in-context). On the data floor
+(`meditod_hub.layers`): the dataset card shows the headline table, so `meditod build` reads it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from meditod_hub.data.release import EVAL_SPLITS
+from meditod_hub.data.tasks import TASK_NAMES, Metric, get_task
 
 SOURCE = ("MediTOD paper (arXiv 2410.14204): in-domain NLU, POL (P/R/F1, P@K) and NLG tables, and "
           "its out-of-domain (musculoskeletal) results")
@@ -157,3 +161,22 @@ def paper_model(key: str) -> PaperModel:
 
 def setting(key: str) -> str:
     return "in-context" if key.startswith(IN_CONTEXT) else "supervised"
+
+
+def cell(value: float | None, metric: Metric) -> str:
+    """A metric's value in a table, as every table of the kit writes it."""
+    return "—" if value is None else format(value, metric.fmt)
+
+
+def headline_markdown() -> str:
+    """The paper's headline table: each task's headline metric per model and split (the dataset
+    card and the README show it; tests/test_results.py keeps the README's copy equal to it)."""
+    tasks = [get_task(t) for t in TASK_NAMES]
+    heads = [f"{t.name.upper()} {t.headline_metric.name.split(' (')[0]}"
+             + ("" if split == "test" else " (OOD)") for split in EVAL_SPLITS for t in tasks]
+    lines = ["| model | setting | " + " | ".join(heads) + " |", "|---" * (2 + len(heads)) + "|"]
+    for key in dict.fromkeys(model for model, _, _ in RESULTS):
+        cells = [cell(paper_row(key, t.name, split).get(t.headline), t.headline_metric)
+                 for split in EVAL_SPLITS for t in tasks]
+        lines.append(f"| {paper_model(key).name} | {setting(key)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

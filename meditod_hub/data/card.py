@@ -2,7 +2,7 @@
 the identity its licence allows: MediTOD's name, statistics and citations for MediTOD data and
 the synthetic builds shaped like it; the release's own name, description and licence for a
 user's own dialogues. Every card cites CMAS (the MediTOD paper) for the schema; MediTOD's card
-shows the paper's headline table from `paper_results` (through `results.headline_markdown`)."""
+shows the paper's headline table (`paper_results.headline_markdown`)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from pathlib import Path
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from meditod_hub.data import cmas
+from meditod_hub.data import about, cmas
 from meditod_hub.data.licence import OWN, Licence
+from meditod_hub.data.paper_results import headline_markdown
 from meditod_hub.data.provenance import Provenance
 from meditod_hub.data.views import CONFIGS
-from meditod_hub.evaluation.results import headline_markdown
-from meditod_hub.publishing import about
 
 GATING = {
     "extra_gated_prompt": about.LICENCE_NOTE,
