@@ -1553,3 +1553,37 @@ def test_a_push_timing_out_mid_commit_says_it_may_land_and_the_next_push_sees_it
     assert "already holds this build" in again.stderr, again.stderr
     assert sum(path.endswith("/commit/main") for _, path, _ in hub_server.requests) == commits, \
         "the build was uploaded again"
+
+
+# --- issue 26: the upload record says which command owns a repo ----------------------------------
+def test_a_space_owners_edits_and_another_commands_space_are_refused_until_take_over(
+        hub_server, tmp_path):
+    """(before: `meditod space` replaced an owner's edited app.py without a word, and
+    `meditod leaderboard --repo <the assistant Space>` replaced its app and deleted models/)"""
+    env = hub_server.client_env(tmp_path)
+    ids = [f"--{t}=org/meditod-tiny-{t}" for t in ("nlu", "pol", "nlg")]
+    assert meditod(env, "space", "--repo", "org/assistant", *ids).returncode == 0
+    repo = hub_server.repo("space", "org/assistant")
+    with hub_server.lock:  # the owner edits the app on the Hub
+        hub_server.commit(repo, "main", "my app", "", {"app.py": b"# the owner's app\n"}, {})
+    before = digests(hub_server.files("space", "org/assistant"))
+
+    cases = [("space over an edited app.py", ["space", "--repo", "org/assistant", *ids],
+              "app.py changed on the Hub since `meditod space` uploaded it"),
+             ("leaderboard over the assistant Space", ["leaderboard", "--repo", "org/assistant",
+                                                       "--dataset", "org/data"],
+              "org/assistant was uploaded by `meditod space`, not `meditod leaderboard`")]
+    for name, argv, phrase in cases:
+        done = meditod(env, *argv)
+        kind = classify(done.returncode, done.stdout, done.stderr, False, False)
+        if digests(hub_server.files("space", "org/assistant")) != before:
+            kind = "data lost or exposed"
+        record(f"{name}: refused", kind)
+        assert kind == "clear", done.stderr[-2000:]
+        assert phrase in done.stderr and "--take_over" in done.stderr, done.stderr
+
+    taken = meditod(env, "space", "--repo", "org/assistant", *ids, "--take_over")
+    assert taken.returncode == 0, taken.stderr[-2000:]
+    assert hub_server.files("space", "org/assistant")["app.py"] != b"# the owner's app\n"
+    again = meditod(env, "space", "--repo", "org/assistant", *ids)  # its own files, unedited
+    assert again.returncode == 0, again.stderr[-2000:]

@@ -16,6 +16,7 @@ errors are `meditod_hub.hubclient`'s, shared with model publishing and the porta
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -107,28 +108,86 @@ def _blocks_hold_token(blocks, own: str | None) -> bool:
     return False
 
 
-def upload_plan(api: HfApi, repo: str, uploads: set[str], *, repo_type: str = "model",
-                revision: str = "main", timeout: float = 120.0) -> tuple[list[str], bytes]:
-    """(files to delete, the new upload record) for a commit of `uploads`: only what this
-    kit's last upload put there (its `UPLOAD_RECORD`) is replaced or deleted; a file it did not
-    upload stops the commit before anything changes."""
+def upload_plan(api: HfApi, repo: str, uploads: set[str] | dict[str, str | bytes | Path], *,
+                repo_type: str = "model", revision: str = "main", timeout: float = 120.0,
+                command: str = "", take_over: bool = False,
+                check_edits: bool = False) -> tuple[list[str], bytes]:
+    """(files to delete, the new upload record) for a commit of `uploads` (names, or name ->
+    content): only what this kit's last upload put there (its `UPLOAD_RECORD`) is replaced or
+    deleted; a file it did not upload stops the commit before anything changes.
+
+    The record says which command (`meditod space`, `meditod leaderboard`, ...) owns the repo and
+    each file's digests. Unless `take_over`, another command's repo is refused (the leaderboard
+    once replaced the assistant Space's app and deleted its models/), and with `check_edits` so
+    is a file changed on the Hub since the kit uploaded it (a Space owner's edited app.py)."""
     present = set(api.list_repo_files(repo, repo_type=repo_type, revision=revision))
     try:
         path = api.hf_hub_download(repo, UPLOAD_RECORD, repo_type=repo_type, revision=revision,
                                    etag_timeout=timeout)
-        owned = set(json.loads(Path(path).read_text(encoding="utf-8"))["files"])
+        earlier = json.loads(Path(path).read_text(encoding="utf-8"))
+        owned = set(earlier["files"])
     except (EntryNotFoundError, ValueError, KeyError, TypeError):
-        owned = set()
+        earlier, owned = {}, set()
+    earlier = earlier if isinstance(earlier, dict) else {}
     if not owned and present - set(KEEP_ON_HUB) <= {"README.md"}:
         owned = present  # a new repo: the Hub may have made a README (a Space's), nothing else
-    foreign = sorted((present & uploads) - owned - set(KEEP_ON_HUB))
+    foreign = sorted((present & set(uploads)) - owned - set(KEEP_ON_HUB))
     if foreign:
         raise HubError(f"{repo} holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}"
                        f" that no upload of this kit put there (no {UPLOAD_RECORD} lists it): "
                        "upload to a new repo, or move those files away first")
-    stale = sorted((owned & present) - uploads - {UPLOAD_RECORD} - set(KEEP_ON_HUB))
-    record = json.dumps({"files": sorted(uploads | {UPLOAD_RECORD})}, indent=2) + "\n"
-    return stale, record.encode()
+    owner = earlier.get("command")
+    if command and owner and owner != command and not take_over:
+        raise HubError(f"{repo} was uploaded by `meditod {owner}`, not `meditod {command}`: give "
+                       f"another --repo, or pass --take_over to replace its files with this "
+                       "command's")
+    if check_edits and not take_over and isinstance(earlier.get("digests"), dict):
+        edited = _edited_on_the_hub(api, repo, repo_type, revision, earlier["digests"],
+                                    owned & present)
+        if edited:
+            raise HubError(f"{repo}: {', '.join(edited[:3])}{', ...' if len(edited) > 3 else ''} "
+                           f"changed on the Hub since `meditod {owner or command}` uploaded it "
+                           "(edited by its owner?): keep those edits elsewhere and pass "
+                           "--take_over to replace them, or upload to another --repo")
+    stale = sorted((owned & present) - set(uploads) - {UPLOAD_RECORD} - set(KEEP_ON_HUB))
+    record = {"command": command or None, "files": sorted(set(uploads) | {UPLOAD_RECORD})}
+    if isinstance(uploads, dict):
+        record["digests"] = {name: _digests(content) for name, content in sorted(uploads.items())}
+    return stale, (json.dumps(record, indent=2) + "\n").encode()
+
+
+def _digests(content: str | bytes | Path) -> dict[str, str]:
+    """The sha256 and git blob id of what is uploaded: the Hub shows one of them for each file
+    (an LFS file's sha256, a regular file's blob id)."""
+    sha, size = hashlib.sha256(), 0
+    if isinstance(content, Path):
+        size = content.stat().st_size
+        git = hashlib.sha1(b"blob %d\0" % size)
+        with content.open("rb") as f:
+            for block in iter(lambda: f.read(SCAN_BLOCK), b""):
+                sha.update(block)
+                git.update(block)
+    else:
+        data = content.encode() if isinstance(content, str) else content
+        sha.update(data)
+        git = hashlib.sha1(b"blob %d\0" % len(data) + data)
+    return {"sha256": sha.hexdigest(), "git": git.hexdigest()}
+
+
+def _edited_on_the_hub(api: HfApi, repo: str, repo_type: str, revision: str, digests: dict,
+                       names: set[str]) -> list[str]:
+    """Of `names` (recorded with their digests), those whose file on the Hub is another."""
+    edited = []
+    for entry in api.list_repo_tree(repo, repo_type=repo_type, revision=revision, recursive=True):
+        recorded = digests.get(entry.path)
+        if entry.path not in names or not isinstance(recorded, dict) \
+                or not hasattr(entry, "blob_id"):
+            continue
+        lfs = getattr(entry, "lfs", None)
+        now = (lfs.sha256 if hasattr(lfs, "sha256") else lfs["sha256"]) if lfs else None
+        if (now or entry.blob_id) != recorded.get("sha256" if now else "git"):
+            edited.append(entry.path)
+    return sorted(edited)
 
 
 def _card_kind(folder: Path) -> tuple[bool, bool]:

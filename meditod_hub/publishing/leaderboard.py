@@ -238,6 +238,9 @@ class LeaderboardArguments:
     dry_run: bool = field(default=False, metadata={"help": "list the files, upload nothing"})
     timeout: float = field(default=600.0, metadata={"above": 0,
         "help": "seconds for the whole upload, retries included (also the limit of each request)"})
+    take_over: bool = field(default=False, metadata={
+        "help": "replace files changed on the Hub since the kit uploaded them, or a Space another "
+                "command (meditod space: the assistant) uploaded"})
 
 
 def plan(args: LeaderboardArguments) -> dict[str, Path | bytes]:
@@ -274,7 +277,8 @@ def main(argv: list[str]) -> int:
         print_plan(args.repo, files, args.public)
         return 0
     url = upload(args.repo, files, public=args.public, timeout=args.timeout,
-                 what="the leaderboard", message=f"MediTOD leaderboard for {args.dataset}")
+                 what="the leaderboard", message=f"MediTOD leaderboard for {args.dataset}",
+                 command="leaderboard", take_over=args.take_over)
     print(f"uploaded the leaderboard of {args.dataset} ({len(files)} files) to {url}")
     return 0
 

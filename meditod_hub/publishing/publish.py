@@ -240,8 +240,8 @@ def _push(api: HfApi, run: Run, done: Published, files: dict[str, Path], card_te
         refuse_secrets(weights or {}, f"publish {run.path} to {repo}")
         uploads = {**{p: f for p, f in files.items() if not done.merged or p not in ADAPTER_FILES},
                    **(weights or {})}
-        stale, record = upload_plan(api, repo, set(uploads) | {"README.md"}, revision=target,
-                                    timeout=timeout)
+        stale, record = upload_plan(api, repo, {**uploads, "README.md": card_text.encode()},
+                                    revision=target, timeout=timeout, command="publish")
         operations = ([CommitOperationAdd("README.md", card_text.encode()),
                        CommitOperationAdd(UPLOAD_RECORD, record)]
                       + [CommitOperationAdd(p, str(f)) for p, f in sorted(uploads.items())]

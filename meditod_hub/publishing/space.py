@@ -57,6 +57,9 @@ class SpaceArguments:
     dry_run: bool = field(default=False, metadata={"help": "list the files, upload nothing"})
     timeout: float = field(default=600.0, metadata={"above": 0,
         "help": "seconds for the whole upload, retries included (also the limit of each request)"})
+    take_over: bool = field(default=False, metadata={
+        "help": "replace files changed on the Hub since the kit uploaded them, or a Space another "
+                "command (meditod leaderboard) uploaded"})
 
 
 def _model_files(folder: Path) -> dict[str, Path]:
@@ -130,7 +133,8 @@ def package_files() -> dict[str, Path]:
 
 def upload(repo: str, files: dict[str, Path | bytes], *, public: bool = False,
            timeout: float = 600.0, what: str = "the app",
-           message: str = "MediTOD assistant: app, package and models") -> str:
+           message: str = "MediTOD assistant: app, package and models", command: str = "space",
+           take_over: bool = False) -> str:
     """Create the Space (private unless `public`) and commit `files` to it in one commit, with
     the record of what this kit uploaded, deleting only what an earlier upload of this kit put
     there and this one no longer uploads (`hub.upload_plan`); the Space's URL."""
@@ -148,7 +152,8 @@ def upload(repo: str, files: dict[str, Path | bytes], *, public: bool = False,
         with hub_session(action, timeout) as api:
             url = str(api.create_repo(repo, repo_type="space", space_sdk="gradio",
                                       private=not public, exist_ok=True))
-            stale, record = upload_plan(api, repo, set(files), repo_type="space", timeout=timeout)
+            stale, record = upload_plan(api, repo, files, repo_type="space", timeout=timeout,
+                                        command=command, take_over=take_over, check_edits=True)
             operations = ([CommitOperationAdd(path, content if isinstance(content, bytes)
                                               else str(content))
                            for path, content in sorted(files.items())]
@@ -178,7 +183,8 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         print_plan(args.repo, files, args.public)
         return 0
-    url = upload(args.repo, files, public=args.public, timeout=args.timeout)
+    url = upload(args.repo, files, public=args.public, timeout=args.timeout,
+                 take_over=args.take_over)
     print(f"uploaded the app ({len(files)} files; models: "
           f"{', '.join(s['source'] for s in settings.values())}) to {url}")
     return 0
