@@ -27,6 +27,16 @@ DATA_GIVEN = $(if $(filter command line environment%,$(origin DATA)),--data "$(D
 GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
+# The variables recipes put inside "..." for bash. A ", $, ` or \ in one would end the quotes or
+# run a command (SOURCE='x"; rm -rf ~; "'), so such a value stops make before any target runs;
+# its raw text is read ($(value)), never expanded, so a $(shell ...) in it runs nothing either.
+QUOTED_VARIABLES := A B ACCELERATE_CONFIG CASCADE DATA ENDPOINT HOST HUB_DATASET LEADERBOARD \
+	LOCAL_MODEL MODEL MODEL_PATH NLG NLU NLU_MODEL OOD_SOURCE OUT POL POL_MODEL PREDICTIONS \
+	REFRESH REPO RETRIEVER RUN SHOTS SOURCE SPLIT TASK VOCABULARY
+$(foreach v,$(QUOTED_VARIABLES),$(if $(or $(findstring ",$(value $(v))),$(findstring $$,$(value \
+	$(v))),$(findstring `,$(value $(v))),$(findstring \,$(value $(v)))),$(error $(v) holds a \
+	", $$, ` or \, which the shell would read as the end of a quote or a command: rename that \
+	path, or run the meditod command with it directly)))
 # OUT names a folder now: a file name there is the old meaning (predict, evaluate, agreement).
 $(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a target writes \
 	into (e.g. OUT=$(patsubst %/,%,$(dir $(OUT)))); the file names inside it are fixed))

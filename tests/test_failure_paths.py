@@ -1587,3 +1587,19 @@ def test_a_space_owners_edits_and_another_commands_space_are_refused_until_take_
     assert hub_server.files("space", "org/assistant")["app.py"] != b"# the owner's app\n"
     again = meditod(env, "space", "--repo", "org/assistant", *ids)  # its own files, unedited
     assert again.returncode == 0, again.stderr[-2000:]
+
+
+# --- issue 26: a make variable the shell would read as a quote's end or a command ----------------
+@pytest.mark.parametrize("assignment", ['SOURCE=x"; touch {pwned}; "', "DATA=$(shell touch {pwned})",
+                                        "OUT=a`touch {pwned}`", "SOURCE=a\\b", "REPO=org/$x"])
+def test_make_refuses_a_value_that_would_break_its_quotes_and_runs_nothing(assignment, tmp_path):
+    """(before: SOURCE='x"; ...' ended the recipe's quotes and ran the rest as a command)"""
+    pwned = tmp_path / "pwned"
+    name, value = assignment.format(pwned=pwned).split("=", 1)
+    done = subprocess.run(["make", "-s", "-o", "setup", "build", f"{name}={value}"], cwd=PROJECT,
+                          capture_output=True, text=True, timeout=60)
+    kind = "data lost or exposed" if pwned.exists() else \
+        "clear" if done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1 else "silent"
+    record(f"make: {name} holding a quote, $, ` or \\", kind)
+    assert kind == "clear", done.stderr
+    assert f"{name} holds a \", $, ` or \\" in done.stderr and "rename that path" in done.stderr
