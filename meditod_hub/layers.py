@@ -1,0 +1,57 @@
+"""The kit's floors: every import inside `meditod_hub` points down (or stays on its floor).
+
+A unit is a top-level module (`errors`, `files`, ...) or a package with everything under it
+(`data`, `models`, ...). A unit may import the units of its own floor's lower floors and, within
+itself, anything; it never imports a unit on a higher floor, and units of one floor never import
+each other both ways. tests/test_layers.py parses every module's imports (module-level and
+inside functions) and fails on an upward import or a cycle between units.
+
+    0  errors, files, quiet, arguments, hubclient   what every command stands on: one-line
+                                                    failures, atomic writes, silenced libraries,
+                                                    flag parsing, Hub HTTP deadlines
+    1  data         a release -> dialogues -> the tasks' rows -> the built dataset and its card
+    2  models       formats, training, run folders, the Predictor, its prediction records, and
+                    the one cascade NLU -> state -> POL -> NLG (the assistant and eval-cascade)
+    3  evaluation   predictions -> the paper's metrics -> results
+    4  publishing   model cards, Hub pushes, Spaces
+    5  apps         the assistant, chat, web app and annotation portal
+    6  cli          `meditod`: dispatch only (it names command modules as strings)
+
+A deferred (function-level) import is kept only where start-up time needs it (a heavy library or
+a module `meditod -h` must not load), with a comment giving the reason; never to break a circle.
+
+`UPWARD` names the imports that still point up, each with why and what removes it; the test
+fails on any other, and on one listed here that is gone (so the list only shrinks).
+"""
+
+from __future__ import annotations
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "files", "quiet", "arguments", "hubclient", "layers"),
+    ("data",),
+    ("models",),
+    ("evaluation",),
+    ("publishing",),
+    ("apps",),
+    ("cli",),
+)
+
+
+# (importing module, imported module) -> why it is still there, and what removes it.
+UPWARD: dict[tuple[str, str], str] = {
+    ("meditod_hub.data.tasks", "meditod_hub.evaluation.metrics"):
+        "Task.score: training-time validation (models/train.py) scores through it, so the "
+        "metrics must sit under models before it can move; that needs the LLM judge's client "
+        "(models/endpoint.py) on the ground floor and results' side files written outside "
+        "metrics/report.py",
+}
+
+
+def floor_of(unit: str) -> int:
+    """The floor of a unit (`data`, `errors`, ...); `meditod_hub` itself is on the ground floor."""
+    if unit == "meditod_hub":
+        return 0
+    for floor, units in enumerate(LAYERS):
+        if unit in units:
+            return floor
+    raise KeyError(f"meditod_hub.{unit} is on no floor: add it to meditod_hub.layers.LAYERS")

@@ -1,0 +1,154 @@
+"""Every import inside meditod_hub points down the floors of `meditod_hub.layers.LAYERS`.
+
+Imports are read with `ast` from every module, at module level and inside functions (a deferred
+import is still a dependency), so nothing is imported to check them."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from meditod_hub.layers import LAYERS, UPWARD, floor_of
+
+PACKAGE = Path(__file__).resolve().parents[1] / "meditod_hub"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    rel = PACKAGE.joinpath(*name.split(".")[1:])
+    return rel.with_suffix(".py").is_file() or (rel / "__init__.py").is_file()
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "meditod_hub"
+
+
+def _imports_under(node: ast.AST, in_function: bool, package: str):
+    """(line, imported module, inside a function) of every import under `node`; relative
+    imports resolved against `package`."""
+    for child in ast.iter_child_nodes(node):
+        targets: list[str] = []
+        if isinstance(child, ast.Import):
+            targets = [a.name for a in child.names]
+        elif isinstance(child, ast.ImportFrom):
+            base = child.module or ""
+            if child.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - (child.level - 1)]
+                base = ".".join(parts + ([child.module] if child.module else []))
+            targets = [f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base
+                       for a in child.names]
+        for target in dict.fromkeys(targets):
+            if target == "meditod_hub" or target.startswith("meditod_hub."):
+                yield child.lineno, target, in_function
+        yield from _imports_under(child, in_function or isinstance(
+            child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)), package)
+
+
+def imports() -> list[tuple[str, int, str, str, bool]]:
+    """(file, line, importing module, imported module, inside a function) for every import of a
+    meditod_hub module; `from meditod_hub.x import y` names `meditod_hub.x.y` when y is a module."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [(str(path.relative_to(PACKAGE.parent)), line, module, target, inner)
+                  for line, target, inner in _imports_under(tree, False, package)]
+    return found
+
+
+def unit_graph(listed: bool = False) -> dict[str, set[str]]:
+    """Unit -> the units it imports; the imports `layers.UPWARD` lists only with `listed`."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for _, _, module, target, _ in imports():
+        a, b = _unit(module), _unit(target)
+        if a != b and b != "meditod_hub" and (listed or (module, target) not in UPWARD):
+            graph[a].add(b)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one unit (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return groups
+
+
+def upward_imports(listed: bool = False) -> list[str]:
+    """Every import that points up a floor; those `layers.UPWARD` lists only with `listed`."""
+    return [f"{file}:{line}: {module} (floor {floor_of(_unit(module))}) imports {target} "
+            f"(floor {floor_of(_unit(target))}){' inside a function' if inner else ''}"
+            for file, line, module, target, inner in imports()
+            if floor_of(_unit(target)) > floor_of(_unit(module))
+            and (listed or (module, target) not in UPWARD)]
+
+
+def test_every_unit_is_on_a_floor():
+    units = {_unit(_module_name(p)) for p in PACKAGE.rglob("*.py")} - {"meditod_hub"}
+    declared = {u for floor in LAYERS for u in floor}
+    assert units <= declared, f"units on no floor of meditod_hub.layers: {sorted(units - declared)}"
+    assert not declared - units, f"floors name missing units: {sorted(declared - units)}"
+
+
+def test_the_reader_sees_imports_at_every_depth():
+    """The parser itself: a module-level and a function-level import of a known pair."""
+    found = {(module, target, inner) for _, _, module, target, inner in imports()}
+    assert ("meditod_hub.files", "meditod_hub.errors", False) in found
+    assert any(inner for *_, inner in found)
+
+
+def test_no_import_points_up():
+    upward = upward_imports()
+    assert not upward, f"{len(upward)} upward import(s):\n" + "\n".join(upward)
+
+
+def test_the_listed_upward_imports_are_still_there_and_still_upward():
+    """A listed import that was removed (or now points down) leaves the list with it."""
+    found = {(module, target) for _, _, module, target, _ in imports()
+             if floor_of(_unit(target)) > floor_of(_unit(module))}
+    assert set(UPWARD) <= found, f"gone from the code, remove from layers.UPWARD: " \
+                                 f"{sorted(set(UPWARD) - found)}"
+
+
+def test_no_cycle_between_units():
+    groups = cycles(unit_graph())
+    if groups:
+        graph = unit_graph()
+        lines = [f"{' <-> '.join(group)}: " + "; ".join(
+            f"{a} -> {b}" for a in group for b in sorted(graph[a]) if b in group)
+            for group in groups]
+        pytest.fail(f"{len(groups)} import cycle(s) between units:\n" + "\n".join(lines))
