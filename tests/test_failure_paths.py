@@ -1603,3 +1603,108 @@ def test_make_refuses_a_value_that_would_break_its_quotes_and_runs_nothing(assig
     record(f"make: {name} holding a quote, $, ` or \\", kind)
     assert kind == "clear", done.stderr
     assert f"{name} holds a \", $, ` or \\" in done.stderr and "rename that path" in done.stderr
+
+
+# --- issue 26, the sweep's classes: licensed dialogues hidden at any key of a synthetic release -----
+def _nested(release: Path, where, authors: dict) -> None:
+    _rewrite(release, lambda d: where(d).update(notes={"deeper": [authors]}))
+
+
+HIDDEN = {
+    "a dialogue-level key": lambda r, a: _rewrite(r, lambda d: d[next(iter(d))].update(notes=a)),
+    "an utterance's key": lambda r, a: _nested(r, lambda d: d[next(iter(d))]["utterances"][0], a),
+    "an NLU item's key": lambda r, a: _nested(r, lambda d: next(
+        u for u in d[next(iter(d))]["utterances"] if u["speaker"] == "patient")["nlu"][0], a),
+    "a slot entry's key": lambda r, a: _nested(r, lambda d: next(
+        s for u in d[next(iter(d))]["utterances"] if u["speaker"] == "patient"
+        for item in u["nlu"] for entries in item.get("slots", {}).values() for s in entries), a),
+    "dialogs.json, in no split": lambda r, a: _rewrite(r, lambda d: d.update(
+        {f"x{k}": v for k, v in a.items()})),
+    "release.json": lambda r, a: (r / "release.json").write_text(json.dumps(
+        {**json.loads((r / "release.json").read_text()), "notes": a})),
+    "a file in a subfolder": lambda r, a: (r / "extra").mkdir() or (r / "extra" / "x.json")
+    .write_text(json.dumps(a)),
+}
+
+
+@pytest.mark.parametrize("base", ["embedded sample", "generated corpus"])
+@pytest.mark.parametrize("place", HIDDEN)
+def test_the_authors_dialogues_at_any_key_never_build_as_synthetic(base, place, sample_release,
+                                                                   embedded_release, tmp_path,
+                                                                   capsys):
+    """Every licence proof (the embedded sample's fingerprint, a corpus regenerated from its
+    seed) covers every key at every level and every file: the authors' sample hidden anywhere
+    makes the build licence-restricted and gated (before: a dialogue-level key rode along)."""
+    release = tmp_path / "release"
+    if base == "embedded sample":
+        shutil.copytree(embedded_release, release)
+    else:
+        generate_release(release, seed=3, dialogues=4)
+    HIDDEN[place](release, json.loads((sample_release / "dialogs.json").read_text()))
+    code = run_main(B.main, ["--source", str(release), "--out", str(tmp_path / "m")])
+    capsys.readouterr()
+    manifest = B.verify_manifest(tmp_path / "m") if code == 0 else {"synthetic": False,
+                                                                      "gated": True}
+    kind = "clear" if (manifest["synthetic"], manifest["gated"]) == (False, True) \
+        else "data lost or exposed"
+    record(f"build: the authors' sample in {base}'s {place}", kind)
+    assert kind == "clear", manifest
+
+
+# --- issue 26, the sweep's classes: lone surrogates in every portal and app request --------------
+PORTAL_WRITES = [("post", "/api/dialogues/9001/states"), ("put", "/api/dialogues/9001"),
+                 ("post", "/api/dialogues/9001/suggest"), ("post", "/api/import"),
+                 ("post", "/api/vocabulary"), ("put", "/api/dialogues/9001/split")]
+PORTAL_READS = ["/api/dialogues/%ED%A0%80", "/api/dialogues/9001?x=%ED%A0%80",
+                "/api/values?q=%ED%A0%80", "/api/dialogues?q=%ED%A0%80"]
+
+
+@pytest.mark.parametrize("route", [f"{m.upper()} {p}" for m, p in PORTAL_WRITES] + PORTAL_READS)
+def test_a_lone_surrogate_in_any_portal_request_is_refused_and_the_portal_stays_well(
+        route, embedded_release, release_copy):
+    from fastapi.testclient import TestClient
+
+    from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
+
+    release = release_copy(embedded_release)
+    client = TestClient(create_app(PortalSettings(source=release, allowed_hosts=LOOPBACK_HOSTS)),
+                        base_url="http://127.0.0.1", raise_server_exceptions=False)
+    before = digests([release])
+    method, path = route.split(" ") if " " in route else ("GET", route)
+    body = r'{"text": "a \ud800", "labels": [["\ud800"]], "values": ["\ud800"], "split": "\ud800"}'
+    answer = client.request(method, path, content=body if method != "GET" else None,
+                            headers={"Content-Type": "application/json"})
+    opened = client.get("/api/dialogues/9001")
+    handled = (400, 404, 422) + ((200,) if method == "GET" else ())  # an unused query: ignored
+    kind = "clear" if answer.status_code in handled and opened.status_code == 200 \
+        else "traceback" if answer.status_code >= 500 or opened.status_code != 200 else "silent"
+    if digests([release]) != before:
+        kind = "data lost or exposed"
+    record(f"annotate: a lone surrogate in {route}", kind)
+    assert kind == "clear", (answer.status_code, answer.text[:300], opened.status_code)
+
+
+@pytest.mark.parametrize("where", ["the message", "the chat history the browser sends"])
+def test_a_lone_surrogate_in_an_app_request_is_no_turn_and_no_traceback(where, tmp_path):
+    from meditod_hub.apps import webapp
+
+    assistant = echo_assistant()
+    history = webapp.opening_history()
+    message = "a \ud800"
+    if where != "the message":
+        history = [*history, {"role": "user", "content": "a \ud800"}]
+        message = "I cough."
+    try:
+        outputs = webapp.respond(assistant, tmp_path, message, history, None, True)
+    except Exception as exc:  # noqa: BLE001 - what a user would see as a broken page
+        record(f"app: a lone surrogate in {where}", "traceback")
+        raise AssertionError(f"the handler raised {exc!r}") from None
+    status = outputs[-1]
+    if where == "the message":
+        kind = "clear" if status.startswith("Nothing sent:") and "not UTF-8 text" in status \
+            else "silent"
+    else:  # the turn is the patient's new line; every saved transcript is UTF-8 text
+        saved = [p.read_bytes().decode("utf-8") for p in tmp_path.rglob("*") if p.is_file()]
+        kind = "clear" if all("\ud800" not in text for text in saved) else "data lost or exposed"
+    record(f"app: a lone surrogate in {where}", kind)
+    assert kind == "clear", status
