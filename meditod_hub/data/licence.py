@@ -75,6 +75,7 @@ def _generated(metadata: dict, fingerprint: str, dialogue_count: int) -> bool:
     record = metadata.get("generator")
     if not isinstance(record, dict) or record.get("name") != GENERATOR:
         return False
+    # deferred: the generator and its phrasings load only for a release that says it was generated
     from meditod_hub.data import synthetic
 
     seed, size = record.get("seed"), record.get("dialogues")

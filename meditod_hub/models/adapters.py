@@ -24,6 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub.models import predictor
 from meditod_hub.models.families import Family
 
 ADAPTER_CONFIG = "adapter_config.json"
@@ -79,8 +80,6 @@ class SharedModels:
 
     def load(self, folder: str | Path, family: Family, quantized: bool, task: str) -> StageModel:
         from transformers import AutoTokenizer
-
-        from meditod_hub.models import predictor
 
         key = (str(Path(folder).resolve()), quantized)
         if key in self._folders:

@@ -189,6 +189,7 @@ def cascade_section(run: Run, cascade: Path | None) -> tuple[dict | None, dict[s
     """The card's cascade table and its files, from an `eval-cascade` folder (or nothing)."""
     if cascade is None:
         return None, {}
+    # deferred: eval-cascade's models and metrics load only when a card takes its table
     from meditod_hub.evaluation.eval_cascade import card_section
 
     return card_section(cascade, run.path, run.task)
