@@ -1315,7 +1315,8 @@ def test_every_endpoint_flag_at_a_server_that_never_answers_stops_at_its_timeout
     assert "timeout" in outcome.err or "did not answer" in outcome.err, outcome.err
 
 
-HUB_COMMANDS = ["push", "publish", "space", "leaderboard", "results --hub_dataset"]
+HUB_COMMANDS = ["push", "publish", "space", "leaderboard", "results --hub_dataset",
+                "predict a Hub model", "chat with Hub models", "evaluate --judge_url"]
 
 
 @pytest.mark.parametrize("case", HUB_COMMANDS)
@@ -1336,18 +1337,39 @@ def test_every_hub_command_at_a_hub_that_never_answers_stops_at_its_timeout(
         "leaderboard": ["leaderboard", "--repo", "org/board", "--dataset", "org/data"],
         "results --hub_dataset": ["results", "--hub_dataset", "org/data", "--out",
                                   tmp_path / "results"],
+        "predict a Hub model": ["predict", "--model_path", "org/model", "--task", "nlu",
+                                "--data", embedded_build, "--limit", "1", "--out",
+                                tmp_path / "p.jsonl"],
+        "chat with Hub models": ["chat", "--nlu", "org/a", "--pol", "org/b", "--nlg", "org/c"],
+        "evaluate --judge_url": ["evaluate", "--task", "nlu", "--data", embedded_build,
+                                 "--predictions", _judged_predictions(embedded_build, tmp_path),
+                                 "--out", tmp_path / "r.json", "--judge", "llm", "--judge_model",
+                                 "m", "--judge_url", "{url}/v1"],
     }[case]
+    flag = "--judge_timeout" if case == "evaluate --judge_url" else "--timeout"
     with silent_endpoint() as url:
+        argv = [str(a).format(url=url) for a in argv] + [flag, "2"]
         env = {**offline_env(tmp_path), "HF_ENDPOINT": url, "HF_TOKEN": "hf_sweep_token_0123456789"}
         try:
-            done = meditod(env, *map(str, argv), "--timeout", "2", timeout=DEAD_DEADLINE_S)
+            done = meditod(env, *argv, timeout=DEAD_DEADLINE_S)
         except subprocess.TimeoutExpired:
             record(f"{case}: a Hub that never answers", "hangs")
             raise
     kind = classify(done.returncode, done.stdout, done.stderr, False, False)
     record(f"{case}: a Hub that never answers", kind)
     assert kind == "clear", (done.returncode, done.stderr[-1500:])
-    assert "--timeout" in done.stderr or "did not answer" in done.stderr, done.stderr
+    assert flag in done.stderr or "did not answer" in done.stderr, done.stderr
+
+
+def _judged_predictions(build: Path, tmp_path: Path) -> Path:
+    """NLU predictions whose every value differs from the gold one: the judge is asked."""
+    from meditod_hub.data.dataset import load_split
+
+    path = tmp_path / "judged.jsonl"
+    path.write_text("".join(json.dumps({"id": r["id"], "prediction": json.loads(json.dumps(
+        r["nlu"]).replace('"value": "', '"value": "x')), "raw": "", "parse_ok": True}) + "\n"
+        for r in load_split(build, "nlu", "test")))
+    return path
 
 
 # --- issue 26, the sweep's classes: lone surrogates in every text input ----------------------------

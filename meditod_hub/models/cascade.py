@@ -75,7 +75,9 @@ class PipelineArguments:
         decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
                                constrained=setting)
         # a patient's words are never cached to disk
-        served = {"cache": None, "timeout": self.timeout} if self.endpoint else {}
+        # (--timeout also bounds each request for a Hub model's files)
+        served = {"cache": None, "timeout": self.timeout} if self.endpoint \
+            else {"timeout": self.timeout}
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
                                getattr(self, f"{task}_revision"), endpoint=self.endpoint,
                                served_model=name if self.endpoint else None, decode=decode,

@@ -90,7 +90,8 @@ class ModelSpec:
     served_model: str | None = None    # the model's name at `endpoint` (default: `source`)
     load_in_4bit: bool | None = None   # default: 4-bit iff the run was trained on a 4-bit base
     decode: DecodeOptions = field(default_factory=DecodeOptions)
-    # `endpoint` only: more of `endpoint.Endpoint`'s settings (api_key_env, timeout, cache)
+    # `endpoint`: more of `endpoint.Endpoint`'s settings (api_key_env, timeout, cache); its
+    # timeout also bounds each request for a Hub model's files
     endpoint_options: dict = field(default_factory=dict)
 
 
@@ -291,8 +292,16 @@ def resolve_source(spec: ModelSpec) -> str:
     files = None
     if spec.endpoint:  # a served model's weights stay on the server
         files = ["config.json", *TOKENIZER_FILES, *RUN_FILES]
+    from meditod_hub.hubclient import http_timeout
+
+    # each request's limit (a Hub that never answers hung predict, chat and the app for good):
+    # the command's --timeout, at most HUB_REQUEST_TIMEOUT_S (a download's chunks keep coming)
+    seconds = min(spec.endpoint_options.get("timeout") or HUB_REQUEST_TIMEOUT_S,
+                  HUB_REQUEST_TIMEOUT_S)
     try:
-        return snapshot_download(spec.source, revision=spec.revision, allow_patterns=files)
+        with http_timeout(seconds):
+            return snapshot_download(spec.source, revision=spec.revision, allow_patterns=files,
+                                     etag_timeout=seconds)
     except Exception as exc:  # the Hub's own errors (missing repo, revision, no network) vary
         where = f" at revision {spec.revision}" if spec.revision else ""
         if spec.endpoint and spec.family:  # served, family named: the run files are optional
@@ -300,8 +309,27 @@ def resolve_source(spec: ModelSpec) -> str:
                   f"run files are unknown, so the {spec.family} family's default budget is used",
                   file=sys.stderr)
             return spec.source
+        if _timed_out(exc):
+            from huggingface_hub import constants
+
+            raise MeditodError(f"cannot download {spec.source}{where}: {constants.ENDPOINT} did "
+                               f"not answer within {seconds:g} s; retry later, or allow a longer "
+                               "--timeout") from None
         raise MeditodError(f"cannot download {spec.source}{where} ({type(exc).__name__}): check "
                            "the id, the revision and HF_TOKEN, or pass a local folder") from None
+
+
+def _timed_out(exc: BaseException | None) -> bool:
+    """Whether a timeout is among the causes of `exc` (the Hub wraps it in its own errors)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+HUB_REQUEST_TIMEOUT_S = 60.0
 
 
 def _hub_shaped(name: str) -> bool:
