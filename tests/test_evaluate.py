@@ -6,6 +6,7 @@ Predictions files are written to tmp_path only.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -146,3 +147,24 @@ def test_each_setting_gets_its_own_results_and_the_runs_own_data(embedded_build,
     assert run_main(main, ["--task", "nlu", "--predictions", str(folder / "predictions.jsonl"),
                            "--data", str(embedded_build), "--out", str(other)]) == 0
     assert (other / "results.json").is_file()
+
+
+def test_a_chart_names_the_model_the_data_and_the_decoding():
+    """Before: "MediTOD NLU (test)" on every chart, free or constrained, synthetic or not, and a
+    chart of zero scores had blank axes (now every bar is labelled, an all-slots row first)."""
+    from PIL import Image
+
+    from meditod_hub.evaluation.metrics.report import chart_png, chart_title
+
+    results = {"task": "nlu", "split": "test", "f1": 0.0, "medical": {"f1": 0.0},
+               "non_medical": {"f1": 0.0}, "per_slot": {}, "parse_failures": 7, "examples": 12,
+               "constrained": True, "provenance": {"kind": "embedded-sample", "name": "s",
+                                                   "dialogues": 10, "utterances": 136}}
+    assert chart_title(results, "tiny-llama") == (
+        "tiny-llama: NLU, test split",
+        "synthetic sample (embedded), 10 dialogues; constrained decoding; 7 of 12 outputs unparsed")
+    image = Image.open(io.BytesIO(chart_png(results, "tiny-llama"))).convert("L")
+    width, height = image.size
+    # the value labels right of the axis: dark pixels where a blank chart had none
+    plot = image.crop((width // 8, height // 3, width // 2, 2 * height // 3))
+    assert min(plot.getdata()) < 100

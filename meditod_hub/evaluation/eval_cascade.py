@@ -205,8 +205,12 @@ def write_chart(results: dict, path: Path) -> None:
             scale = 100 if metric.key.startswith("bleu") else 1  # NLTK BLEU is x100
             name = f"{task.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
             rows[name] = {COLUMN_LABELS[c]: value / scale for c, value in zip(COLUMNS, pair)}
-    atomic_write(path, bar_chart(f"MediTOD cascaded evaluation ({results['split']})", rows,
-                                 list(COLUMN_LABELS.values()), "score"), purpose=PURPOSE)
+    data = provenance.Provenance.from_json(results.get("provenance"))
+    title = "Cascade " + " → ".join(f"{t.upper()} {results['models'][t]['label']}" for t in TASK_NAMES)
+    subtitle = (f"{results['split']} split of {data.short() if data else 'unrecorded data'}; "
+                f"{'constrained' if results.get('constrained') else 'free'} decoding")
+    atomic_write(path, bar_chart(title, subtitle, rows, list(COLUMN_LABELS.values()), "score"),
+                 purpose=PURPOSE)
 
 
 def model_label(source: str, predictor) -> str:

@@ -41,7 +41,7 @@ from meditod_hub.models.records import (
     results_name,
     side_files,
 )
-from meditod_hub.models.runs import choose_data, trained_data
+from meditod_hub.models.runs import choose_data, run_of, run_settings, trained_data
 
 
 @dataclass
@@ -102,6 +102,13 @@ def evaluate(args: EvaluateArguments) -> Results:
     return Results(task.name, args.split, scores, provenance.read(args.data).as_json())
 
 
+def system_of(predictions: Path) -> str:
+    """How the chart names the model: its run's model, else the predictions file's name."""
+    run = run_of(predictions)
+    model = run_settings(run)[0].get("model") if run else None
+    return str(model) if model else predictions.stem
+
+
 def main(argv: list[str]) -> int:
     (args,) = parse_args((EvaluateArguments,), argv, "meditod evaluate", __doc__.split("\n\n")[0])
     args.out = file_in(args.out or args.predictions.parent, results_name(args.predictions), ".json")
@@ -114,7 +121,8 @@ def main(argv: list[str]) -> int:
     if args.bertscore_model and not get_task(args.task).structured:
         bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = evaluate(args)
-    write_results(results, args.out, chart=args.chart, purpose="evaluate")
+    write_results(results, args.out, chart=args.chart, purpose="evaluate",
+                  system=system_of(args.predictions))
     task = get_task(args.task)
     headline = task.headline_metric
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}; "

@@ -14,7 +14,7 @@ import evaluate
 
 from meditod_hub.data.tasks import get_task
 from meditod_hub.evaluation.metrics import make_judge
-from meditod_hub.publishing.about import CITATION
+from meditod_hub.data.about import CITATION
 
 _DESCRIPTION = ("MediTOD POL precision, recall and F1 (medical, non-medical, overall), joint "
                 "accuracy and Precision@K, by the authors' tuple unrolling.")

@@ -46,6 +46,7 @@ from pathlib import Path
 
 from meditod_hub import quiet
 from meditod_hub.arguments import parse_args
+from meditod_hub.data import provenance
 from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 from meditod_hub.errors import UsageError, name_ids, run_main
@@ -385,8 +386,9 @@ def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], o
     violations = structure_violations(args.task, records)
     scores["structure_violations"] = {"count": violations,
                                       "share": violations / len(records) if records else 0.0}
-    results = Results(args.task, args.split, scores)
-    write_results(results, out / "results.json", purpose="fewshot")
+    results = Results(args.task, args.split, scores, provenance.read(args.data).as_json())
+    write_results(results, out / "results.json", purpose="fewshot",
+                  system=f"{args.model or Path(str(args.local_model)).name} (in-context)")
     with (out / "results.md").open("a", encoding="utf-8") as md:
         md.write("\n" + beside_the_paper(args, results) + "\n")
     return results

@@ -64,11 +64,24 @@ def markdown(results: dict) -> str:
 # --- the kit's one chart engine: Pillow, not matplotlib (importing matplotlib cost 1.9 s of a
 # 3.1 s evaluation, and it is no dependency of the kit) ---------------------------------------------
 _COLOURS = ((31, 119, 180), (255, 127, 14), (44, 160, 44))  # the n-th series of every chart
-_FONT_SIZE, _BAR, _GAP, _PLOT_WIDTH, _MARGIN = 13, 9, 10, 420, 14
+_FONT_SIZE, _BAR, _GAP, _PLOT_WIDTH, _MARGIN = 13, 12, 10, 420, 14
 
 
-def chart_png(results: dict) -> bytes:
-    """A horizontal bar chart: F1 per slot type and class (NLU/POL) or each score (NLG)."""
+def chart_title(results: dict, system: str | None = None) -> tuple[str, str]:
+    """Title and subtitle: which model, task and split, on what data, with which decoding."""
+    from meditod_hub.data.provenance import Provenance
+
+    data = Provenance.from_json(results.get("provenance"))
+    decoding = "constrained" if results.get("constrained") else "free"
+    title = f"{system + ': ' if system else ''}{results['task'].upper()}, {results['split']} split"
+    return title, (f"{data.short() if data else 'unrecorded data'}; {decoding} decoding; "
+                   f"{results.get('parse_failures', 0)} of {results.get('examples', '?')} "
+                   "outputs unparsed")
+
+
+def chart_png(results: dict, system: str | None = None) -> bytes:
+    """A horizontal bar chart: F1 over all slots and per slot type, by class (NLU/POL), or each
+    score (NLG); every bar carries its value, so zeros read as zeros, not as a blank chart."""
     if not get_task(results["task"]).structured:
         rows = {"BLEU-2/100": {"score": results["bleu2"] / 100},
                 "BLEU-4/100": {"score": results["bleu4"] / 100},
@@ -78,14 +91,20 @@ def chart_png(results: dict) -> bytes:
         series, axis = ["score"], "score"
     else:
         series, axis = list(CLASS_LABELS.values()), "F1"
-        rows = {slot: {label: per_class.get(cls, {}).get("f1", 0.0)
-                       for cls, label in CLASS_LABELS.items()}
-                for slot, per_class in results["per_slot"].items()}
-    return bar_chart(f"MediTOD {results['task'].upper()} ({results['split']})", rows, series, axis)
+        overall = {"medical": results.get("medical", {}), "non_medical": results.get("non_medical", {}),
+                   "overall": {"f1": results.get("f1", 0.0)}}
+        rows = {"all slots": {label: (overall[cls] or {}).get("f1", 0.0)
+                              for cls, label in CLASS_LABELS.items()}}
+        rows.update({slot: {label: per_class.get(cls, {}).get("f1", 0.0)
+                            for cls, label in CLASS_LABELS.items()}
+                     for slot, per_class in results["per_slot"].items()})
+    return bar_chart(*chart_title(results, system), rows, series, axis)
 
 
-def bar_chart(title: str, rows: dict[str, dict[str, float]], series: list[str], axis: str) -> bytes:
-    """PNG bytes: one group of horizontal bars per row, one bar per series (values in 0..1)."""
+def bar_chart(title: str, subtitle: str, rows: dict[str, dict[str, float]], series: list[str],
+              axis: str) -> bytes:
+    """PNG bytes: one group of horizontal bars per row, one bar per series (values in 0..1),
+    each bar labelled with its value."""
     import io
 
     from PIL import Image, ImageDraw, ImageFont
@@ -93,15 +112,20 @@ def bar_chart(title: str, rows: dict[str, dict[str, float]], series: list[str], 
     font = ImageFont.load_default(size=_FONT_SIZE)
     measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     label_width = max([measure.textlength(r, font=font) for r in rows] + [40]) + _MARGIN
+    value_width = measure.textlength("0.000", font=font) + 8
     legend_width = (max(measure.textlength(s, font=font) for s in series) + 30
                     if len(series) > 1 else 0)
     group = _BAR * len(series) + _GAP
-    top = 2 * _MARGIN + _FONT_SIZE
-    width = int(label_width + _PLOT_WIDTH + legend_width + 2 * _MARGIN)
+    top = 2 * _MARGIN + 2 * (_FONT_SIZE + 4)
+    width = int(max(label_width + _PLOT_WIDTH + value_width + legend_width + 2 * _MARGIN,
+                    measure.textlength(title, font=font) + 2 * _MARGIN,
+                    measure.textlength(subtitle, font=font) + 2 * _MARGIN))
     height = int(top + group * max(len(rows), 1) + 3 * _MARGIN + _FONT_SIZE)
     image = Image.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(image)
     draw.text((width / 2, _MARGIN), title, fill="black", font=font, anchor="mt")
+    draw.text((width / 2, _MARGIN + _FONT_SIZE + 4), subtitle, fill=(90, 90, 90), font=font,
+              anchor="mt")
     x0, bottom = label_width, top + group * len(rows)
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = x0 + tick * _PLOT_WIDTH
@@ -116,11 +140,13 @@ def bar_chart(title: str, rows: dict[str, dict[str, float]], series: list[str], 
             value = min(max(values.get(name, 0.0), 0.0), 1.0)
             draw.rectangle([x0, y + k * _BAR, x0 + value * _PLOT_WIDTH, y + (k + 1) * _BAR - 1],
                            fill=_COLOURS[k])
+            draw.text((x0 + value * _PLOT_WIDTH + 4, y + k * _BAR + _BAR / 2), f"{value:.3f}",
+                      fill="black", font=_small(), anchor="lm")
     draw.line([(x0, top), (x0, bottom)], fill="black")
     if len(series) > 1:
         for k, name in enumerate(series):
             y = top + k * (_FONT_SIZE + 6)
-            lx = x0 + _PLOT_WIDTH + _MARGIN
+            lx = x0 + _PLOT_WIDTH + value_width + _MARGIN
             draw.rectangle([lx, y, lx + 12, y + 12], fill=_COLOURS[k])
             draw.text((lx + 18, y + 6), name, fill="black", font=font, anchor="lm")
     buffer = io.BytesIO()
@@ -128,14 +154,20 @@ def bar_chart(title: str, rows: dict[str, dict[str, float]], series: list[str], 
     return buffer.getvalue()
 
 
+def _small():
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=_FONT_SIZE - 3)
+
+
 def write_results(results: Results, path: str | Path, chart: bool = True, *,
-                  purpose: str) -> list[Path]:
-    """results JSON, then its .md (and .png) beside it; each written atomically and recorded as
-    `purpose`'s output."""
+                  purpose: str, system: str | None = None) -> list[Path]:
+    """results JSON, then its .md (and .png, titled with `system`: the model) beside it; each
+    written atomically and recorded as `purpose`'s output."""
     markdown_path, chart_path = side_files(path)
     data = results.as_json()
     written = [atomic_write(path, json.dumps(data, indent=2) + "\n", purpose=purpose),
                atomic_write(markdown_path, markdown(data), purpose=purpose)]
     if chart:
-        written.append(atomic_write(chart_path, chart_png(data), purpose=purpose))
+        written.append(atomic_write(chart_path, chart_png(data, system), purpose=purpose))
     return written
