@@ -1730,3 +1730,39 @@ def test_a_lone_surrogate_in_an_app_request_is_no_turn_and_no_traceback(where, t
         kind = "clear" if all("\ud800" not in text for text in saved) else "data lost or exposed"
     record(f"app: a lone surrogate in {where}", kind)
     assert kind == "clear", status
+
+
+def test_the_app_at_a_server_that_never_answers_ends_the_turn_at_its_timeout(tmp_path):
+    """(before: a turn at MEDITOD_ENDPOINT waited an hour, the endpoint's own default)"""
+    from hub_server import silent_endpoint
+
+    from meditod_hub.apps import webapp
+
+    flags = served_runs(tmp_path / "runs")
+    environ = {f"MEDITOD_{t.upper()}": flags[i * 2 + 1] for i, t in enumerate(("nlu", "pol", "nlg"))}
+    assert webapp.settings({**environ, "MEDITOD_TIMEOUT": "2"}, tmp_path).specs[0] \
+        .endpoint_options["timeout"] == 2
+    with silent_endpoint() as url:
+        settings = webapp.settings({**environ, "MEDITOD_ENDPOINT": f"{url}/v1",
+                                    "MEDITOD_TIMEOUT": "2"}, tmp_path)
+        start = time.monotonic()
+        outcome: dict = {}
+
+        def turn():
+            try:
+                assistant = webapp.Assistant.load(*settings.specs)
+                outcome["status"] = webapp.respond(assistant, None, "I cough.",
+                                                   webapp.opening_history(), None, False)[-1]
+            except Exception as exc:  # noqa: BLE001 - a one-line failure is what is expected
+                outcome["error"] = str(exc)
+        import threading
+
+        worker = threading.Thread(target=turn, daemon=True)
+        worker.start()
+        worker.join(DEAD_DEADLINE_S)
+    seconds = time.monotonic() - start
+    kind = "hangs" if worker.is_alive() else "clear" if "2 s" in str(outcome) else "silent"
+    record("app: MEDITOD_ENDPOINT at a server that never answers", kind)
+    assert kind == "clear", (seconds, outcome)
+    with pytest.raises(webapp.UsageError, match="MEDITOD_TIMEOUT=0: give the seconds"):
+        webapp.settings({**environ, "MEDITOD_TIMEOUT": "0"}, tmp_path)

@@ -50,6 +50,8 @@ SETTINGS_FILE = "meditod_app.json"
 EXPORT_LIFETIME_S = 3600
 DEFAULT_RUNS = "runs/tiny-llama"
 SAVE_DIR_ENV = "MEDITOD_SAVE_DIR"
+TIMEOUT_ENV = "MEDITOD_TIMEOUT"  # seconds a turn waits for a server (MEDITOD_ENDPOINT, the Hub)
+DEFAULT_TIMEOUT_S = 120.0
 BANNER = ("**Research demo, not medical advice.** This assistant imitates a doctor taking a "
           "medical history: {trained_on}. It can be wrong, it does not diagnose, and nothing it "
           "says is advice: for a health problem, see a clinician. Conversations are not stored "
@@ -86,6 +88,10 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
                              "it") from None
     specs = []
     endpoint = environ.get("MEDITOD_ENDPOINT") or stored.get("endpoint")
+    timeout = _timeout(environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S))
+    # a turn waits at most `timeout` for a server (the endpoint's own default, an hour, left a
+    # browser waiting on a server that never answers); no patient's words are cached to disk
+    served = {"timeout": timeout, "cache": None} if endpoint else {"timeout": timeout}
     for task in TASK_NAMES:
         entry = stored.get(task, {})
         env = {key: environ.get(f"MEDITOD_{task.upper()}{suffix}")
@@ -102,10 +108,23 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
                                env["revision"] or entry.get("revision"), endpoint=endpoint,
                                served_model=env["served_model"] or entry.get("served_model")
                                or (task if endpoint else None),
-                               decode=DecodeOptions(constrained=True)))  # as `meditod chat`
+                               # as `meditod chat`: a served grammar needs the server's kind
+                               decode=DecodeOptions(constrained=not endpoint),
+                               endpoint_options=served))
     save = environ.get(SAVE_DIR_ENV)  # checked now, not at the first ticked save
     return AppSettings(tuple(specs), output_folder(save, (), purpose="chat", what=SAVE_DIR_ENV)
                        if save else None)
+
+
+def _timeout(text) -> float:
+    try:
+        seconds = float(text)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not (0 < seconds <= 7 * 24 * 3600):
+        raise UsageError(f"{TIMEOUT_ENV}={text}: give the seconds a turn waits for a server, "
+                         "above 0 and at most a week")
+    return seconds
 
 
 # --- handlers: plain functions of (inputs) -> outputs, tested without a browser ----------------
