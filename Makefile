@@ -77,7 +77,7 @@ demo: setup
 	PYTHON="$(PY)" scripts/demo_cpu.sh
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
 
 ## lint: ruff (lint rules and import order, configured in pyproject.toml)
 lint: setup

@@ -341,14 +341,14 @@ def test_two_evaluations_in_one_folder_keep_their_own_side_files(embedded_build,
         assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.parametrize("case", ["predictions is a folder", "out is a folder", "predictions not UTF-8",
+@pytest.mark.parametrize("case", ["predictions is a folder", "out is a file", "predictions not UTF-8",
                                   "parse_ok is a string", "misspelled local data", "unknown split",
                                   "missing embedding judge model", "llm judge without url"])
 def test_evaluate_bad_input(case, embedded_build, predictions, tmp_path, capsys):
     argv = _eval(embedded_build, predictions, tmp_path / "results.json")
     phrase = {
         "predictions is a folder": "is a folder: give the predictions .jsonl file",
-        "out is a folder": "is a folder: give a file path",
+        "out is a file": "is a file, not a folder",  # --out is a folder, as Make's OUT
         "predictions not UTF-8": "not UTF-8 text",
         "parse_ok is a string": "line 1: `parse_ok` must be true or false",
         "misspelled local data": "no such folder: meditd",
@@ -358,8 +358,9 @@ def test_evaluate_bad_input(case, embedded_build, predictions, tmp_path, capsys)
     }[case]
     if case == "predictions is a folder":
         argv[7] = str(tmp_path)
-    elif case == "out is a folder":
-        argv[9] = str(tmp_path)
+    elif case == "out is a file":
+        (tmp_path / "notes.txt").write_text("mine\n")
+        argv[9] = str(tmp_path / "notes.txt")
     elif case == "predictions not UTF-8":
         predictions.write_bytes(b"\xff\xfe garbage\n")
     elif case == "parse_ok is a string":
@@ -395,7 +396,7 @@ def run_folder(tiny_models, tmp_path) -> Path:
 @pytest.mark.parametrize("case", ["model path missing", "checkpoints folder", "not a model folder",
                                   "model path is a file", "wrong family", "unknown split",
                                   "trained for another task", "upstream for nlu",
-                                  "out is a folder", "model without run_info or family",
+                                  "out is a file", "model without run_info or family",
                                   "hub model unreachable"])
 def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, monkeypatch):
     argv = ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
@@ -409,7 +410,7 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, m
         "unknown split": ("has no 'nlu' 'tset' split", 1),
         "trained for another task": ("was trained for nlu, not pol", 2),
         "upstream for nlu": ("--upstream needs --task pol", 2),
-        "out is a folder": ("is a folder: give a file path", 2),
+        "out is a file": ("is a file, not a folder", 2),
         "model without run_info or family": ("has no run_info.json: pass --family", 2),
         "hub model unreachable": ("cannot download org/some-model", 1),
     }[case]
@@ -430,8 +431,9 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, m
     elif case == "upstream for nlu":
         argv += ["--upstream", tmp_path / "up.jsonl"]
         (tmp_path / "up.jsonl").write_text("")
-    elif case == "out is a folder":
-        argv[9] = tmp_path
+    elif case == "out is a file":
+        (tmp_path / "notes.txt").write_text("mine\n")
+        argv[9] = tmp_path / "notes.txt"
     elif case == "model without run_info or family":
         (run_folder / "run_info.json").unlink()
     elif case == "hub model unreachable":  # the Hub is never reached in tests
@@ -1107,8 +1109,8 @@ def test_a_bad_bertscore_model_is_refused_before_scoring(command, case, embedded
 
 
 @pytest.mark.parametrize("case", ["fewshot --out", "eval-cascade --out", "publish --card_dir",
-                                  "agreement --out folder", "evaluate --out folder",
-                                  "predict --out folder", "build --out", "push --folder",
+                                  "agreement --out folder", "evaluate --out file",
+                                  "predict --out file", "build --out", "push --folder",
                                   "publish --run", "annotate --source"])
 def test_a_file_where_a_folder_belongs_and_back(case, embedded_build, fake_model_run, tmp_path,
                                                 capsys):
@@ -1130,10 +1132,11 @@ def test_a_file_where_a_folder_belongs_and_back(case, embedded_build, fake_model
                                         "org/x", "--dry_run", "--card_dir", afile]),
         "agreement --out folder": (agreement.main, ["--a", release, "--b", release,
                                                     "--out", folder]),
-        "evaluate --out folder": (E.main, ["--task", "nlu", "--data", embedded_build,
-                                           "--predictions", afile, "--out", folder]),
-        "predict --out folder": (P.main, ["--model_path", fake_model_run, "--task", "nlu",
-                                          "--data", embedded_build, "--out", folder]),
+        # --out of predict and evaluate is a folder (as Make's OUT): a file there is refused
+        "evaluate --out file": (E.main, ["--task", "nlu", "--data", embedded_build,
+                                         "--predictions", folder / "p.jsonl", "--out", afile]),
+        "predict --out file": (P.main, ["--model_path", fake_model_run, "--task", "nlu",
+                                        "--data", embedded_build, "--out", afile]),
         "build --out": (B.main, ["--source", release, "--out", afile]),
         "push --folder": (H.main, ["--folder", afile, "--repo", "org/x"]),
         "publish --run": (U.main, ["--run", afile, "--repo", "org/x", "--dry_run"]),

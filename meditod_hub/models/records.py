@@ -192,9 +192,10 @@ def is_results_name(name: str) -> bool:
 
 def file_in(out: str | Path, name: str, suffix: str) -> Path:
     """`--out` of predict and evaluate, as Make's OUT: a folder (the file inside is `name`);
-    a path ending in `suffix` names the file itself."""
+    a path ending in `suffix` (or any .json/.jsonl name) names the file itself, which the output
+    guard then checks."""
     out = Path(out)
-    return out if out.suffix == suffix and not out.is_dir() else out / name
+    return out if out.suffix in (suffix, ".json", ".jsonl") and not out.is_dir() else out / name
 
 
 def side_files(path: str | Path) -> tuple[Path, Path]:
