@@ -429,3 +429,12 @@ def sweep_table(sweep: list[tuple[str, str]]) -> list[str]:
     return ["| cases | clear | tracebacks | silent | data lost or exposed | hangs |",
             "|---|---|---|---|---|---|",
             f"| {len(kinds)} | " + " | ".join(str(kinds.count(k)) for k in KINDS) + " |"]
+
+
+# The columns the assistant builds for each module's row (its inputs, never a label).
+INPUT_COLUMNS = {"nlu": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_doctor_text",
+                         "patient_text"),
+                 "pol": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_patient_text",
+                         "state"),
+                 "nlg": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_patient_text",
+                         "state", "actions", "action_types")}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from datasets import load_dataset
-from helpers import scripted_assistant, weights_digest
+from helpers import INPUT_COLUMNS, scripted_assistant, weights_digest
 
 from meditod_hub.apps.assistant import MAX_PATIENT_CHARS, NO_REPLY
 from meditod_hub.data.views import FEATURES
@@ -23,12 +23,6 @@ from meditod_hub.models.predictor import ModelSpec, load_predictor
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TASKS = ("nlu", "pol", "nlg")
-INPUT_COLUMNS = {"nlu": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_doctor_text",
-                         "patient_text"),
-                 "pol": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_patient_text",
-                         "state"),
-                 "nlg": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_patient_text",
-                         "state", "actions", "action_types")}
 SYMPTOM = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "cough"}]}}]
 
 

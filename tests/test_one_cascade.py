@@ -5,18 +5,12 @@ patient line at a time from a conversation, or every row of a split at once)."""
 from __future__ import annotations
 
 from datasets import load_dataset
-from helpers import scripted_assistant
+from helpers import INPUT_COLUMNS, scripted_assistant
 
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.evaluation.eval_cascade import load_split
 from meditod_hub.models.cascade import cascade
 
-INPUT_COLUMNS = {"nlu": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_doctor_text",
-                         "patient_text"),
-                 "pol": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_patient_text",
-                         "state"),
-                 "nlg": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_patient_text",
-                         "state", "actions", "action_types")}
 GUESS = [{"action": "inquire", "symptom": [{"value": "fever"}]}]
 
 
