@@ -79,7 +79,7 @@ def test_dialogue_in_no_split_is_a_warning(tmp_path):
     (lambda u: u[0].update(dialog_state={}), "utterance 0: `dialog_state` on a doctor utterance"),
     (lambda u: u[1].update(actions=[]), "utterance 1: `actions` on a patient utterance"),
     (lambda u: u[1].pop("nlu"), "utterance 1: patient utterance without an `nlu` list"),
-    (lambda u: u[2].update(uttr_id=7), "utterance 2: `uttr_id` must equal"),
+    (lambda u: u[2].update(uttr_id=7), "utterance 2: `uttr_id` must be the whole number 2"),
     (lambda u: u[3].update(text=None), "utterance 3: `text` missing or not a string"),
 ])
 def test_unloadable_utterances_are_errors(tmp_path, change, message):

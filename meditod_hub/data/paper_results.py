@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from meditod_hub.data.release import EVAL_SPLITS
+from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
 from meditod_hub.data.tasks import TASK_NAMES, Metric, get_task
 
 SOURCE = ("MediTOD paper (arXiv 2410.14204): in-domain NLU, POL (P/R/F1, P@K) and NLG tables, and "
@@ -117,8 +117,8 @@ _NLG_OOD = {
     "in-context-gpt-4-turbo": (18.9, 7.0, 0.342, 0.295, 0.892),
 }
 _TABLES = {("nlu", "test"): (_PRF, _NLU_TEST), ("pol", "test"): (_PRF + _PAK, _POL_TEST),
-           ("nlg", "test"): (_NLG, _NLG_TEST), ("nlu", "test_ood"): (_F1, _NLU_OOD),
-           ("pol", "test_ood"): (_F1, _POL_OOD), ("nlg", "test_ood"): (_NLG, _NLG_OOD)}
+           ("nlg", "test"): (_NLG, _NLG_TEST), ("nlu", OOD_SPLIT): (_F1, _NLU_OOD),
+           ("pol", OOD_SPLIT): (_F1, _POL_OOD), ("nlg", OOD_SPLIT): (_NLG, _NLG_OOD)}
 
 # (model, task, split) -> {metric key: value}, in the paper's row order
 RESULTS: dict[tuple[str, str, str], dict[str, float]] = {

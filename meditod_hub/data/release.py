@@ -34,7 +34,8 @@ METADATA_FILE = "release.json"
 # Dialogue-level flag the annotation app (`meditod annotate`) sets on a dialogue saved while its
 # labels do not validate; the build reports it like any other problem.
 DRAFT_KEY = "draft"
-SPLITS = ("train", "validation", "test", "test_ood")
+OOD_SPLIT = "test_ood"  # the out-of-domain (musculoskeletal) test split
+SPLITS = ("train", "validation", "test", OOD_SPLIT)
 EVAL_SPLITS = SPLITS[2:]  # where models are scored and the paper reports: test, test_ood
 # Longer than any real utterance (the longest in the authors' sample is ~200 words); every later
 # row of its dialogue repeats it in `context`, so it is reported.
@@ -81,7 +82,7 @@ class Release:
 
     @property
     def has_ood(self) -> bool:
-        return bool(self.splits.get("test_ood"))
+        return bool(self.splits.get(OOD_SPLIT))
 
 
 class _Files:
@@ -510,7 +511,7 @@ def read_release(source: str | Path, ood_source: str | Path | None = None,
     elif ood_files:
         ids = _load_ids(ood_files[0], files)
         if ids is not None:
-            splits["test_ood"] = ids
+            splits[OOD_SPLIT] = ids
     dialogue_files = {did: source / DIALOGS_FILE for did in dialogues}
     if ood_source is not None:
         if ood_files:
@@ -526,12 +527,12 @@ def read_release(source: str | Path, ood_source: str | Path | None = None,
                                                        "release", dialogue_id=did))
         dialogues.update({k: v for k, v in ood_dialogues.items() if k not in dialogues})
         dialogue_files.update({did: ood_path for did in ood_dialogues})
-        splits["test_ood"] = list(ood_dialogues)
+        splits[OOD_SPLIT] = list(ood_dialogues)
 
     owner: dict[str, str] = {}
     known = set(dialogues) | {p.dialogue_id for p in problems if p.error}
     for split, ids in splits.items():
-        split_file = (ood_files[0] if split == "test_ood" and ood_files
+        split_file = (ood_files[0] if split == OOD_SPLIT and ood_files
                       else source / SPLIT_FILES.get(split, DIALOGS_FILE))
         if not ids:
             problems.append(Problem(str(split_file), f"split {split!r} is empty (it is built "

@@ -34,7 +34,7 @@ from pathlib import Path
 from meditod_hub.data import cmas
 from meditod_hub.data.licence import GENERATOR
 from meditod_hub.data.phrasings import RealisticVoice
-from meditod_hub.data.release import DIALOGS_FILE, OOD_SPLIT_FILES, SPLIT_FILES
+from meditod_hub.data.release import DIALOGS_FILE, OOD_SPLIT, OOD_SPLIT_FILES, SPLIT_FILES
 from meditod_hub.data.state import DialogueState
 from meditod_hub.errors import UsageError, run_main
 
@@ -42,7 +42,6 @@ from meditod_hub.errors import UsageError, run_main
 PAPER_SHAPE = {"train": (175, 95.29, 13.46), "validation": (20, 92.45, 12.77),
                "test": (18, 98.89, 13.03), "test_ood": (20, 109.85, 14.00)}
 PAPER_DIALOGUES = sum(n for n, _, _ in PAPER_SHAPE.values())  # 233
-OOD_SPLIT = "test_ood"
 # How the labels are said (module docstring); release.json records any style but the default.
 DEFAULT_STYLE = "template"
 STYLES = (DEFAULT_STYLE, "realistic")

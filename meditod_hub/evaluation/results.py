@@ -38,7 +38,7 @@ from pathlib import Path
 from meditod_hub.arguments import parse_args
 from meditod_hub.data import about, paper_results, provenance
 from meditod_hub.data.paper_results import cell
-from meditod_hub.data.release import EVAL_SPLITS
+from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, TASKS, Metric, get_task
 from meditod_hub.errors import MeditodError, UsageError, run_main
 from meditod_hub.files import atomic_write, output_path, read_json
@@ -47,7 +47,7 @@ from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO
 
 PAPER_DATASET = "MediTOD"
 SPLIT_LABELS = {"test": "test (respiratory, in-domain)",
-                "test_ood": "test_ood (musculoskeletal, out-of-domain)"}
+                OOD_SPLIT: f"{OOD_SPLIT} (musculoskeletal, out-of-domain)"}
 SETTINGS = ("supervised", "in-context", "cascaded")
 SOURCES = ("paper", "local", "hub")
 CARD_KEY = "meditod"  # the model card's identity block (model_card.CARD_KEY)
