@@ -11,9 +11,9 @@ Predictions and references are NLU item lists (None: a prediction that did not p
 import datasets
 import evaluate
 
+from meditod_hub.data.about import CITATION
 from meditod_hub.data.tasks import get_task
 from meditod_hub.evaluation.metrics import make_judge
-from meditod_hub.data.about import CITATION
 
 _DESCRIPTION = ("MediTOD NLU precision, recall and F1 (medical, non-medical, overall) and joint "
                 "accuracy, by the authors' tuple unrolling; non-medical values go through a judge.")

@@ -12,9 +12,9 @@ order; `dialogue_ids` groups turns for Precision@K (default: all one dialogue).
 import datasets
 import evaluate
 
+from meditod_hub.data.about import CITATION
 from meditod_hub.data.tasks import get_task
 from meditod_hub.evaluation.metrics import make_judge
-from meditod_hub.data.about import CITATION
 
 _DESCRIPTION = ("MediTOD POL precision, recall and F1 (medical, non-medical, overall), joint "
                 "accuracy and Precision@K, by the authors' tuple unrolling.")
