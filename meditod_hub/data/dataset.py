@@ -81,7 +81,8 @@ def check_built_folder(folder: Path, config: str) -> None:
         raise DatasetError(f"{folder} has no {config}/ folder: {what}")
 
 
-def _hub_shaped(name: str) -> bool:
+def hub_shaped(name: str) -> bool:
+    """Whether `name` reads as a Hub id ORG/NAME (not a path)."""
     parts = name.split("/")
     return len(parts) == 2 and all(parts) and not name.startswith((".", "~", "/"))
 
@@ -105,7 +106,7 @@ def load_split(data: str | Path, config: str, split: str) -> list[dict]:
         return read_parquet_split(path, config, split)
     if path.exists():
         raise UsageError(f"{path} is a file: give a dataset folder built by `meditod build`")
-    if not _hub_shaped(str(data)):
+    if not hub_shaped(str(data)):
         raise UsageError(f"no such folder: {path} (build one with `meditod build --out {path}`, "
                          "or give a Hub dataset id ORG/NAME)")
     from datasets import disable_progress_bars, load_dataset

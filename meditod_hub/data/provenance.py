@@ -17,11 +17,10 @@ Only `meditod` builds stand beside the paper's rows; the others are never called
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from meditod_hub.data.dataset import MANIFEST
+from meditod_hub.data.dataset import MANIFEST, hub_shaped
 
 EMBEDDED_SAMPLE, SYNTHETIC_CORPUS, OWN, MEDITOD = (
     "embedded-sample", "synthetic-corpus", "own", "meditod")
@@ -35,10 +34,6 @@ class Provenance:
     name: str        # the release's own name (release.json or --name)
     dialogues: int   # in the build, every split
     utterances: int
-
-    @property
-    def is_meditod(self) -> bool:
-        return self.kind == MEDITOD
 
     @property
     def synthetic(self) -> bool:
@@ -88,7 +83,7 @@ class Provenance:
 def unknown(data: str | Path) -> Provenance:
     """A dataset whose content is not recorded: named by its Hub id, never by a local path
     (cards and tables are public)."""
-    hub = re.fullmatch(r"[\w.-]+/[\w.-]+", str(data)) and not Path(data).exists()
+    hub = hub_shaped(str(data)) and not Path(data).exists()
     return Provenance(UNKNOWN, str(data) if hub else "a local dataset folder", 0, 0)
 
 
@@ -113,12 +108,8 @@ def read(data: str | Path) -> Provenance:
     return found or unknown(data)
 
 
-def recorded(info: dict, key: str = "provenance") -> Provenance | None:
-    """The provenance a run_info.json or results.json holds, if any."""
-    return Provenance.from_json(info.get(key)) if isinstance(info, dict) else None
-
-
 def of_run(info: dict) -> Provenance:
     """What a run (or results file) was trained or scored on: its record, else what its dataset
     folder records now (runs made before provenance was recorded)."""
-    return recorded(info) or read(str(info.get("dataset", "an unrecorded dataset")))
+    return Provenance.from_json(info.get("provenance")) \
+        or read(str(info.get("dataset", "an unrecorded dataset")))

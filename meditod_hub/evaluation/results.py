@@ -162,24 +162,17 @@ def _cascade_rows(path: Path, data: dict) -> list[Row]:
             and isinstance(data[task].get("cascaded"), dict)]
 
 
-def _placed(row: Row, results: Results, *infos: dict) -> Row:
-    """The row with what it was scored on: the results' provenance, else its run's."""
-    found = provenance.Provenance.from_json(results.provenance) or next(
-        (p for info in infos if (p := provenance.recorded(info))), None)
-    if found is None:
-        found = provenance.of_run(infos[0]) if infos and infos[0].get("dataset") \
-            else provenance.unknown("unrecorded dataset")
+def _results_row(path: Path, results: Results) -> Row:
+    """A `meditod evaluate` results file, placed by what sits around it, with what it was
+    scored on: the results' provenance, else its run's (or its few-shot output's data)."""
+    row, info = _bare_row(path, results)
+    found = provenance.Provenance.from_json(results.provenance) or provenance.of_run(info)
     row.dataset, row.comparable = found.short(), found.comparable
     return row
 
 
-def _results_row(path: Path, results: Results) -> Row:
-    """A `meditod evaluate` results file, placed by what sits around it."""
-    row, *infos = _bare_row(path, results)
-    return _placed(row, results, *infos)
-
-
-def _bare_row(path: Path, results: Results) -> tuple:
+def _bare_row(path: Path, results: Results) -> tuple[Row, dict]:
+    """The row and the record beside it (run_info, or the few-shot output's data)."""
     run_info = path.parent.parent.parent / RUN_INFO
     beside = path.parent / FEWSHOT_INFO
     if path.parent.parent.name == "eval" and run_info.is_file():  # <run>/eval/<split>/
@@ -197,9 +190,9 @@ def _bare_row(path: Path, results: Results) -> tuple:
                    "in-context", _constrained(results.scores, info), family,
                    _scores(results.task, results.scores), str(path),
                    f"{info['shots']} retrieved exemplars"), {"dataset": info.get("data")}
-    return (Row(results.task, results.split, path.parent.name or path.stem, "local", "unknown",
-                _constrained(results.scores), "", _scores(results.task, results.scores), str(path),
-                "results file outside a run folder"),)
+    return Row(results.task, results.split, path.parent.name or path.stem, "local", "unknown",
+               _constrained(results.scores), "", _scores(results.task, results.scores), str(path),
+               "results file outside a run folder"), {}
 
 
 def local_rows(folders: Iterable[str | Path]) -> tuple[list[Row], list[str]]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from meditod_hub.data.dataset import hub_shaped
 from meditod_hub.data.tasks import get_task
 from meditod_hub.errors import MeditodError, UsageError, load_failure
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
@@ -285,7 +286,7 @@ def resolve_source(spec: ModelSpec) -> str:
     if spec.source.startswith(("http://", "https://")):
         raise UsageError(f"{spec.source} is a URL: give the run folder or Hub id as the model "
                          "and the URL as its endpoint (--endpoint)")
-    if not _hub_shaped(spec.source):
+    if not hub_shaped(spec.source):
         raise UsageError(f"no such folder: {path}")
     from huggingface_hub import snapshot_download
 
@@ -330,11 +331,6 @@ def _timed_out(exc: BaseException | None) -> bool:
 
 
 HUB_REQUEST_TIMEOUT_S = 60.0
-
-
-def _hub_shaped(name: str) -> bool:
-    parts = name.split("/")
-    return len(parts) == 2 and all(parts) and not name.startswith((".", "~"))
 
 
 # --- a model in this process ----------------------------------------------------------------
