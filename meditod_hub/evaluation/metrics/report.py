@@ -110,6 +110,7 @@ def bar_chart(title: str, subtitle: str, rows: dict[str, dict[str, float]], seri
     from PIL import Image, ImageDraw, ImageFont
 
     font = ImageFont.load_default(size=_FONT_SIZE)
+    small = ImageFont.load_default(size=_FONT_SIZE - 3)  # the bars' value labels
     measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     label_width = max([measure.textlength(r, font=font) for r in rows] + [40]) + _MARGIN
     value_width = measure.textlength("0.000", font=font) + 8
@@ -141,7 +142,7 @@ def bar_chart(title: str, subtitle: str, rows: dict[str, dict[str, float]], seri
             draw.rectangle([x0, y + k * _BAR, x0 + value * _PLOT_WIDTH, y + (k + 1) * _BAR - 1],
                            fill=_COLOURS[k])
             draw.text((x0 + value * _PLOT_WIDTH + 4, y + k * _BAR + _BAR / 2), f"{value:.3f}",
-                      fill="black", font=_small(), anchor="lm")
+                      fill="black", font=small, anchor="lm")
     draw.line([(x0, top), (x0, bottom)], fill="black")
     if len(series) > 1:
         for k, name in enumerate(series):
@@ -152,12 +153,6 @@ def bar_chart(title: str, subtitle: str, rows: dict[str, dict[str, float]], seri
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=True)
     return buffer.getvalue()
-
-
-def _small():
-    from PIL import ImageFont
-
-    return ImageFont.load_default(size=_FONT_SIZE - 3)
 
 
 def write_results(results: Results, path: str | Path, chart: bool = True, *,
