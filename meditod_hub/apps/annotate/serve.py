@@ -23,12 +23,10 @@ import ipaddress
 import os
 import secrets
 import socket
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.arguments import parse_args
-from meditod_hub.errors import MeditodError, UsageError, run_main
+from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.models.endpoint import is_local_host
 
 
@@ -154,41 +152,3 @@ def read_vocabulary(path: str) -> frozenset[str]:
         raise UsageError(f"--vocabulary {path}: cannot read it ({exc}); give a text or JSON "
                          "file of canonical values") from None
     return frozenset(parse_vocabulary(text, path))
-
-
-def main(argv: list[str]) -> int:
-    import uvicorn
-
-    from meditod_hub.apps.annotate.server import create_app
-
-    (args,) = parse_args([AnnotateArguments], argv, "meditod annotate", __doc__.split("\n\n")[0])
-    sock = listening_socket(args.host, args.port)
-    settings = build_settings(args)
-    app = create_app(settings)
-    host, port = sock.getsockname()[:2]
-    where = f"[{host}]" if ":" in host else host
-    link = f"http://{where}:{port}/"
-    if settings.access_token:
-        names = settings.allowed_hosts[0] if ipaddress.ip_address(host).is_unspecified else where
-        link = f"http://{names}:{port}/?token={settings.access_token}"
-        print(f"warning: listening on {args.host}: whoever has this link can read the dialogues "
-              "and edit the release; share it with your annotators only, over a trusted network "
-              "(plain http). Host names answered: " + ", ".join(settings.allowed_hosts)
-              + " (--allowed_hosts adds others)", file=sys.stderr)
-    print(f"annotating {settings.source or settings.workdir}: open {link} "
-          "(every committed edit is saved at once; Ctrl+C stops)", flush=True)
-    # log_config=None: uvicorn's own dictConfig would close every logging handler already
-    # installed in the process (absl's, from rouge_score, closes the stream it writes to).
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
-                                           log_config=None))
-    try:
-        server.run(sockets=[sock])
-    finally:
-        if settings.backup is not None:
-            settings.backup.push_now()
-            settings.backup.stop()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

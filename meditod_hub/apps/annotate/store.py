@@ -28,6 +28,7 @@ from meditod_hub.data import cmas
 from meditod_hub.data.release import (
     DIALOGS_FILE,
     DRAFT_KEY,
+    OOD_SPLIT,
     OOD_SPLIT_FILES,
     SPLIT_FILES,
     Problem,
@@ -442,7 +443,7 @@ class ReleaseStore:
     def _split_files(self) -> dict[str, Path]:
         ood = next((n for n in OOD_SPLIT_FILES if (self.folder / n).exists()), OOD_SPLIT_FILES[0])
         return {**{s: self.folder / n for s, n in SPLIT_FILES.items()},
-                "test_ood": self.folder / ood}
+                OOD_SPLIT: self.folder / ood}
 
     def splits(self) -> dict[str, str]:
         """Dialogue id -> its split, from the id files (a broken id file counts as empty)."""
@@ -466,7 +467,7 @@ class ReleaseStore:
             self._dialogue(dialogue_id)
             for name, path in files.items():
                 text = path.read_text(encoding="utf-8") if path.exists() else ""
-                if not text and name != split and (name == "test_ood" or split is None):
+                if not text and name != split and (name == OOD_SPLIT or split is None):
                     continue
                 try:
                     ids = json.loads(text) if text.strip() else []

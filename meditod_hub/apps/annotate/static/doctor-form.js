@@ -1,7 +1,7 @@
 // The doctor questionnaire: an action type, then slots; each slot asks what the doctor names
 // and which checks (onset, location, ...) the doctor asks about, by their human names.
 import {$, datalist, el, same} from "./dom.js";
-import {buildEntry, kindSelect, listInput, listValues, textInput} from "./forms.js";
+import {buildEntry, kindSelect, listInput, listValues, textInput} from "./inputs.js";
 import {S, doctorSlot, stateHeads} from "./state.js";
 
 export function doctorForm(form, preset) {

@@ -17,12 +17,6 @@ export function el(tag, attrs = {}, ...children) {
 export const clone = (x) => JSON.parse(JSON.stringify(x));
 export const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
-export function setStatus(text, kind) {
-  const node = $("#save-status");
-  node.textContent = text;
-  node.className = kind || "";
-}
-
 // One shared <datalist> per id, refilled with the given values.
 export function datalist(id, values) {
   let node = document.getElementById(id);

@@ -1,9 +1,9 @@
 // Keyboard shortcuts and the buttons' handlers: the page's only event wiring outside the forms.
+import {applyJson, importTranscript, loadVocabulary, switchDialogue, toggleJson} from "./dialogs.js";
 import {$} from "./dom.js";
 import {closeForm, openForm, submitForm} from "./forms.js";
-import {applyJson, changeSplit, importTranscript, loadVocabulary, openDialogue, toggleJson} from "./main.js";
 import {acceptAll, select, suggest} from "./render.js";
-import {S, redo, save, undo} from "./state.js";
+import {S, changeSplit, openDialogue, redo, save, undo} from "./state.js";
 
 const typing = (target) => ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable;
 
@@ -26,7 +26,7 @@ function onKey(ev) {
 export function installKeys() {
   document.addEventListener("keydown", onKey);
   const on = (id, handler, event = "click") => $(id).addEventListener(event, handler);
-  on("#dialogue-select", (ev) => openDialogue(ev.target.value), "change");
+  on("#dialogue-select", (ev) => switchDialogue(ev.target.value), "change");
   on("#split-select", (ev) => changeSplit(ev.target.value), "change");
   on("#add-item", () => openForm(S.selected, null, null));
   on("#suggest", () => suggest(S.selected));

@@ -1,7 +1,7 @@
 // The patient questionnaire: an intent, then slots; each slot type asks its own questions (rare
 // ones folded into sections, never-asked spellings shown only when an entry already has them).
 import {$, datalist, el} from "./dom.js";
-import {buildEntry, collectAttrs, kindSelect, listInput, textInput} from "./forms.js";
+import {buildEntry, collectAttrs, kindSelect, listInput, textInput} from "./inputs.js";
 import {S, patientSlot, splitKey, stateHeads} from "./state.js";
 
 export function patientForm(form, preset) {

@@ -1,9 +1,10 @@
-// Drawing the page from the state: the dialogue box, the panel (items and suggestions), the status,
-// tracking and problems boxes. Nothing here changes labels except through state.commit.
+// Drawing the page from the store: the dialogue list, the dialogue box, the panel (items and
+// suggestions), the status, tracking and problems boxes, the banner. main.js subscribes these
+// functions to the store's changes; nothing here changes labels except through commit.
 import {api, dialoguePath} from "./api.js";
 import {$, clone, el} from "./dom.js";
 import {closeForm, openForm} from "./forms.js";
-import {S, commit, keyLabel, speakerOf, splitKey, taskOf} from "./state.js";
+import {S, commit, firstUnlabelled, keyLabel, speakerOf, splitKey, taskOf} from "./state.js";
 
 const show = (v) => (Array.isArray(v) ? v.join(" / ") : String(v));
 const checkLabel = (slot, type) => {
@@ -145,7 +146,7 @@ function deleteItem(uid, i) {
   commit(uid, () => { S.labels[uid].splice(i, 1); S.origins[uid].splice(i, 1); });
 }
 
-// ---- status box, tracking box, problems, banner ----------------------------------------------------
+// ---- status box, tracking box, problems, banner, save status -------------------------------------
 function renderStatusBox() {
   const items = S.labels[S.selected];
   $("#statusbox").textContent = items.length ? items.map((item) => summary(item, S.selected)).join("\n")
@@ -186,12 +187,54 @@ export function renderProblems() {
     onclick: () => (p.uttr_id !== null ? select(p.uttr_id) : null)})));
 }
 
-export function showBanner(text, conflict) {
-  $("#banner").hidden = false;
-  $("#banner").classList.toggle("conflict", conflict);
-  $("#banner-text").textContent = text;
-  $("#banner-reload").hidden = !conflict;
-  $("#banner-overwrite").hidden = !conflict;
+// The banner: another tab's save merged in, or a conflict (then reload or overwrite).
+export function renderBanner() {
+  const banner = S.banner;
+  $("#banner").hidden = !banner;
+  if (!banner) return;
+  $("#banner").classList.toggle("conflict", banner.conflict);
+  $("#banner-text").textContent = banner.text;
+  $("#banner-reload").hidden = !banner.conflict;
+  $("#banner-overwrite").hidden = !banner.conflict;
+}
+
+export function renderStatus() {
+  const node = $("#save-status");
+  node.textContent = S.status.text;
+  node.className = S.status.kind;
+}
+
+// ---- the control bar: dialogue list, vocabulary size, split; a dialogue opened -------------------
+export function renderList() {
+  const select = $("#dialogue-select");
+  select.replaceChildren(...S.summaries.map((d) => el("option", {
+    value: d.id,
+    text: `${d.id} (${d.labelled}/${d.utterances})${d.split ? "" : " no split"}${d.draft ? " draft" : ""}${d.errors ? " \u26A0" : ""}`,
+  })));
+  if (S.did) select.value = S.did;
+}
+
+// The count is the canonical values the page knows: the release's own medical values and the
+// loaded vocabulary (before: the vocabulary alone, "0 canonical values loaded" on a labelled release).
+export function renderValues() {
+  const inRelease = S.values.release_canonical, loaded = S.values.vocabulary;
+  const all = new Set([...inRelease, ...loaded]).size;
+  $("#vocabulary-size").textContent = `${all} canonical value${all === 1 ? "" : "s"} ` +
+    `(${inRelease.length} in this release, ${loaded.length} loaded)`;
+}
+
+// Another dialogue is open: the list and the split box show it at once, the address names it (a
+// reload opens it again); once its values are loaded, it is drawn from its first unlabelled utterance.
+export function showDialogue() {
+  $("#dialogue-select").value = S.did;
+  renderSplit();
+  history.replaceState(null, "", `?dialogue=${encodeURIComponent(S.did)}`);
+}
+
+export function drawDialogue() {
+  renderUtterances();
+  select(firstUnlabelled());
+  renderProblems();
 }
 
 // The split box: a dialogue in no split cannot be built, and says so.

@@ -1,10 +1,11 @@
-// The page's state: the open dialogue's labels, the undo/redo history, autosave and refolding.
-// Every committed edit goes through `commit` (one undo step, then a save of the whole dialogue).
+// The store: the page's state, its getters and its actions (labels with undo/redo and autosave,
+// the open dialogue, the lists the server keeps). It imports no view, so every import points from
+// the views to it: an action changes the state and notifies the views subscribed to that change
+// (main.js wires them at start-up), which then draw from the state.
+// Labels change only through `commit`, undo/redo and a save's merge (one undo step each, then a
+// save of the whole dialogue); the selection, the open form and the suggestions are the views' own.
 import {api, dialoguePath} from "./api.js";
-import {$, clone, same, setStatus} from "./dom.js";
-import {closeForm} from "./forms.js";
-import {refreshList} from "./main.js";
-import {renderPanel, renderProblems, renderTracking, renderUtterances, showBanner} from "./render.js";
+import {clone, same} from "./dom.js";
 
 export const S = {
   schema: null, config: null, values: {patient: {}, doctor: {}, vocabulary: []},
@@ -12,7 +13,21 @@ export const S = {
   labels: [], origins: [], suggestions: {}, states: null, problems: [],
   selected: null, form: null, undo: [], redo: [],
   saving: false, again: false, conflict: false, lastInput: null, ready: false,
+  status: {text: "", kind: ""}, banner: null,
 };
+
+// ---- subscribers ---------------------------------------------------------------------------------
+// A change is one of: status, banner, list, values, split, restored (undo/redo replaced the
+// labels), labels, states, dialogue (another one is open), opened (and its values are loaded).
+const subscribers = new Map();
+
+export function subscribe(change, ...views) {
+  subscribers.set(change, [...(subscribers.get(change) || []), ...views]);
+}
+
+function notify(...changes) {
+  for (const change of changes) for (const view of subscribers.get(change) || []) view();
+}
 
 // ---- speakers and the schema (all names come from the server's /api/schema) -----------------------
 export const speakerOf = (uid) => S.dialogue.utterances[uid].speaker;
@@ -47,6 +62,57 @@ export function isNewValue(value, known, medical) {
   return !known.includes(value.trim()) && !S.values.vocabulary.includes(value.trim());
 }
 
+export function firstUnlabelled() {
+  const i = S.labels.findIndex((l) => !l.length);
+  return i < 0 ? 0 : i;
+}
+
+export function setStatus(text, kind) {
+  S.status = {text, kind: kind || ""};
+  notify("status");
+}
+
+function setBanner(banner) {
+  S.banner = banner;
+  notify("banner");
+}
+
+// ---- the server's lists, the open dialogue -------------------------------------------------------
+export async function refreshList() {
+  S.summaries = (await api("GET", "/api/dialogues")).dialogues;
+  notify("list");
+}
+
+export async function refreshValues() {
+  S.values = await api("GET", "/api/values");
+  notify("values");
+}
+
+export async function openDialogue(did) {
+  await flush();
+  const data = await api("GET", dialoguePath(did));
+  S.did = did; S.version = data.version; S.dialogue = data.dialogue; S.split = data.split;
+  S.labels = data.dialogue.utterances.map((u) => clone(u[labelKey(u.speaker)] || []));
+  S.origins = data.origins;
+  S.states = data.states; S.problems = data.problems;
+  S.suggestions = {}; S.undo = []; S.redo = []; S.form = null; S.conflict = false;
+  setBanner(null);
+  notify("dialogue");
+  await refreshValues();
+  notify("opened");
+  setStatus(data.draft ? "draft: its labels do not validate" : "", data.draft ? "error" : "");
+}
+
+export async function changeSplit(split) {
+  try {
+    await api("PUT", dialoguePath(S.did, "/split"), {split: split || null});
+    S.split = split || null;
+    setStatus(`split: ${split || "(none)"}`, "ok");
+    refreshList();
+  } catch (e) { setStatus(`split not changed: ${e.message}`, "error"); }
+  notify("split");
+}
+
 // ---- committing an edit: undo history, autosave, refold ----------------------------------------
 function snapshot() { return {labels: clone(S.labels), origins: clone(S.origins), selected: S.selected}; }
 
@@ -58,9 +124,8 @@ export function commit(uid, change) {
 }
 
 function afterChange(uid) {
-  renderUtterances();
   if (uid !== null && uid !== undefined) S.selected = uid;
-  renderPanel();
+  notify("labels");
   save();
 }
 
@@ -69,7 +134,7 @@ export function undo() {
   S.redo.push(snapshot());
   const prev = S.undo.pop();
   S.labels = prev.labels; S.origins = prev.origins;
-  closeForm();
+  notify("restored");
   afterChange(prev.selected);
 }
 
@@ -78,7 +143,7 @@ export function redo() {
   S.undo.push(snapshot());
   const next = S.redo.pop();
   S.labels = next.labels; S.origins = next.origins;
-  closeForm();
+  notify("restored");
   afterChange(next.selected);
 }
 
@@ -94,15 +159,15 @@ export async function save(overwrite = false) {
     const r = await api("PUT", dialoguePath(did), body);
     if (S.did !== did) return;  // another dialogue is open now (flush() waits, so: a reload)
     S.version = r.version; S.conflict = false;
-    $("#banner").hidden = true;
+    setBanner(null);
     if (r.merged.length) {  // take the other save's labels, unless edited again meanwhile
       for (const uid of r.merged) {
         if (!same(S.labels[uid], sent[uid])) continue;
         S.labels[uid] = r.merged_labels[uid].label;
         S.origins[uid] = r.merged_labels[uid].origins;
       }
-      showBanner(r.message, false);
-      renderPanel();
+      setBanner({text: r.message, conflict: false});
+      notify("labels");
     }
     S.problems = r.problems;
     setStatus(r.message, r.draft ? "error" : "ok");
@@ -111,7 +176,7 @@ export async function save(overwrite = false) {
   } catch (e) {
     if (e.status === 409) {
       S.conflict = true;
-      showBanner(e.message, true);
+      setBanner({text: e.message, conflict: true});
       setStatus("NOT saved: conflict", "error");
     } else {
       setStatus(`NOT saved: ${e.message}`, "error");
@@ -123,18 +188,16 @@ export async function save(overwrite = false) {
 }
 
 // Let the save of the last edit land before the page shows another dialogue.
-export async function flush() {
+async function flush() {
   while (S.saving || S.again) await new Promise((done) => setTimeout(done, 50));
 }
 
-export async function refreshStates() {
+async function refreshStates() {
   try {
     const r = await api("POST", dialoguePath(S.did, "/states"), {labels: S.labels});
     S.states = r.states; S.problems = r.problems;
   } catch (e) {
     S.states = null;
   }
-  renderUtterances();
-  renderTracking();
-  renderProblems();
+  notify("states");
 }
