@@ -9,8 +9,9 @@
     meditod <command> -h                                  # every flag of one command
     meditod --version
 
-Each subcommand is a module with `main(argv) -> int` that parses its own dataclass arguments
-(`arguments.parse_args`, or `TrlParser` for train: snake_case flags, `--flag-name` accepted too).
+Each subcommand is a module of `meditod_hub.commands` with `main(argv) -> int`: it parses the
+flags into the library's dataclass arguments (`arguments.parse_args`, or `TrlParser` for train:
+snake_case flags, `--flag-name` accepted too) and calls the library, which never reads argv.
 Modules are imported only when their command runs, so `meditod -h` and light commands stay
 fast. Failures and exit codes are `errors.run_main`'s: one line, 0/1/2/130.
 """
@@ -27,26 +28,28 @@ from meditod_hub.errors import EXIT_OK, EXIT_USAGE, open_standard_streams, run_m
 
 # name -> (module with main(argv), one-line help); the order is the order data flows.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "annotate": ("meditod_hub.apps.annotate.serve", "label dialogues in the browser into a release folder"),
-    "agreement": ("meditod_hub.evaluation.agreement", "score two annotators' releases of the same dialogues"),
-    "build": ("meditod_hub.data.build", "validate a release and write the Hub-ready dataset folder"),
-    "push": ("meditod_hub.publishing.hub", "upload a built dataset folder to the Hub (private, gated)"),
-    "tiny": ("meditod_hub.models.tiny", "build the tiny offline models the tiny-* recipes train on CPU"),
-    "pretrained": ("meditod_hub.models.pretrained", "fetch and convert the real pretrained model "
+    "annotate": ("meditod_hub.commands.annotate", "label dialogues in the browser into a release folder"),
+    "agreement": ("meditod_hub.commands.agreement", "score two annotators' releases of the same dialogues"),
+    "build": ("meditod_hub.commands.build", "validate a release and write the Hub-ready dataset folder"),
+    "push": ("meditod_hub.commands.push", "upload a built dataset folder to the Hub (private, gated)"),
+    "tiny": ("meditod_hub.commands.tiny", "build the tiny offline models the tiny-* recipes train on CPU"),
+    "pretrained": ("meditod_hub.commands.pretrained", "fetch and convert the real pretrained model "
                                                     "(SmolLM2-135M-Instruct) offline"),
-    "train": ("meditod_hub.models.train", "train MODEL [TASK] (a recipes/ folder) into run folders"),
-    "predict": ("meditod_hub.models.predict", "greedy predictions of a run (or Hub model) on a split"),
-    "fewshot": ("meditod_hub.evaluation.fewshot.run", "the paper's in-context baseline of a served model"),
-    "evaluate": ("meditod_hub.evaluation.evaluate", "score a predictions file: results .json/.md/.png"),
-    "publish": ("meditod_hub.publishing.publish", "push an evaluated run with its model card to the Hub"),
-    "results": ("meditod_hub.evaluation.results", "the paper's tables beside your runs and the Hub's models "
+    "train": ("meditod_hub.commands.train", "train MODEL [TASK] (a recipes/ folder) into run folders"),
+    "predict": ("meditod_hub.commands.predict", "greedy predictions of a run (or Hub model) on a split"),
+    "fewshot": ("meditod_hub.commands.fewshot", "the paper's in-context baseline of a served model"),
+    "evaluate": ("meditod_hub.commands.evaluate", "score a predictions file: results .json/.md/.png"),
+    "harness": ("meditod_hub.commands.harness", "MediTOD tasks for lm-evaluation-harness, "
+                                                        "and the lm_eval command lines"),
+    "publish": ("meditod_hub.commands.publish", "push an evaluated run with its model card to the Hub"),
+    "results": ("meditod_hub.commands.results", "the paper's tables beside your runs and the Hub's models "
                                        "(.md/.csv/.json/.png)"),
-    "eval-cascade": ("meditod_hub.evaluation.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
+    "eval-cascade": ("meditod_hub.commands.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
                                                  "beside gold inputs"),
-    "chat": ("meditod_hub.apps.chat", "talk to the three models as the patient (terminal)"),
-    "app": ("meditod_hub.apps.webapp", "the chat app in the browser (Gradio, http://127.0.0.1:7860)"),
-    "space": ("meditod_hub.publishing.space", "upload the chat app (app.py) as a Hub Space, private"),
-    "leaderboard": ("meditod_hub.publishing.leaderboard", "upload the results leaderboard as a Hub Space, "
+    "chat": ("meditod_hub.commands.chat", "talk to the three models as the patient (terminal)"),
+    "app": ("meditod_hub.commands.app", "the chat app in the browser (Gradio, http://127.0.0.1:7860)"),
+    "space": ("meditod_hub.commands.space", "upload the chat app (app.py) as a Hub Space, private"),
+    "leaderboard": ("meditod_hub.commands.leaderboard", "upload the results leaderboard as a Hub Space, "
                                                "private"),
 }
 
@@ -95,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def train_help_requested(rest: list[str]) -> bool:
-    from meditod_hub.models.train_settings import wants_help
+    from meditod_hub.commands.train import wants_help
 
     return wants_help(rest)
 
@@ -103,7 +106,7 @@ def train_help_requested(rest: list[str]) -> bool:
 def print_train_help(rest: list[str]) -> int:
     """`meditod train [MODEL [TASK] | <recipe.yaml>] -h`: answered without importing torch;
     `meditod train` alone prints the same on stderr as a usage error."""
-    from meditod_hub.models.train_settings import train_help
+    from meditod_hub.commands.train import train_help
 
     print(train_help(rest), file=sys.stdout if rest else sys.stderr)
     return EXIT_OK if rest else EXIT_USAGE

@@ -16,6 +16,9 @@ inside functions) and fails on an upward import or a cycle between units.
     4  publishing   model cards, Hub pushes, Spaces
     5  apps         the assistant, chat, web app and annotation portal
     6  cli          `meditod`: dispatch only (it names command modules as strings)
+       commands     one module per subcommand: its `main(argv)` parses the flags into the
+                    library's `*Arguments` dataclasses and calls the library, which never
+                    reads argv (tests/test_layers.py checks that too)
 
 A deferred (function-level) import is kept only where start-up time needs it (a heavy library or
 a module `meditod -h` must not load), with a comment giving the reason; never to break a circle.
@@ -33,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("evaluation",),
     ("publishing",),
     ("apps",),
-    ("cli",),
+    ("cli", "commands"),
 )
 
 

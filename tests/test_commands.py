@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from meditod_hub import cli
+from meditod_hub.commands import train as train_cmd
 from meditod_hub.errors import UsageError
 from meditod_hub.models import train as T
 
@@ -66,53 +67,53 @@ def in_project(monkeypatch):
 
 
 def test_model_and_task_name_one_recipe(in_project):
-    command = T.resolve_command(["tiny-llama", "pol", "--learning_rate=1e-3"])
+    command = train_cmd.resolve_command(["tiny-llama", "pol", "--learning_rate=1e-3"])
     assert command.recipes == [Path("recipes/tiny-llama/pol.yaml")]
     assert command.overrides == ["--learning_rate=1e-3"] and command.gpus == 1
-    assert command.launcher() == [sys.executable, "-m", "meditod_hub.models.train"]
+    assert command.launcher() == [sys.executable, "-m", "meditod_hub.commands.train"]
 
 
 def test_model_alone_trains_the_three_tasks_in_turn(in_project):
-    command = T.resolve_command(["tiny-t5", "--num_train_epochs=1"])
+    command = train_cmd.resolve_command(["tiny-t5", "--num_train_epochs=1"])
     assert [r.stem for r in command.recipes] == ["nlu", "pol", "nlg"]
     assert command.overrides == ["--num_train_epochs=1"]
-    flags_first = T.resolve_command(["--gpus=1", "recipes/tiny-t5/", "nlg"])
+    flags_first = train_cmd.resolve_command(["--gpus=1", "recipes/tiny-t5/", "nlg"])
     assert flags_first.recipes == [Path("recipes/tiny-t5/nlg.yaml")]
 
 
 def test_a_multitask_model_names_its_one_recipe(in_project):
-    assert T.resolve_command(["llama3-8b-multitask"]).recipes == [
+    assert train_cmd.resolve_command(["llama3-8b-multitask"]).recipes == [
         Path("recipes/llama3-8b-multitask/multitask.yaml")]
-    assert T.resolve_command(["tiny-llama-multitask", "multitask"]).recipes == [
+    assert train_cmd.resolve_command(["tiny-llama-multitask", "multitask"]).recipes == [
         Path("recipes/tiny-llama-multitask/multitask.yaml")]
     with pytest.raises(UsageError, match="no task 'nlu' in recipes/llama3-8b-multitask: give "
                                          "one of multitask"):
-        T.resolve_command(["llama3-8b-multitask", "nlu"])
+        train_cmd.resolve_command(["llama3-8b-multitask", "nlu"])
 
 
 def test_a_recipe_path_still_works_and_out_places_each_task(in_project, tmp_path):
-    command = T.resolve_command(["recipes/tiny-llama/nlg.yaml", "--out", str(tmp_path)])
+    command = train_cmd.resolve_command(["recipes/tiny-llama/nlg.yaml", "--out", str(tmp_path)])
     assert command.argv(command.recipes[0]) == ["recipes/tiny-llama/nlg.yaml",
                                                 f"--output_dir={tmp_path / 'nlg'}"]
 
 
 def test_gpus_launch_accelerate_with_the_ddp_config(in_project, monkeypatch):
     launched = []
-    monkeypatch.setattr(T.subprocess, "run", lambda argv: launched.append(argv)
-                        or subprocess.CompletedProcess(argv, 0))
-    assert T.main(["flan-t5-base", "nlu", "--gpus", "2", "--learning_rate=5e-5"]) == 0
+    monkeypatch.setattr(train_cmd.subprocess, "run", lambda argv: launched.append(argv)
+                                or subprocess.CompletedProcess(argv, 0))
+    assert train_cmd.main(["flan-t5-base", "nlu", "--gpus", "2", "--learning_rate=5e-5"]) == 0
     (argv,) = launched
     assert argv[:8] == [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
                         "recipes/accelerate/ddp.yaml", "--num_processes", "2", "-m"]
-    assert argv[8:] == ["meditod_hub.models.train", "recipes/flan-t5-base/nlu.yaml",
+    assert argv[8:] == ["meditod_hub.commands.train", "recipes/flan-t5-base/nlu.yaml",
                         "--learning_rate=5e-5"]
 
 
 def test_a_failed_launch_stops_the_remaining_tasks(in_project, monkeypatch):
     launched = []
-    monkeypatch.setattr(T.subprocess, "run", lambda argv: launched.append(argv)
-                        or subprocess.CompletedProcess(argv, 3))
-    assert T.main(["tiny-llama", "--gpus=2"]) == 3
+    monkeypatch.setattr(train_cmd.subprocess, "run", lambda argv: launched.append(argv)
+                                or subprocess.CompletedProcess(argv, 3))
+    assert train_cmd.main(["tiny-llama", "--gpus=2"]) == 3
     assert len(launched) == 1
 
 
@@ -125,7 +126,7 @@ def test_a_failed_launch_stops_the_remaining_tasks(in_project, monkeypatch):
 ])
 def test_train_command_mistakes_say_what_to_give(in_project, argv, message):
     with pytest.raises(UsageError, match=re.escape(message)):
-        T.resolve_command(argv)
+        train_cmd.resolve_command(argv)
 
 
 def test_a_missing_tiny_base_is_made_on_first_use(embedded_build, tmp_path, monkeypatch):
@@ -134,8 +135,8 @@ def test_a_missing_tiny_base_is_made_on_first_use(embedded_build, tmp_path, monk
     from transformers import AutoTokenizer
 
     monkeypatch.chdir(tmp_path)
-    recipe = T.parse_recipe([str(PROJECT / "recipes/tiny-llama/nlu.yaml"),
-                             f"--dataset_name={embedded_build}"])
+    recipe = train_cmd.parse_recipe([str(PROJECT / "recipes/tiny-llama/nlu.yaml"),
+                                     f"--dataset_name={embedded_build}"])
     base = Path("build/tiny-models/tiny-llama")
     assert recipe.model.model_name_or_path == str(base) and not base.exists()
     T.ensure_tiny_base(recipe.model, recipe.script.dataset_name)
@@ -146,7 +147,7 @@ def test_a_missing_tiny_base_is_made_on_first_use(embedded_build, tmp_path, monk
 
 def test_a_missing_tiny_base_without_data_names_the_build(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    recipe = T.parse_recipe([str(PROJECT / "recipes/tiny-llama/nlu.yaml")])
+    recipe = train_cmd.parse_recipe([str(PROJECT / "recipes/tiny-llama/nlu.yaml")])
     with pytest.raises(UsageError, match=r"no such folder: meditod \(build one with `meditod build"):
         T.ensure_tiny_base(recipe.model, recipe.script.dataset_name)
 
@@ -157,7 +158,7 @@ PIPELINE = {  # target -> what it needs to print its command
     "fewshot": ["MODEL=m", "TASK=nlu"], "evaluate": ["TASK=nlu", "PREDICTIONS=p/x.jsonl"],
     "publish": ["RUN=r", "REPO=o/x"], "push": ["REPO=o/x"], "annotate": [],
     "agreement": ["A=a", "B=b"], "eval-cascade": ["NLU=a", "POL=b", "NLG=c"], "chat": [],
-    "app": [], "space": ["REPO=o/x"], "results": [], "pretrained": []}
+    "app": [], "space": ["REPO=o/x"], "results": [], "pretrained": [], "harness": []}
 # named for what they make (issue 20's `make leaderboard-space` runs `meditod leaderboard`)
 OTHER_TARGETS = {"tiny-runs", "published", "leaderboard-space"}
 
@@ -252,8 +253,8 @@ def test_tests_that_train_through_a_fixture_are_slow():
 def test_training_three_tasks_says_which_task_of_three_and_ends_on_a_sentence(in_project,
                                                                               monkeypatch, capsys):
     """(before: `make tiny-runs` ended on a raw JSON line, with no `task 2/3`)"""
-    monkeypatch.setattr(T, "train_recipe", lambda argv, callbacks=(): f"trained {argv[0]}")
-    assert T.main(["tiny-llama"]) == 0
+    monkeypatch.setattr(train_cmd, "train_recipe", lambda argv, callbacks=(): f"trained {argv[0]}")
+    assert train_cmd.main(["tiny-llama"]) == 0
     out, err = capsys.readouterr()
     assert [line for line in err.splitlines() if line.startswith("==")] == [
         f"== task {n}/3: recipes/tiny-llama/{task}.yaml ==" for n, task in

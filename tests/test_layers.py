@@ -1,11 +1,14 @@
-"""Every import inside meditod_hub points down the floors of `meditod_hub.layers.LAYERS`.
+"""Every import inside meditod_hub points down the floors of `meditod_hub.layers.LAYERS`, and the
+annotation portal's ES modules (apps/annotate/static/*.js) import each other without a cycle.
 
 Imports are read with `ast` from every module, at module level and inside functions (a deferred
-import is still a dependency), so nothing is imported to check them."""
+import is still a dependency), so nothing is imported to check them; the scripts' imports are
+read from their text."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -152,3 +155,68 @@ def test_no_cycle_between_units():
             f"{a} -> {b}" for a in group for b in sorted(graph[a]) if b in group)
             for group in groups]
         pytest.fail(f"{len(groups)} import cycle(s) between units:\n" + "\n".join(lines))
+
+
+# ---- the annotation portal's scripts: ES modules, every import one way -------------------------
+
+STATIC = PACKAGE / "apps" / "annotate" / "static"
+# `import {a} from "./x.js"`, `export {a} from "./x.js"`, `import "./x.js"`, `import("./x.js")`
+JS_IMPORT = re.compile(r"""\b(?:from|import)\s*\(?\s*["']\./([\w.-]+\.js)["']""")
+
+
+def script_graph() -> dict[str, set[str]]:
+    """Portal module -> the portal modules it imports, for every static/*.js file."""
+    return {path.name: set(JS_IMPORT.findall(path.read_text(encoding="utf-8")))
+            for path in sorted(STATIC.glob("*.js"))}
+
+
+def test_no_cycle_between_the_portal_scripts():
+    """The store (state.js) imports no view: the views subscribe to it, and main.js, which no
+    module imports, wires them; so the page's imports form no cycle (issue 27)."""
+    graph = script_graph()
+    edges = sorted((a, b) for a, targets in graph.items() for b in targets)
+    print(f"portal scripts: {len(graph)} modules, {len(edges)} imports: "
+          + ", ".join(f"{a} -> {b}" for a, b in edges))
+    assert ("main.js", "state.js") in edges, "the reader sees no import"
+    assert {b for _, b in edges} <= set(graph), "an import names a module that is not shipped"
+    assert graph["state.js"] <= {"api.js", "dom.js"}, "the store imports a view"
+    groups = cycles(graph)
+    assert not groups, f"{len(groups)} import cycle(s) between the portal's scripts:\n" + "\n".join(
+        f"{' <-> '.join(group)}: " + "; ".join(
+            f"{a} -> {b}" for a in group for b in sorted(graph[a]) if b in group)
+        for group in groups)
+
+
+COMMAND_UNITS = {"cli", "commands", "arguments"}  # arguments: the kit's parsers themselves
+PARSERS = {"meditod_hub.arguments.parse_args", "meditod_hub.arguments.KitParser", "trl.TrlParser",
+           "argparse"}
+
+
+def argv_readers() -> dict[str, list[str]]:
+    """Library module -> how it reads a command line: a module-level `main`, a flag parser
+    imported (the kit's, TRL's or argparse), or `sys.argv`."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        if _unit(module) in COMMAND_UNITS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found[module] += [f"{node.lineno}: def main" for node in tree.body
+                          if isinstance(node, ast.FunctionDef) and node.name == "main"]
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and node.module else [])
+            found[module] += [f"{node.lineno}: imports {name}" for name in names if name in PARSERS]
+            if isinstance(node, ast.Attribute) and node.attr == "argv" \
+                    and isinstance(node.value, ast.Name) and node.value.id == "sys":
+                found[module].append(f"{node.lineno}: sys.argv")
+    return {module: where for module, where in found.items() if where}
+
+
+def test_only_commands_read_argv():
+    """The library takes typed arguments; only `meditod_hub.commands` (and `cli`) parse a command
+    line (issue 27: 19 library modules had a `main(argv)` parsing their flags)."""
+    readers = argv_readers()
+    assert not readers, "library modules reading a command line (move it to meditod_hub.commands):\n" \
+        + "\n".join(f"{m}: {', '.join(w)}" for m, w in readers.items())
