@@ -1,6 +1,6 @@
 """The kit's flag parsing: every command's dataclass arguments -> argparse, with one-line usage
-errors. Below every command (layers.py's ground floor), so a library module that offers a
-`main(argv)` parses its flags without importing the `meditod` dispatcher above it."""
+errors. On layers.py's ground floor; only `meditod_hub.commands` calls it: the library takes the
+parsed dataclasses, never argv."""
 
 from __future__ import annotations
 

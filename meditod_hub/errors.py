@@ -5,7 +5,7 @@ endpoint that does not answer). `run_main` is the one place that turns it, and t
 failures, into that line and an exit code; a Python traceback appears only with `--debug` or
 `MEDITOD_DEBUG=1`. Messages never quote dialogue text or label values, only names and ids.
 
-Exit codes (every command, `meditod ...`, `python -m meditod_hub.X` and `python meditod.py`):
+Exit codes (every command, `meditod ...`, `python -m meditod_hub.commands.X` and `python meditod.py`):
 0 done; 1 failed (the message says why); 2 usage (an unknown flag or a bad value); 130 interrupted.
 """
 
@@ -92,10 +92,9 @@ def open_standard_streams() -> None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
 
 
-def run_main(main: Callable[[list[str]], int], argv: list[str] | None = None) -> int:
+def run_main(main: Callable[[list[str]], int], argv: list[str]) -> int:
     """Run a command's `main(argv)`; known failures become one line on stderr and an exit code."""
     open_standard_streams()
-    argv = list(sys.argv[1:] if argv is None else argv)
     debug = debug_requested(argv)
     argv = [a for a in argv if a != DEBUG_FLAG]
     try:

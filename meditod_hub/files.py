@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from meditod_hub.errors import MeditodError, UsageError
@@ -26,6 +28,9 @@ WHOLE = "."                        # the record's key for a folder one command o
 # The temporary file of an atomic write: `.<name>.partial-<random>.tmp` beside its target. One
 # left behind was cut off by a killed process (`stale_partials` finds them).
 TEMP_MARK = ".partial-"
+# A folder replaced by `new_folder` is renamed aside to `.<name>.previous-<pid>` for the instant
+# between the two renames; one left behind is the old folder of a process killed right there.
+PREVIOUS_MARK = ".previous-"
 
 
 def _record(folder: Path) -> dict[str, str]:
@@ -160,6 +165,61 @@ def atomic_write(path: str | Path, data: str | bytes, *, purpose: str | None = N
     _replace(path, data)
     if purpose is not None:
         record_output(path, purpose)
+    return path
+
+
+@contextmanager
+def new_folder(path: str | Path, *, prefix: str | None = None) -> Iterator[Path]:
+    """The folder writer beside `atomic_write`: yields a new temporary folder beside `path`
+    (named `prefix<random>`, default `.<name>.partial-<random>`; as private as a folder made
+    here would be, not mkdtemp's 0700) to fill; when the block ends, the folder takes `path`'s
+    place: an empty `path` is removed first, anything else is renamed aside to
+    `.<name>.previous-<pid>`, the new folder renamed in, the old one deleted. If the block
+    raises, the new folder is deleted and `path` is untouched. What a killed process leaves
+    (a temporary folder, a previous one) is the caller's to recover by those names."""
+    path = Path(path)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix or f".{path.name}{TEMP_MARK}", dir=path.parent))
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
+        yield tmp
+        publish_folder(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # already gone when it took path's place
+
+
+def replaceable_folder(path: str | Path, *, what: str = "--out", example: str = "out") -> Path:
+    """`path` as the absolute folder path `new_folder` replaces with one rename (so `.` becomes
+    its own name and the new folder is made beside it), refusing what one rename cannot replace
+    or must not: a symbolic link, the current folder or one holding it, a mount point."""
+    path = Path(path)
+    if path.is_symlink():
+        raise UsageError(f"{what} {path} is a symbolic link (to {os.readlink(path)}): give the "
+                         "folder itself, so the link is not replaced")
+    absolute = Path(os.path.abspath(path))
+    if absolute == Path.cwd() or absolute in Path.cwd().parents:
+        raise UsageError(f"{what} {path} is the current folder or holds it: write into a folder "
+                         f"of its own, e.g. {what} {example}")
+    if os.path.ismount(absolute):
+        raise UsageError(f"{what} {path} is a mount point, which one rename cannot replace: write "
+                         f"into a folder inside it, e.g. {what} {absolute / example}")
+    return absolute
+
+
+def publish_folder(finished: str | Path, path: str | Path) -> Path:
+    """Move the complete folder `finished` to `path` (same file system), replacing what is
+    there as `new_folder` says; returns `path`."""
+    finished, path = Path(finished), Path(path)
+    if path.is_dir() and not path.is_symlink() and any(path.iterdir()):
+        previous = path.parent / f".{path.name}{PREVIOUS_MARK}{os.getpid()}"
+        os.rename(path, previous)
+        os.rename(finished, path)
+        shutil.rmtree(previous)
+    else:
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        os.rename(finished, path)
     return path
 
 

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 
 from meditod_hub.data import provenance
 from meditod_hub.data.release import label_errors
-from meditod_hub.data.tasks import TASK_NAMES, get_task
+from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task
 from meditod_hub.data.views import to_nlg, to_nlu, to_pol
 from meditod_hub.models.cascade import Pipeline, cascade
 from meditod_hub.models.predictor import ModelSpec, Predictor
@@ -115,10 +115,9 @@ class Conversation:
     def state(self) -> dict:
         return self.turns[-1].state if self.turns else {}
 
-    def _add(self, task: str, text: str) -> dict:
-        """The utterance `task` predicts for; its label is a placeholder (no row's inputs
+    def _add(self, spec: Task, text: str) -> dict:
+        """The utterance `spec` predicts for; its label is a placeholder (no row's inputs
         read it)."""
-        spec = get_task(task)
         utterance = {"uttr_id": len(self.utterances), "speaker": spec.speaker, "text": text,
                      spec.target_column: []}
         self.utterances.append(utterance)
@@ -181,8 +180,8 @@ class Assistant(Pipeline):
         texts = [str(t)[:self.max_patient_chars] for t in patient_texts]
         cut = [len(str(t)) - len(x) for t, x in zip(patient_texts, texts)]
         for conversation, text in zip(conversations, texts):
-            conversation._add("nlu", text)
-            conversation._add("pol", "")  # the doctor line to predict: the POL and NLG row
+            conversation._add(TASKS["nlu"], text)
+            conversation._add(TASKS["pol"], "")  # the doctor line to predict: the POL and NLG row
 
         # this turn's rows of each task: the last of each conversation's views
         rows = {task: [view(c.dialogue_id, c.utterances)[-1] for c in conversations]
@@ -207,8 +206,8 @@ class Assistant(Pipeline):
         return turns
 
 
-def _usable(task: str, record: Prediction) -> bool:
-    return record.parse_ok and not label_errors(get_task(task).target_column, record.prediction)
+def _usable(task: Task, record: Prediction) -> bool:
+    return record.parse_ok and not label_errors(task.target_column, record.prediction)
 
 
 def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, pol: tuple,
@@ -218,12 +217,14 @@ def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, po
     if cut:
         notes.append(f"the patient's line was cut to its first {len(text)} characters "
                      f"({cut} more were not read)")
-    nlu_used = _usable("nlu", nlu_record)
+    nlu_used = _usable(TASKS["nlu"], nlu_record)
     if not nlu_used:
-        notes.append(f"NLU output unusable ({_why(nlu_record, 'nlu')}): the state is unchanged")
-    pol_used = _usable("pol", pol_record)
+        notes.append(f"NLU output unusable ({_why(nlu_record, TASKS['nlu'])}): the state is "
+                     "unchanged")
+    pol_used = _usable(TASKS["pol"], pol_record)
     if not pol_used:
-        notes.append(f"POL output unusable ({_why(pol_record, 'pol')}): NLG got no actions")
+        notes.append(f"POL output unusable ({_why(pol_record, TASKS['pol'])}): NLG got no "
+                     "actions")
     reply = nlg_record.prediction.strip() if isinstance(nlg_record.prediction, str) else ""
     if not nlg_record.parse_ok:
         notes.append(f"NLG output did not parse ({nlg_record.reason})"
@@ -238,10 +239,10 @@ def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, po
         nlg=_stage(nlg_record, reply != NO_REPLY, nlg_s), reply=reply, notes=tuple(notes))
 
 
-def _why(record: Prediction, task: str) -> str:
+def _why(record: Prediction, task: Task) -> str:
     if not record.parse_ok:
         return record.reason or "did not parse"
-    return "; ".join(label_errors(get_task(task).target_column, record.prediction)[:2])
+    return "; ".join(label_errors(task.target_column, record.prediction)[:2])
 
 
 def _stage(record: Prediction, used: bool, seconds: float) -> StageOutput:

@@ -18,7 +18,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from meditod_hub import quiet
 from meditod_hub.apps.assistant import (
     MAX_PATIENT_CHARS,
     OPENING_LINE,
@@ -27,9 +26,6 @@ from meditod_hub.apps.assistant import (
     not_a_patient_line,
 )
 from meditod_hub.apps.state_view import actions_line, state_lines
-from meditod_hub.arguments import parse_args
-from meditod_hub.errors import EXIT_OK, run_main
-from meditod_hub.models.cascade import PipelineArguments
 
 BANNER = ("MediTOD assistant: a research demo, not medical advice. You are the patient. "
           "Commands: /state, /reset, /quit (or Ctrl-D).")
@@ -101,24 +97,3 @@ def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,
         if show_state:
             print("\n".join(turn_report(turn)), file=out, flush=True)
     return replies
-
-
-def main(argv: list[str]) -> int:
-    pipeline, args = parse_args((PipelineArguments, ChatArguments), argv, "meditod chat",
-                                __doc__.split("\n\n")[0])
-    quiet.progress_bars_off()
-    print("loading the NLU, POL and NLG models ...", file=sys.stderr)
-    assistant = Assistant.load(*pipeline.specs(), max_patient_chars=args.max_patient_chars)
-    if hasattr(sys.stdin, "reconfigure"):
-        sys.stdin.reconfigure(errors="surrogateescape")  # a bad line is skipped, not fatal
-    for note in assistant.loading:  # which stages share a base, and why others do not
-        print(f"  {note}", file=sys.stderr)
-    try:
-        converse(assistant, sys.stdin, sys.stdout, args.show_state, sys.stdin.isatty())
-    except KeyboardInterrupt:
-        print("\n(conversation ended)", file=sys.stderr)
-    return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

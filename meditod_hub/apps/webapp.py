@@ -37,13 +37,12 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub import quiet
 from meditod_hub.apps.assistant import OPENING_LINE, Assistant, Conversation, not_a_patient_line
 from meditod_hub.apps.state_view import STATE_CSS, actions_line, state_html, state_lines
-from meditod_hub.arguments import parse_args
-from meditod_hub.data.tasks import TASK_NAMES
+from meditod_hub.data.tasks import TASK_NAMES, TASKS
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import atomic_write, output_folder, output_path
+from meditod_hub.models.cascade import run_vocabulary
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec
 
 SETTINGS_FILE = "meditod_app.json"
@@ -108,8 +107,11 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
                                env["revision"] or entry.get("revision"), endpoint=endpoint,
                                served_model=env["served_model"] or entry.get("served_model")
                                or (task if endpoint else None),
-                               # as `meditod chat`: a served grammar needs the server's kind
-                               decode=DecodeOptions(constrained=not endpoint),
+                               # as `meditod chat`: a served grammar needs the server's kind,
+                               # and the run's training values are the vocabulary
+                               decode=DecodeOptions(constrained=not endpoint, vocabulary=None
+                                                    if endpoint or not TASKS[task].structured
+                                                    else run_vocabulary(source)),
                                endpoint_options=served))
     save = environ.get(SAVE_DIR_ENV)  # checked now, not at the first ticked save
     return AppSettings(tuple(specs), output_folder(save, (), purpose="chat", what=SAVE_DIR_ENV)
@@ -239,10 +241,7 @@ def export(conversation: Conversation | None, kind: str, folder: Path) -> str | 
         return None
     text = (json.dumps(conversation_record(conversation), ensure_ascii=False, indent=1)
             if kind == "json" else transcript_text(conversation))
-    path = folder / uuid.uuid4().hex / f"{conversation.dialogue_id}.{kind}"
-    path.parent.mkdir(parents=True)
-    path.write_text(text, encoding="utf-8")
-    return str(path)
+    return str(atomic_write(folder / uuid.uuid4().hex / f"{conversation.dialogue_id}.{kind}", text))
 
 
 # --- the Blocks app ----------------------------------------------------------------------------
@@ -319,22 +318,3 @@ def launch(demo, **kwargs):
     if block:
         demo.block_thread()
     return demo
-
-def main(argv: list[str], base: Path | None = None) -> int:
-    """`meditod app`: settings from the environment and `base` (default the working folder)."""
-    (args,) = parse_args((AppArguments,), argv, "meditod app",
-                         __doc__.split("\n\n")[0] + " Models: MEDITOD_NLU/POL/NLG (run folders "
-                         f"or Hub ids), default {DEFAULT_RUNS}/<task>; MEDITOD_SAVE_DIR: opt-in "
-                         "transcripts.")
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry, no version check
-    app_settings = settings(base=base)
-    quiet.progress_bars_off()
-    print("loading the NLU, POL and NLG models ...", file=sys.stderr)
-    assistant = Assistant.load(*app_settings.specs)
-    for note in assistant.loading:  # which stages share a base, and why others do not
-        print(f"  {note}", file=sys.stderr)
-    demo = build(assistant, app_settings.save_dir)
-    address = {key: value for key, value in (("server_name", args.host), ("server_port", args.port))
-               if value is not None}
-    launch(demo, **address)
-    return 0

@@ -31,26 +31,26 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.arguments import parse_args
 from meditod_hub.data import provenance
-from meditod_hub.data.card import render_dataset_card, splits_table
+from meditod_hub.data.card import render_dataset_card
 from meditod_hub.data.dataset import MANIFEST
 from meditod_hub.data.licence import KINDS as LICENCE_KINDS
 from meditod_hub.data.licence import OWN, SAMPLE_FINGERPRINT, Licence, licence_of
 from meditod_hub.data.provenance import Provenance
 from meditod_hub.data.release import DIALOGS_FILE, Release, read_release
 from meditod_hub.data.views import CONFIGS, FEATURES, JSON, dialogue_views
-from meditod_hub.errors import OS_HINTS, MeditodError, UsageError, name_ids, run_main
+from meditod_hub.errors import OS_HINTS, MeditodError, UsageError, name_ids
+from meditod_hub.files import PREVIOUS_MARK, new_folder, replaceable_folder
 
 MANIFEST_FORMAT = "meditod-build/2"  # /2: the licence is proven, and recorded with its reason
 ROW_GROUP_ROWS = 2048       # rows per Parquet row group (a few dialogues)...
 ROW_GROUP_BYTES = 64 << 20  # ...or fewer, when their context columns are this large
 IDENTITY_KEYS = ("name", "description", "license")  # flags that override release.json's keys
+BUILD_MARK = ".build-"  # a build in progress: `.<out>.build-<random>` beside --out
 
 
 @dataclass
@@ -497,9 +497,9 @@ def build_lock(out: Path):
 
 def _recover(out: Path) -> None:
     """Finish what a killed build left beside `out` (only this kit's own temporary folders)."""
-    for leftover in out.parent.glob(f".{out.name}.build-*"):
+    for leftover in out.parent.glob(f".{out.name}{BUILD_MARK}*"):
         shutil.rmtree(leftover, ignore_errors=True)
-    previous = sorted(out.parent.glob(f".{out.name}.previous-*"))
+    previous = sorted(out.parent.glob(f".{out.name}{PREVIOUS_MARK}*"))
     if previous and not out.exists():
         os.rename(previous[-1], out)  # killed between the two renames: put the old build back
         print(f"restored the previous build of {out} (a build was interrupted)", file=sys.stderr)
@@ -508,24 +508,8 @@ def _recover(out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _absolute_out(out: Path) -> Path:
-    """`out` as an absolute folder path whose lock and temporary folders go beside it (so `.`
-    becomes its own name), refusing what cannot be replaced by one rename."""
-    if out.is_symlink():
-        raise UsageError(f"--out {out} is a symbolic link (to {os.readlink(out)}): give the "
-                         "folder itself, so the link is not replaced by the build")
-    absolute = Path(os.path.abspath(out))
-    if absolute == Path.cwd() or absolute in Path.cwd().parents:
-        raise UsageError(f"--out {out} is the current folder or holds it: build into a folder "
-                         "of its own, e.g. --out meditod")
-    if os.path.ismount(absolute):
-        raise UsageError(f"--out {out} is a mount point, which a build cannot replace: build "
-                         f"into a folder inside it, e.g. --out {absolute / 'meditod'}")
-    return absolute
-
-
 def build(args: BuildArguments) -> Built:
-    out = _absolute_out(Path(args.out))
+    out = replaceable_folder(args.out, example="meditod")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -536,7 +520,7 @@ def build(args: BuildArguments) -> Built:
     sources = [Path(args.source)] + ([Path(args.ood_source)] if args.ood_source else [])
     with build_lock(out):
         _recover(out)
-        replace = _check_out(out, sources)
+        _check_out(out, sources)
         gc.disable()  # the build allocates millions of small objects and frees none until the end
         try:
             release = read_release(args.source, args.ood_source, strict=args.strict)
@@ -547,53 +531,23 @@ def build(args: BuildArguments) -> Built:
             licence, content = licence_of(release, metadata)
             origin = provenance.of_build(provenance_kind(licence, content), metadata.get("name"),
                                          release.dialogues)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
-            umask = os.umask(0)
-            os.umask(umask)
-            tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the build is a normal folder
             try:
-                counts, parquet_sizes = write_parquet(release, tmp)
-                sizes = split_sizes(release, counts)
-                (tmp / "dataset_infos.json").write_text(
-                    json.dumps(infos_json(counts), indent=2) + "\n", encoding="utf-8")
-                render_dataset_card(card_dataset_info(counts, parquet_sizes), sizes, metadata, licence,
-                                    release.has_ood, origin, Path(args.source).name
-                                    ).save(tmp / "README.md")
-                manifest = write_manifest(tmp, release, licence, content, origin)
-                if replace:
-                    previous = out.parent / f".{out.name}.previous-{os.getpid()}"
-                    os.rename(out, previous)
-                    os.rename(tmp, out)
-                    shutil.rmtree(previous)
-                else:
-                    if out.exists():
-                        out.rmdir()  # empty: checked above
-                    os.rename(tmp, out)
-            except BaseException as exc:
-                shutil.rmtree(tmp, ignore_errors=True)
-                if isinstance(exc, OSError):  # disk full, quota, I/O error
-                    hint = OS_HINTS.get(exc.errno, "free disk space or choose another --out")
-                    reason = exc.strerror or str(exc).splitlines()[0]
-                    raise MeditodError(f"cannot write the build of {out} beside it ({reason}): "
-                                       f"{hint}; the previous build, if any, is untouched") from exc
-                raise
+                # written beside `out`, then moved into place whole (`_check_out` allowed an
+                # empty folder or a previous build there); `_recover` knows these names
+                with new_folder(out, prefix=f".{out.name}{BUILD_MARK}") as tmp:
+                    counts, parquet_sizes = write_parquet(release, tmp)
+                    sizes = split_sizes(release, counts)
+                    (tmp / "dataset_infos.json").write_text(
+                        json.dumps(infos_json(counts), indent=2) + "\n", encoding="utf-8")
+                    render_dataset_card(card_dataset_info(counts, parquet_sizes), sizes, metadata,
+                                        licence, release.has_ood, origin, Path(args.source).name
+                                        ).save(tmp / "README.md")
+                    manifest = write_manifest(tmp, release, licence, content, origin)
+            except OSError as exc:  # disk full, quota, I/O error
+                hint = OS_HINTS.get(exc.errno, "free disk space or choose another --out")
+                reason = exc.strerror or str(exc).splitlines()[0]
+                raise MeditodError(f"cannot write the build of {out} beside it ({reason}): "
+                                   f"{hint}; the previous build, if any, is untouched") from exc
         finally:
             gc.enable()
     return Built(release, licence, sizes, manifest, origin)
-
-
-def main(argv: list[str]) -> int:
-    (args,) = parse_args((BuildArguments,), argv, "meditod build", __doc__.split("\n\n")[0])
-    built = build(args)
-    print(f"built {args.out}: {built.provenance.describe()}")
-    gate = "be gated, manual approval of each request" if built.licence.gated else "not be gated"
-    print(f"licence: {built.licence.reason}; a push will {gate}; "
-          f"{len(built.release.problems)} warning(s)")
-    print(splits_table(built.sizes))
-    if not built.release.has_ood:
-        print("no out-of-domain set given: no test_ood split")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
-from meditod_hub.data.tasks import TASK_NAMES, Metric, get_task
+from meditod_hub.data.tasks import TASKS, Metric
 
 SOURCE = ("MediTOD paper (arXiv 2410.14204): in-domain NLU, POL (P/R/F1, P@K) and NLG tables, and "
           "its out-of-domain (musculoskeletal) results")
@@ -171,7 +171,7 @@ def cell(value: float | None, metric: Metric) -> str:
 def headline_markdown() -> str:
     """The paper's headline table: each task's headline metric per model and split (the dataset
     card and the README show it; tests/test_results.py keeps the README's copy equal to it)."""
-    tasks = [get_task(t) for t in TASK_NAMES]
+    tasks = list(TASKS.values())
     heads = [f"{t.name.upper()} {t.headline_metric.name.split(' (')[0]}"
              + ("" if split == "test" else " (OOD)") for split in EVAL_SPLITS for t in tasks]
     lines = ["| model | setting | " + " | ".join(heads) + " |", "|---" * (2 + len(heads)) + "|"]

@@ -25,8 +25,9 @@ from meditod_hub.data import cmas
 from meditod_hub.data.state import DialogueState
 from meditod_hub.errors import MeditodError, name_ids
 
+OOD_SPLIT = "test_ood"  # the out-of-domain (musculoskeletal) test split: named here alone
 SPLIT_FILES = {"train": "train_ids.json", "validation": "valid_ids.json", "test": "test_ids.json"}
-OOD_SPLIT_FILES = ("ood_ids.json", "test_ood_ids.json")
+OOD_SPLIT_FILES = ("ood_ids.json", f"{OOD_SPLIT}_ids.json")
 DIALOGS_FILE = "dialogs.json"
 # Optional: {"name", "description", "license" (declares the dialogues your own), "generator"
 # (written by meditod_hub.data.synthetic)}; what it proves is `licence.licence_of`'s to decide.
@@ -34,7 +35,6 @@ METADATA_FILE = "release.json"
 # Dialogue-level flag the annotation app (`meditod annotate`) sets on a dialogue saved while its
 # labels do not validate; the build reports it like any other problem.
 DRAFT_KEY = "draft"
-OOD_SPLIT = "test_ood"  # the out-of-domain (musculoskeletal) test split
 SPLITS = ("train", "validation", "test", OOD_SPLIT)
 EVAL_SPLITS = SPLITS[2:]  # where models are scored and the paper reports: test, test_ood
 # Longer than any real utterance (the longest in the authors' sample is ~200 words); every later

@@ -17,18 +17,13 @@ the labels:
 
 States are the `meditod_hub.data.state` fold, so a build reports no warnings. release.json
 records seed, size and (when not the default) style, from which a build regenerates the corpus.
-
-    python -m meditod_hub.data.synthetic --out /tmp/synthetic --seed 0
-    python -m meditod_hub.data.synthetic --out /tmp/small --dialogues 12
-    python -m meditod_hub.data.synthetic --out /tmp/train --dialogues 40 --style realistic
+`python -m meditod_hub.commands.synthetic` writes one.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import sys
 from pathlib import Path
 
 from meditod_hub.data import cmas
@@ -36,7 +31,8 @@ from meditod_hub.data.licence import GENERATOR
 from meditod_hub.data.phrasings import RealisticVoice
 from meditod_hub.data.release import DIALOGS_FILE, OOD_SPLIT, OOD_SPLIT_FILES, SPLIT_FILES
 from meditod_hub.data.state import DialogueState
-from meditod_hub.errors import UsageError, run_main
+from meditod_hub.errors import UsageError, name_ids
+from meditod_hub.files import new_folder, replaceable_folder
 
 # Paper Table 3 per split: dialogues, mean utterances per dialogue, mean words per utterance.
 PAPER_SHAPE = {"train": (175, 95.29, 13.46), "validation": (20, 92.45, 12.77),
@@ -195,6 +191,9 @@ class _TemplateVoice:
     """The template style: each label said by one fixed template, padded with filler words to
     the paper's words per utterance. Plainly synthetic; it may say any label."""
 
+    volunteers = EXTRA_SLOT_KEY  # the authors' sample's rate
+    off_topic = 0.0
+
     def __init__(self, rng: random.Random, words: float):
         self.rng, self.words = rng, words
         self.said = self.word_count = 0
@@ -332,9 +331,11 @@ class _Interview:
 
     def _inform(self, asked: list[tuple[str, dict]]) -> dict:
         answers = [(base, entry["value"], entry.get("checks", [])) for base, entry in asked]
+        if answers and self.voice.off_topic and self.rng.random() < self.voice.off_topic:
+            answers = []
         if not answers:
             answers.append(self._volunteered())
-        if self.rng.random() < EXTRA_SLOT_KEY:
+        if self.rng.random() < self.voice.volunteers:
             answers.append(self._volunteered())
         slots: dict[str, list[dict]] = {}
         for base, head, checks in answers:
@@ -462,26 +463,66 @@ def generate_release(out_dir: str | Path, seed: int = 0, dialogues: int = PAPER_
     release.json records the seed, size and style, from which the build proves the corpus
     synthetic.
 
-    Refuses a folder holding anything but an earlier synthetic release: it never writes over a
-    real one."""
-    out = Path(out_dir)
-    if out.exists() and any(out.iterdir()):
-        try:
-            generator = json.loads((out / "release.json").read_text(encoding="utf-8"))["generator"]
-        except (OSError, ValueError, KeyError, TypeError):
-            generator = None
-        if not isinstance(generator, dict) or generator.get("name") != GENERATOR:
-            raise UsageError(f"{out} holds files and no synthetic release.json: write the synthetic "
-                             "release into a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / DIALOGS_FILE).write_text(json.dumps(generate_dialogues(seed, dialogues, style)),
-                                    encoding="utf-8")
+    Written whole beside `out_dir` and moved into place (`files.new_folder`), so a failed or
+    interrupted generation leaves what was there untouched. Replaces only a folder that is new,
+    empty, or exactly a release this generator wrote: never a real one, nor files added to or
+    edited in a synthetic one."""
+    out = replaceable_folder(out_dir, example="synthetic")
+    recorded = _previous_generator(out)
+    files = _release_files(seed, dialogues, style)
+    if recorded is not None:
+        _check_unchanged(out, files if recorded == (seed, dialogues, style) else None, recorded)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with new_folder(out) as tmp:
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+    return Path(out_dir)
+
+
+def _release_files(seed: int, dialogues: int, style: str) -> dict[str, str]:
+    """File name -> text of the release folder `generate_release` writes."""
     id_files = {**SPLIT_FILES, OOD_SPLIT: OOD_SPLIT_FILES[0]}
-    for split, ids in split_ids(dialogues).items():
-        (out / id_files[split]).write_text(json.dumps(ids) + "\n", encoding="utf-8")
-    metadata = release_metadata(seed, dialogues, style)
-    (out / "release.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-    return out
+    return {DIALOGS_FILE: json.dumps(generate_dialogues(seed, dialogues, style)),
+            **{id_files[split]: json.dumps(ids) + "\n"
+               for split, ids in split_ids(dialogues).items()},
+            "release.json": json.dumps(release_metadata(seed, dialogues, style), indent=2) + "\n"}
+
+
+def _previous_generator(out: Path) -> tuple | None:
+    """The (seed, dialogues, style) that `out`'s release.json records (None: `out` is new or
+    empty); checked before generating, so a folder that is no synthetic release is refused at
+    once."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file: give a folder for the synthetic release")
+    if not out.exists() or not any(out.iterdir()):
+        return None
+    try:
+        generator = json.loads((out / "release.json").read_text(encoding="utf-8"))["generator"]
+    except (OSError, ValueError, KeyError, TypeError):
+        generator = None
+    if not isinstance(generator, dict) or generator.get("name") != GENERATOR:
+        raise UsageError(f"{out} holds files and no synthetic release.json: write the synthetic "
+                         "release into a new or empty folder")
+    return generator.get("seed"), generator.get("dialogues"), generator.get("style", DEFAULT_STYLE)
+
+
+def _check_unchanged(out: Path, wrote: dict[str, str] | None, recorded: tuple) -> None:
+    """Refuse to replace `out` unless its files are exactly those its recorded seed, size and
+    style regenerate (`wrote`, when they are this call's)."""
+    if wrote is None:
+        seed, dialogues, _ = recorded
+        try:
+            wrote = _release_files(*recorded) if type(seed) is int and type(dialogues) is int else {}
+        except ValueError:  # a size or style the generator refuses: nothing regenerates
+            wrote = {}
+    present = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
+               if p.is_file()}
+    changed = sorted(name for name in {*wrote, *present}
+                     if name not in wrote or present.get(name) != wrote[name].encode("utf-8"))
+    if changed:
+        raise UsageError(f"{out} holds a synthetic release changed or added to since it was "
+                         f"generated ({name_ids(changed, 3)}): move it away or write into a new or "
+                         "empty folder")
 
 
 def release_metadata(seed: int, dialogues: int, style: str = DEFAULT_STYLE) -> dict:
@@ -497,21 +538,3 @@ def release_metadata(seed: int, dialogues: int, style: str = DEFAULT_STYLE) -> d
                            f"(Table 3 sizes, intent and slot shares): meditod_hub.data.synthetic, "
                            f"seed {seed}{said}.",
             "generator": generator}
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="release folder to write")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dialogues", type=int, default=PAPER_DIALOGUES)
-    parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
-                        help="how utterances say their labels (template: filler-padded, the "
-                             "paper's lengths; realistic: varied natural phrasings)")
-    args = parser.parse_args(argv)
-    out = generate_release(args.out, args.seed, args.dialogues, args.style)
-    print(f"wrote {args.dialogues} synthetic dialogues ({args.style} style) to {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -15,9 +15,10 @@ failure). Metrics are in docs/format.md ("Metrics") and `meditod_hub.evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from meditod_hub.data import views
 from meditod_hub.errors import UsageError
 
 
@@ -44,6 +45,37 @@ _NLG = (Metric("bleu2", "bleu", "BLEU-2 (NLTK, x100)", ".2f"),
         Metric("bertscore.f1", "bertscore", "BERTScore F1"))
 
 
+# How each task scores its labels (gold labels, predictions, gold rows, the options of
+# `Task.score`): a field of the task, so nothing here or elsewhere asks which task it is.
+def _score_nlu(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge,
+               **_options) -> dict:
+    from meditod_hub.evaluation import metrics  # listed in layers.UPWARD (training-time scoring)
+
+    return metrics.nlu_f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
+
+
+def _score_pol(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge,
+               pak_mode: str, **_options) -> dict:
+    from meditod_hub.evaluation import metrics  # listed in layers.UPWARD (training-time scoring)
+
+    results = metrics.pol_f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
+    results["precision_at_k"] = metrics.pol_precision_at_k(
+        gold, predictions, [row["dialogue_id"] for row in gold_rows], mode=pak_mode)
+    results["precision_at_k_mode"] = pak_mode
+    return results
+
+
+def _score_nlg(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *,
+               bertscore_model: str | None, bertscore_layer: int | None, seed: int,
+               **_options) -> dict:
+    from meditod_hub.evaluation import metrics  # listed in layers.UPWARD (training-time scoring)
+
+    texts = [p if isinstance(p, str) else "" for p in predictions]
+    return {**metrics.nlg_scores(texts, gold, bertscore_model, bertscore_layer, seed),
+            "examples": len(gold),
+            "parse_failures": sum(not isinstance(p, str) for p in predictions)}
+
+
 @dataclass(frozen=True)
 class Task:
     name: str
@@ -61,6 +93,10 @@ class Task:
     # Where a label item keeps its slots: under this key (NLU items), or None for beside the
     # head (a doctor action's slots are its other keys).
     slots_key: str | None = None
+    # Its scoring (gold labels, predictions, gold rows, options -> the results dict) and, for a
+    # cascaded task, how its rows are rebuilt from the upstream task's predicted labels.
+    scorer: Callable[..., dict] = _score_nlu
+    cascade_builder: Callable[[Sequence[dict], dict], list[dict]] | None = None
 
     @property
     def structured(self) -> bool:
@@ -85,10 +121,9 @@ class Task:
     def cascade_rows(self, rows: list[dict], upstream_labels: dict) -> list[dict]:
         """Rows whose `input_column` is built from the upstream task's predicted labels (by row
         id; None for one that did not parse): the paper's pipeline."""
-        from meditod_hub.data import views
-
-        build = {"pol": views.cascade_pol_rows, "nlg": views.cascade_nlg_rows}[self.name]
-        return build(rows, upstream_labels)
+        if self.cascade_builder is None:
+            raise ValueError(f"{self.name} is not built from an upstream task's labels")
+        return self.cascade_builder(rows, upstream_labels)
 
     def gold(self, rows: Sequence[dict]) -> list:
         return [row[self.target_column] for row in rows]
@@ -101,43 +136,35 @@ class Task:
         `gold_rows` need the target column and `id` (POL also `dialogue_id`, for P@K);
         `predictions` are labels aligned with them, None for one that did not parse.
         """
-        from meditod_hub.evaluation import metrics
-
         if len(predictions) != len(gold_rows):
             raise ValueError(f"{len(predictions)} predictions for {len(gold_rows)} gold rows")
-        gold = self.gold(gold_rows)
-        if not self.structured:
-            texts = [p if isinstance(p, str) else "" for p in predictions]
-            return {**metrics.nlg_scores(texts, gold, bertscore_model, bertscore_layer, seed),
-                    "examples": len(gold),
-                    "parse_failures": sum(not isinstance(p, str) for p in predictions)}
-        f1 = metrics.nlu_f1 if self.name == "nlu" else metrics.pol_f1
-        results = f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
-        if self.name == "pol":
-            results["precision_at_k"] = metrics.pol_precision_at_k(
-                gold, predictions, [row["dialogue_id"] for row in gold_rows], mode=pak_mode)
-            results["precision_at_k_mode"] = pak_mode
-        return results
+        return self.scorer(self.gold(gold_rows), predictions, gold_rows, judge=judge,
+                           pak_mode=pak_mode, bertscore_model=bertscore_model,
+                           bertscore_layer=bertscore_layer, seed=seed)
 
 
 TASKS: dict[str, Task] = {task.name: task for task in (
     Task("nlu", "patient", "nlu", "intent",
          "from the dialogue so far and the patient's utterance, predict its intents, slots and "
          "attributes (CMAS labels)", "f1", _F1 + (_JOINT,),
-         ("f1", "medical.f1", "joint_accuracy"), slots_key="slots"),
+         ("f1", "medical.f1", "joint_accuracy"), slots_key="slots", scorer=_score_nlu),
     Task("pol", "doctor", "actions", "action",
          "from the dialogue so far and the dialogue state, predict the doctor's next actions",
          "f1", _F1 + (_JOINT,) + _PAK,
          ("f1", "medical.f1", "joint_accuracy", "precision_at_k.1", "precision_at_k.4",
-          "precision_at_k.inf"), upstream="nlu", input_column="state"),
+          "precision_at_k.inf"), upstream="nlu", input_column="state", scorer=_score_pol,
+         cascade_builder=views.cascade_pol_rows),
     Task("nlg", "doctor", "response", None,
          "from the dialogue so far and the doctor's actions, write the doctor's utterance",
          "bleu4", _NLG, ("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1"),
-         upstream="pol", input_column="actions"),
+         upstream="pol", input_column="actions", scorer=_score_nlg,
+         cascade_builder=views.cascade_nlg_rows),
 )}
 TASK_NAMES = tuple(TASKS)
-LABELLED_TASK_NAMES = tuple(name for name, task in TASKS.items() if task.structured)  # NLU, POL
-CASCADED_TASK_NAMES = tuple(name for name, task in TASKS.items() if task.upstream)   # POL, NLG
+LABELLED_TASKS = tuple(task for task in TASKS.values() if task.structured)  # NLU, POL
+CASCADED_TASKS = tuple(task for task in TASKS.values() if task.upstream)   # POL, NLG
+LABELLED_TASK_NAMES = tuple(task.name for task in LABELLED_TASKS)
+CASCADED_TASK_NAMES = tuple(task.name for task in CASCADED_TASKS)
 # A recipe's `task: multitask` trains one model on the three tasks' examples together (the chat
 # format tells them apart by their system message); it is not a task of its own.
 MULTITASK = "multitask"
@@ -145,14 +172,27 @@ MULTITASK = "multitask"
 
 def tasks_of(recipe_task: str) -> tuple[str, ...]:
     """The tasks a recipe's (or run's) `task` trains: all three for `multitask`."""
-    return TASK_NAMES if recipe_task == MULTITASK else (get_task(recipe_task).name,)
+    return tuple(task.name for task in task_specs_of(recipe_task))
+
+
+def task_specs_of(recipe_task: str) -> tuple[Task, ...]:
+    """The tasks a recipe's (or run's) `task` trains, as Tasks: all three for `multitask`."""
+    return tuple(TASKS.values()) if recipe_task == MULTITASK else (get_task(recipe_task),)
 
 
 def get_task(name: str) -> Task:
+    """The task named `name`: called where a name comes in (a command's flag, a recipe, a
+    results file, a public entry point); the task is passed on as this object."""
     try:
         return TASKS[name]
     except KeyError:
         raise UsageError(f"unknown task {name!r}: choose one of {', '.join(TASK_NAMES)}") from None
+
+
+def as_task(task: Task | str) -> Task:
+    """A public entry point that also takes a task's name (callers outside the kit, such as
+    the harness exporters and tests, pass names): a Task passes through untouched."""
+    return task if isinstance(task, Task) else get_task(task)
 
 
 # speaker -> the task whose label that speaker's release utterances carry (patient: NLU, doctor:

@@ -19,12 +19,10 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from meditod_hub.arguments import parse_args
 from meditod_hub.data.release import ReleaseError, read_release
-from meditod_hub.data.tasks import LABELLED_TASK_NAMES, get_task
+from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task
 from meditod_hub.data.views import view_rows
-from meditod_hub.errors import MeditodError, run_main
-from meditod_hub.files import atomic_write, output_path
+from meditod_hub.errors import MeditodError
 
 SHOWN = 20  # disagreements printed; the file holds them all
 
@@ -36,9 +34,9 @@ class AgreementArguments:
     out: str | None = field(default=None, metadata={"help": "results JSON to write"})
 
 
-def score(task: str, gold_rows: list[dict], labels: list) -> dict:
+def score(task: Task, gold_rows: list[dict], labels: list) -> dict:
     """`meditod evaluate`'s scores of `labels` against `gold_rows` (the task spec's `score`)."""
-    return get_task(task).score(gold_rows, labels)
+    return task.score(gold_rows, labels)
 
 
 def load(folder: str, side: str) -> dict[str, dict]:
@@ -65,10 +63,9 @@ def check_same_dialogue(did: str, a: dict, b: dict) -> None:
                                "between A and B: these are not labels of the same dialogue")
 
 
-def label_paths(task: str, label: list) -> Counter:
+def label_paths(spec: Task, label: list) -> Counter:
     """(name path, value) pairs of one label; paths are names only (intent or action / slot /
     attribute or check)."""
-    spec = get_task(task)
     out: Counter = Counter()
     for item in label:
         kind, slots = item.get(spec.item_head), spec.item_slots(item)
@@ -101,10 +98,10 @@ def _action_paths(entry: dict):
 ENTRY_PATHS = {"nlu": _attribute_paths, "actions": _action_paths}  # by the label's column
 
 
-def disagreements(task: str, rows_a: list[dict], labels_b: list) -> list[dict]:
+def disagreements(task: Task, rows_a: list[dict], labels_b: list) -> list[dict]:
     found = []
     for row, b in zip(rows_a, labels_b):
-        pa, pb = label_paths(task, row[get_task(task).target_column]), label_paths(task, b)
+        pa, pb = label_paths(task, row[task.target_column]), label_paths(task, b)
         only_a = sorted({"/".join(p) for p, _ in pa - pb})
         only_b = sorted({"/".join(p) for p, _ in pb - pa})
         if only_a or only_b:
@@ -120,17 +117,17 @@ def agreement(a: dict[str, dict], b: dict[str, dict]) -> dict:
     for did in shared:
         check_same_dialogue(did, a[did], b[did])
     results: dict = {}
-    for task in LABELLED_TASK_NAMES:
-        column = get_task(task).target_column
+    for spec in LABELLED_TASKS:
+        task, column = spec.name, spec.target_column
         rows_a = [r for did in shared for r in view_rows(task, did, a[did])]
         rows_b = {r["id"]: r for did in shared for r in view_rows(task, did, b[did])}
         labels_b = [rows_b[r["id"]][column] for r in rows_a]
-        forward = score(task, rows_a, labels_b)
-        backward = score(task, [rows_b[r["id"]] for r in rows_a], [r[column] for r in rows_a])
+        forward = score(spec, rows_a, labels_b)
+        backward = score(spec, [rows_b[r["id"]] for r in rows_a], [r[column] for r in rows_a])
         results[task] = {"task": task, "split": "all", **forward,
                          "f1_b_as_gold": backward["f1"],
                          "symmetric_f1": (forward["f1"] + backward["f1"]) / 2,
-                         "disagreements": disagreements(task, rows_a, labels_b)}
+                         "disagreements": disagreements(spec, rows_a, labels_b)}
     results["dialogues"] = shared
     results["only_in_a"] = [did for did in a if did not in b]
     results["only_in_b"] = [did for did in b if did not in a]
@@ -153,20 +150,3 @@ def summary(results: dict) -> str:
         if len(r["disagreements"]) > SHOWN:
             lines.append(f"  ... and {len(r['disagreements']) - SHOWN} more (see the results file)")
     return "\n".join(lines)
-
-
-def main(argv: list[str]) -> int:
-    (args,) = parse_args([AgreementArguments], argv, "meditod agreement",
-                         __doc__.split("\n\n")[0])
-    if args.out:  # before the work: never over an annotator's files or another command's
-        output_path(args.out, purpose="agreement", input_folders=[args.a, args.b])
-    results = agreement(load(args.a, "A"), load(args.b, "B"))
-    print(summary(results))
-    if args.out:
-        atomic_write(args.out, json.dumps(results, indent=2) + "\n", purpose="agreement")
-        print(f"wrote {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

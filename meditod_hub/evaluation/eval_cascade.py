@@ -21,27 +21,21 @@ split's text: keep them where the data may be).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub import quiet
-from meditod_hub.arguments import parse_args
 from meditod_hub.data import provenance
-from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
-from meditod_hub.errors import UsageError, run_main
-from meditod_hub.evaluation.metrics.nlg import bertscore_setting
+from meditod_hub.data.tasks import CASCADED_TASK_NAMES, CASCADED_TASKS, TASK_NAMES, TASKS, Task
+from meditod_hub.errors import UsageError
 from meditod_hub.files import atomic_write, output_folder
 from meditod_hub.models.cascade import Pipeline, PipelineArguments, cascade
 from meditod_hub.models.records import Prediction, value_at, write_predictions
 from meditod_hub.models.runs import (
     RunError,
     base_label,
-    choose_data,
     hub_id,
     run_info_digest,
-    trained_data,
 )
 
 PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
@@ -96,9 +90,9 @@ def load_split(data: str, split: str) -> dict[str, list[dict]]:
     return {task: load(data, task, split) for task in TASK_NAMES}
 
 
-def score(task: str, gold_rows: list[dict], records: list[Prediction], args: EvalCascadeArguments,
+def score(task: Task, gold_rows: list[dict], records: list[Prediction], args: EvalCascadeArguments,
           judge) -> dict:
-    return get_task(task).score(gold_rows, [r.label for r in records], judge=judge,
+    return task.score(gold_rows, [r.label for r in records], judge=judge,
                                 pak_mode=args.pak_mode, bertscore_model=args.bertscore_model,
                                 bertscore_layer=args.bertscore_layer)
 
@@ -156,11 +150,11 @@ def table_rows(results: dict) -> list[dict]:
     """{task, name, gold_input, cascaded} for every POL and NLG metric present in either column
     (the model card's metric list and formats)."""
     rows = []
-    for task in CASCADED_TASK_NAMES:
-        for metric in get_task(task).metrics:
-            values = [value_at(results[task][column], metric.key) for column in COLUMNS]
+    for spec in CASCADED_TASKS:
+        for metric in spec.metrics:
+            values = [value_at(results[spec.name][column], metric.key) for column in COLUMNS]
             if any(v is not None for v in values):
-                rows.append({"task": task.upper(), "name": metric.name, **{
+                rows.append({"task": spec.name.upper(), "name": metric.name, **{
                     column: "—" if v is None else format(v, metric.fmt)
                     for column, v in zip(COLUMNS, values)}})
     return rows
@@ -197,13 +191,13 @@ def write_chart(results: dict, path: Path) -> None:
     from meditod_hub.evaluation.metrics.report import bar_chart
 
     rows = {}
-    for task in CASCADED_TASK_NAMES:
-        for metric in get_task(task).metrics:
-            pair = [value_at(results[task][column], metric.key) for column in COLUMNS]
-            if metric.key not in get_task(task).chart_metrics or None in pair:
+    for spec in CASCADED_TASKS:
+        for metric in spec.metrics:
+            pair = [value_at(results[spec.name][column], metric.key) for column in COLUMNS]
+            if metric.key not in spec.chart_metrics or None in pair:
                 continue
             scale = 100 if metric.key.startswith("bleu") else 1  # NLTK BLEU is x100
-            name = f"{task.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
+            name = f"{spec.name.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
             rows[name] = {COLUMN_LABELS[c]: value / scale for c, value in zip(COLUMNS, pair)}
     data = provenance.Provenance.from_json(results.get("provenance"))
     title = "Cascade " + " → ".join(f"{t.upper()} {results['models'][t]['label']}" for t in TASK_NAMES)
@@ -285,9 +279,9 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
                               getattr(models.predictors[task], "folder", None))}
                    for task, spec in zip(TASK_NAMES, specs)},
         "constrained": specs[0].decode.constrained,
-        "nlu": score("nlu", rows["nlu"], run["nlu"], args, judge),
-        **{task: {column: score(task, rows[task], run[task][column], args, judge)
-                  for column in COLUMNS} for task in CASCADED_TASK_NAMES},
+        "nlu": score(TASKS["nlu"], rows["nlu"], run["nlu"], args, judge),
+        **{spec.name: {column: score(spec, rows[spec.name], run[spec.name][column], args, judge)
+                       for column in COLUMNS} for spec in CASCADED_TASKS},
         "attribution": attribution(rows, run),
         "seconds": {"load": loaded - start, **run["seconds"]},
     }
@@ -297,26 +291,3 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     write_chart(results, out / "results.png")
     results["out"] = str(out)
     return results
-
-
-def main(argv: list[str]) -> int:
-    pipeline, args = parse_args((PipelineArguments, EvalCascadeArguments), argv,
-                                "meditod eval-cascade", __doc__.split("\n\n")[0])
-    quiet.progress_bars_off()
-    args.data, notes = choose_data(args.data, {f"the {task.upper()} run": trained_data(source)
-                                               for task, source in zip(TASK_NAMES, (
-                                                   pipeline.nlu, pipeline.pol, pipeline.nlg))})
-    for note in notes:
-        print(note, file=sys.stderr)
-    if args.bertscore_model:
-        bertscore_setting(args.bertscore_model, args.bertscore_layer)
-    results = evaluate_cascade(pipeline, args)
-    pol, nlg = results["pol"], results["nlg"]
-    print(f"POL F1 {pol['gold_input']['f1']:.4f} -> {pol['cascaded']['f1']:.4f} cascaded; "
-          f"NLG BLEU-4 {nlg['gold_input']['bleu4']:.2f} -> {nlg['cascaded']['bleu4']:.2f}; "
-          f"wrote {results['out']}/results.json, .md, .png")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -19,29 +19,20 @@ follow `records`. Logs carry figures only, never dialogue text or labels.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.arguments import parse_args
 from meditod_hub.data import provenance
-from meditod_hub.data.tasks import TASK_NAMES, get_task
-from meditod_hub.errors import run_main
+from meditod_hub.data.tasks import TASK_NAMES, Task
 from meditod_hub.evaluation.metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
-from meditod_hub.evaluation.metrics.nlg import bertscore_setting
 from meditod_hub.evaluation.metrics.precision_at_k import MODES as PAK_MODES
-from meditod_hub.evaluation.metrics.report import write_results
-from meditod_hub.files import output_path
 from meditod_hub.models.records import (
     Results,
     align,
     decoding_constrained,
-    file_in,
     read_predictions,
-    results_name,
-    side_files,
 )
-from meditod_hub.models.runs import choose_data, run_of, run_settings, trained_data
+from meditod_hub.models.runs import run_of, run_settings
 
 
 @dataclass
@@ -84,10 +75,10 @@ class EvaluateArguments:
     chart: bool = field(default=True, metadata={"help": "write the PNG chart"})
 
 
-def evaluate(args: EvaluateArguments) -> Results:
+def evaluate(args: EvaluateArguments, task: Task) -> Results:
+    """`task`: args.task, resolved by the command."""
     from meditod_hub.data.dataset import load_split
 
-    task = get_task(args.task)
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,
                        cache=args.judge_cache, api_key_env=args.judge_api_key_env,
                        threshold=args.judge_threshold, workers=args.judge_workers,
@@ -107,28 +98,3 @@ def system_of(predictions: Path) -> str:
     run = run_of(predictions)
     model = run_settings(run)[0].get("model") if run else None
     return str(model) if model else predictions.stem
-
-
-def main(argv: list[str]) -> int:
-    (args,) = parse_args((EvaluateArguments,), argv, "meditod evaluate", __doc__.split("\n\n")[0])
-    args.out = file_in(args.out or args.predictions.parent, results_name(args.predictions), ".json")
-    args.data, notes = choose_data(args.data, {"the predictions' run": trained_data(args.predictions)})
-    for note in notes:
-        print(note, file=sys.stderr)
-    for path in (args.out, *side_files(args.out)):
-        output_path(path, purpose="evaluate", inputs=[args.predictions, args.judge_cache],
-                    input_folders=[args.data])
-    if args.bertscore_model and not get_task(args.task).structured:
-        bertscore_setting(args.bertscore_model, args.bertscore_layer)
-    results = evaluate(args)
-    write_results(results, args.out, chart=args.chart, purpose="evaluate",
-                  system=system_of(args.predictions))
-    task = get_task(args.task)
-    headline = task.headline_metric
-    print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}; "
-          f"{results.scores['parse_failures']} parse failures -> {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -17,13 +17,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
+from meditod_hub.data.tasks import CASCADED_TASKS, TASK_NAMES, TASKS, Task
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.models.adapters import SharedModels
+from meditod_hub.models.constrained import (
+    VOCABULARY_DEFAULT,
+    Vocabulary,
+    resolve_vocabulary,
+    training_vocabulary,
+)
 from meditod_hub.models.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
 from meditod_hub.models.records import Prediction
+from meditod_hub.models.runs import trained_data
 
 FIRST = "nlu"  # the stage that reads only the dialogue; every other one has an upstream
 
@@ -51,6 +59,10 @@ class PipelineArguments:
     constrained: bool | None = field(default=None, metadata={
         "help": "decode under the CMAS grammar (meditod_hub.models.constrained), so NLU and POL always "
                 "parse (default: on for the assistant, off for eval-cascade, as in the paper)"})
+    vocabulary: str = field(default=VOCABULARY_DEFAULT, metadata={
+        "help": "under the grammar, the medical values NLU and POL may say: train (the canonical "
+                "values of the training split each run recorded, when that dataset folder is "
+                "here; else free), none (free text) or a vocabulary file"})
     endpoint: str | None = _optional(
         "OpenAI-compatible base URL serving the three models under three names (vLLM "
         "--enable-lora --lora-modules nlu=... pol=... nlg=...); --nlu/--pol/--nlg still name "
@@ -64,7 +76,7 @@ class PipelineArguments:
 
     def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
         """The three specs; `constrained` is the command's default when the flag is not given
-        (medical values stay free: a conversation has no training split to draw them from)."""
+        (its medical values: `--vocabulary`)."""
         names = self.served_models.split(",")
         if len(names) != len(TASK_NAMES) or not all(name.strip() for name in names):
             raise UsageError(f"--served_models {self.served_models!r}: give three names "
@@ -72,17 +84,36 @@ class PipelineArguments:
         setting = constrained if self.constrained is None else self.constrained
         if self.endpoint and self.constrained is None:
             setting = False  # a served grammar needs the server's kind: ask with --constrained
-        decode = DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
-                               constrained=setting)
+        given = None if self.vocabulary == VOCABULARY_DEFAULT else \
+            resolve_vocabulary(self.vocabulary, None)  # a file (read once) or none
+
+        def vocabulary(task: str) -> Vocabulary | None:
+            if not (setting and TASKS[task].structured):
+                return None
+            return run_vocabulary(getattr(self, task)) if self.vocabulary == VOCABULARY_DEFAULT \
+                else given
+
+        decode = {task: DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
+                                      constrained=setting, vocabulary=vocabulary(task))
+                  for task in TASK_NAMES}
         # a patient's words are never cached to disk
         # (--timeout also bounds each request for a Hub model's files)
         served = {"cache": None, "timeout": self.timeout} if self.endpoint \
             else {"timeout": self.timeout}
         return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
                                getattr(self, f"{task}_revision"), endpoint=self.endpoint,
-                               served_model=name if self.endpoint else None, decode=decode,
+                               served_model=name if self.endpoint else None, decode=decode[task],
                                endpoint_options=served)
                      for task, name in zip(TASK_NAMES, names))
+
+
+def run_vocabulary(model: str) -> Vocabulary | None:
+    """The canonical medical values a run was trained on (its recorded dataset's training split),
+    for its grammar: a small model then says "coughing" for "a dry cough" rather than copying the
+    words. None (free values) for a model whose training data is not here (a Hub id, a bare
+    folder, a dataset given as a Hub id)."""
+    data = trained_data(model)
+    return training_vocabulary(data) if data and Path(data).is_dir() else None
 
 
 class Pipeline:
@@ -98,7 +129,7 @@ class Pipeline:
         # one SharedModels for the three stages: one base for its adapters, a folder loaded once
         models = SharedModels()
         predictors = [load_predictor(spec, task, models)
-                      for spec, task in zip((nlu, pol, nlg), TASK_NAMES)]
+                      for spec, task in zip((nlu, pol, nlg), TASKS.values())]
         return cls(*predictors, loading=models.notes, **kwargs)
 
     def run_stage(self, task: str, rows: list[dict],
@@ -114,19 +145,19 @@ class Pipeline:
         return records, time.perf_counter() - start
 
 
-def run_both(pipeline: Pipeline, task: str, gold_rows: Sequence[dict],
+def run_both(pipeline: Pipeline, task: Task, gold_rows: Sequence[dict],
              cascaded_rows: Sequence[dict], gold_inputs: bool = True,
              stream: Callable[[str], None] | None = None,
              ) -> tuple[dict[str, list[Prediction]], float]:
     """Gold-input and cascaded records of one module, each distinct input generated once
     (only the cascaded ones without `gold_inputs`)."""
     if not gold_inputs:
-        records, seconds = pipeline.run_stage(task, list(cascaded_rows), stream)
+        records, seconds = pipeline.run_stage(task.name, list(cascaded_rows), stream)
         return {"cascaded": records}, seconds
-    column = get_task(task).input_column
+    column = task.input_column
     differs = [c[column] != g[column] for g, c in zip(gold_rows, cascaded_rows)]
     extra = [c for c, d in zip(cascaded_rows, differs) if d]
-    records, seconds = pipeline.run_stage(task, list(gold_rows) + extra)
+    records, seconds = pipeline.run_stage(task.name, list(gold_rows) + extra)
     gold, rest = records[:len(gold_rows)], iter(records[len(gold_rows):])
     cascaded = [next(rest) if d else g for g, d in zip(gold, differs)]
     return {"gold_input": gold, "cascaded": cascaded}, seconds
@@ -150,14 +181,14 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
     run: dict = {FIRST: records, "seconds": {FIRST: seconds}}
     labels = {FIRST: {**(earlier or {}), **{r.id: r.label for r in records}}}
     carried: dict[str, dict] = {}  # row id -> the inputs the cascade built so far (POL's state)
-    for task in CASCADED_TASK_NAMES:
-        spec = get_task(task)
+    for spec in CASCADED_TASKS:
+        task = spec.name
         rows_in = [{**row, **carried.get(row["id"], {})} for row in rows[task]]
         run[f"{task}_rows"] = spec.cascade_rows(rows_in, labels[spec.upstream])
         for row in run[f"{task}_rows"]:
             carried.setdefault(row["id"], {})[spec.input_column] = row[spec.input_column]
-        last = task == CASCADED_TASK_NAMES[-1]
-        run[task], run["seconds"][task] = run_both(pipeline, task, rows[task],
+        last = spec is CASCADED_TASKS[-1]
+        run[task], run["seconds"][task] = run_both(pipeline, spec, rows[task],
                                                    run[f"{task}_rows"], gold_inputs,
                                                    stream if last else None)
         labels[task] = {r.id: r.label for r in run[task]["cascaded"]}

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import cmas
-from meditod_hub.data.tasks import LABELLED_TASK_NAMES, get_task
+from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task
 from meditod_hub.errors import UsageError
 
 FORMATS = ("chat", "span", "pptod", "fewshot")
@@ -86,12 +86,11 @@ class LabelSchema:
     slots: tuple[SlotSchema, ...]
 
 
-def label_schema(task: str, status_attributes: bool = False) -> LabelSchema:
+def label_schema(spec: Task, status_attributes: bool = False) -> LabelSchema:
     """The CMAS language of `task`'s labels, read from cmas now. `status_attributes`: NLU slots
     keyed by base slot with the polarity as a `status` attribute (the in-context answer)."""
-    spec = get_task(task)
     if not spec.structured:
-        raise UsageError(f"task {task!r} has no structured labels to constrain "
+        raise UsageError(f"task {spec.name!r} has no structured labels to constrain "
                          f"({' or '.join(LABELLED_TASK_NAMES)})")
     heads, slots = LABEL_LANGUAGES[spec.target_column](status_attributes)
     return LabelSchema(spec.item_head, heads, spec.slots_key, slots)
@@ -146,10 +145,10 @@ LABEL_LANGUAGES = {"nlu": _nlu_language, "actions": _actions_language}
 
 # --- vocabularies -------------------------------------------------------------------------------
 
-def medical_values(task: str, labels: Iterable) -> Iterable[str]:
+def medical_values(spec: Task, labels: Iterable) -> Iterable[str]:
     """The medical head values of NLU labels or action lists (a value of a slot whose `value`
     is a canonical concept in `task`'s language)."""
-    spec, schema = get_task(task), label_schema(task)
+    schema = label_schema(spec)
     medical = {slot.key for slot in schema.slots if slot.attributes.get("value") == "medical"}
     for label in labels:
         for item in label or ():
@@ -166,9 +165,9 @@ def training_vocabulary(data: str) -> Vocabulary:
     from meditod_hub.data.dataset import load_split
 
     values = set()
-    for task in LABELLED_TASK_NAMES:
-        column = get_task(task).target_column
-        values.update(medical_values(task, (row[column] for row in load_split(data, task, "train"))))
+    for spec in LABELLED_TASKS:
+        values.update(medical_values(spec, (row[spec.target_column]
+                                            for row in load_split(data, spec.name, "train"))))
     return frozenset(v.lower() for v in values if v.strip())
 
 
@@ -366,14 +365,13 @@ def _span_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | Non
     return rules.add("span-label", 'span-item ( " " span-item )*')
 
 
-def grammar(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> str | None:
+def grammar(fmt: str, spec: Task, vocabulary: Vocabulary | None = None) -> str | None:
     """The EBNF of `fmt`'s answer to `task`; None where the answer is free text (NLG of the
     span families and of in-context models)."""
     from meditod_hub.models.formats import chat, pptod
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r}: one of {', '.join(FORMATS)}")
-    spec = get_task(task)
     rules = _Rules()
     rules.add("root", "")
     if not spec.structured:
@@ -385,7 +383,7 @@ def grammar(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> str | 
         else:
             return None
         return rules.text()
-    schema = label_schema(task, status_attributes=fmt == "fewshot")
+    schema = label_schema(spec, status_attributes=fmt == "fewshot")
     if fmt in ("chat", "fewshot"):
         label = _json_label(rules, schema, vocabulary)
         opener, closer = _literal(chat.ANSWER_OPEN + " "), _literal(" " + chat.ANSWER_CLOSE)
@@ -399,11 +397,11 @@ def grammar(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> str | 
     return rules.text()
 
 
-def json_schema(task: str, vocabulary: Vocabulary | None = None) -> dict | None:
+def json_schema(spec: Task, vocabulary: Vocabulary | None = None) -> dict | None:
     """The in-context answer (`fewshot` format) as a JSON schema; None for NLG (free text)."""
-    if not get_task(task).structured:
+    if not spec.structured:
         return None
-    schema = label_schema(task, status_attributes=True)
+    schema = label_schema(spec, status_attributes=True)
 
     def value(kind) -> dict:
         if kind == "list":
@@ -446,7 +444,7 @@ class Constraint:
     """What constrained decoding enforces on one format's answers to one task."""
 
     fmt: str
-    task: str
+    task: Task
     grammar: str | None               # None: free text (nothing to enforce)
     vocabulary_size: int | None = None  # None: medical values are free
     closing_markers: tuple[str, ...] = ()
@@ -457,13 +455,13 @@ class Constraint:
         where the answer is free text."""
         if self.grammar is None:
             return None
-        closing = CLOSING_CHARACTERS[self.fmt] if get_task(self.task).structured else ""
+        closing = CLOSING_CHARACTERS[self.fmt] if self.task.structured else ""
         compiled, closers = _compiled(tokenizer, vocab_size, tuple(stops), self.grammar, closing,
                                       self.closing_markers)
         return GrammarProcessor(compiled, closers, stops, max_new_tokens)
 
 
-def constraint(fmt: str, task: str, vocabulary: Vocabulary | None = None) -> Constraint:
+def constraint(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> Constraint:
     from meditod_hub.models.formats import pptod
 
     text = grammar(fmt, task, vocabulary)
@@ -611,7 +609,7 @@ class ServedConstraint:
 
     server_kind: str
     fmt: str
-    task: str
+    task: Task
     vocabulary: Vocabulary | None = None
     fields: dict | None = field(default=None, init=False, compare=False, hash=False)
 
@@ -634,13 +632,13 @@ class ServedConstraint:
         schema = json_schema(self.task, self.vocabulary) if self.fmt == "fewshot" else None
         if schema is None:
             raise UsageError(f"a {self.server_kind} server takes a JSON schema, not a grammar, and "
-                             f"the {self.fmt} format's {self.task} answer is not plain JSON: serve "
+                             f"the {self.fmt} format's {self.task.name} answer is not plain JSON: serve "
                              "the model with vLLM, SGLang or llama.cpp for --constrained, or drop "
                              "--constrained")
         if self.server_kind == "tgi":
             return {"response_format": {"type": "json_object", "value": schema}}
         return {"response_format": {"type": "json_schema", "json_schema": {
-            "name": f"meditod_{self.task}", "schema": {
+            "name": f"meditod_{self.task.name}", "schema": {
                 "type": "object", "properties": {OPENAI_WRAPPER: schema},
                 "required": [OPENAI_WRAPPER], "additionalProperties": False}}}}
 

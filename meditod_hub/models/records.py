@@ -26,11 +26,11 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from meditod_hub.data.tasks import TASKS, get_task
+from meditod_hub.data.tasks import TASKS, Task, get_task
 from meditod_hub.errors import MeditodError, name_ids
 from meditod_hub.files import atomic_write
 
@@ -210,6 +210,10 @@ class Results:
     split: str
     scores: dict
     provenance: dict | None = None  # what the data scored on is (`data.provenance`), if known
+    spec: Task = field(init=False, repr=False, compare=False)  # `task`, resolved once here
+
+    def __post_init__(self):
+        self.spec = get_task(self.task)
 
     def as_json(self) -> dict:
         return {"task": self.task, "split": self.split,
@@ -220,7 +224,7 @@ class Results:
 
     @property
     def headline(self) -> float | None:
-        return self.value(get_task(self.task).headline)
+        return self.value(self.spec.headline)
 
     @classmethod
     def read(cls, path: str | Path) -> Results:
@@ -238,6 +242,6 @@ class Results:
             raise ResultsError(f"{path}: {bad[0]!r} is {bad[1]}, not a score: rerun "
                                "`meditod evaluate` to write this file again")
         if results.headline is None:
-            raise ResultsError(f"{path}: no {get_task(results.task).headline!r}: not "
+            raise ResultsError(f"{path}: no {results.spec.headline!r}: not "
                                f"{results.task} results")
         return results

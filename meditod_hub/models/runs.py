@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from meditod_hub.data.release import EVAL_SPLITS
-from meditod_hub.data.tasks import MULTITASK, TASKS, tasks_of
+from meditod_hub.data.tasks import MULTITASK, TASKS, Task, task_specs_of, tasks_of
 from meditod_hub.errors import MeditodError
 from meditod_hub.files import atomic_write, read_json
 from meditod_hub.models.families import Budget, Family, get_family
@@ -40,6 +40,15 @@ TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json",
                    "chat_template.jinja", "vocab.*", "merges.txt", "*.model")
 RUN_FILES = (RECIPE, RUN_INFO)
 REQUIRED_INFO = ("model", "task", "family", "base_model", "adapter")
+# A published run's model card holds this YAML block, {model, task, run_id, merged[,
+# constrained]}: what makes a Hub repo one of the kit's (publish, the results table).
+CARD_KEY = "meditod"
+
+
+def card_identity(card) -> dict | None:
+    """A model card's `meditod` block, None for a foreign card (a huggingface_hub ModelCard)."""
+    identity = card.data.to_dict().get(CARD_KEY)
+    return identity if isinstance(identity, dict) else None
 
 
 class RunError(MeditodError, ValueError):
@@ -58,6 +67,11 @@ class Run:
     @property
     def tasks(self) -> tuple[str, ...]:
         return run_tasks(self.info)
+
+    @property
+    def task_specs(self) -> tuple[Task, ...]:
+        """The tasks the run answers, as Tasks (its run_info.json's task, resolved here)."""
+        return task_specs_of(self.info["task"])
 
     @property
     def multitask(self) -> bool:

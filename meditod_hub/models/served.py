@@ -26,6 +26,7 @@ import json
 import sys
 from pathlib import Path
 
+from meditod_hub.data.tasks import Task
 from meditod_hub.models.endpoint import Decoding, Endpoint, Request
 from meditod_hub.models.families import Budget, Family
 from meditod_hub.models.formats.fit import BudgetError
@@ -43,7 +44,7 @@ def checkpoint_scope(model_path: str) -> str:
     return str(folder.resolve()) + ":" + hashlib.sha256(json.dumps(files).encode()).hexdigest()
 
 
-def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget: Budget):
+def requests_for(family: Family, task: Task, rows: list[dict], tokenizer, budget: Budget):
     """(requests, unfit reasons by row index, rows whose prompt re-tokenises differently)."""
     requests, unfit, retokenised = [], {}, []
     for i, row in enumerate(rows):
@@ -62,7 +63,7 @@ def requests_for(family: Family, task: str, rows: list[dict], tokenizer, budget:
     return requests, unfit, retokenised
 
 
-def complete_rows(endpoint: Endpoint, family: Family, task: str, rows: list[dict], budget: Budget,
+def complete_rows(endpoint: Endpoint, family: Family, task: Task, rows: list[dict], budget: Budget,
                   tokenizer=None, constraint=None) -> tuple[dict[int, str], dict[int, str]]:
     """The stripped answer of each row sent (by index) and why each other row was not sent:
     what `predictor.Predictor.generate` returns, so records are built as for a local model.
@@ -75,7 +76,7 @@ def complete_rows(endpoint: Endpoint, family: Family, task: str, rows: list[dict
               file=sys.stderr)
     decoding = Decoding(max_tokens=budget.max_new_tokens,
                         extra_body=constraint.extra_body() if constraint else None)
-    answers = endpoint.complete(requests, decoding, desc=f"{task} via {endpoint.host}")
+    answers = endpoint.complete(requests, decoding, desc=f"{task.name} via {endpoint.host}")
     answer = constraint.answer if constraint else (lambda text: text)
     return ({i: answer(answers[row["id"]].text.strip()) for i, row in enumerate(rows)
              if row["id"] in answers}, unfit)

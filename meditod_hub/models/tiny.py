@@ -22,9 +22,6 @@ the CPU tests and `make demo` need.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,11 +32,9 @@ from transformers import PreTrainedTokenizerFast
 if TYPE_CHECKING:  # the models import torch: only once one is built (`meditod tiny -h` stays light)
     from transformers import BioGptForCausalLM, LlamaForCausalLM, T5ForConditionalGeneration
 
-from meditod_hub.arguments import KitParser
 from meditod_hub.data.dataset import load_split
-from meditod_hub.data.tasks import TASK_NAMES
-from meditod_hub.errors import run_main
-from meditod_hub.files import output_folder, record_output
+from meditod_hub.data.tasks import TASKS, Task
+from meditod_hub.files import new_folder, output_folder, record_output
 from meditod_hub.models.families import FAMILIES
 from meditod_hub.models.formats import pptod
 
@@ -66,10 +61,10 @@ LLAMA3_SPECIALS = ("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>"
 
 def corpus(data: str | Path, split: str = "train") -> Iterator[str]:
     """Every family's source and target text for every row of every task in one split."""
-    return texts_of({task: load_split(data, task, split) for task in TASK_NAMES})
+    return texts_of({task: load_split(data, task.name, split) for task in TASKS.values()})
 
 
-def texts_of(rows_by_task: dict[str, Iterable[dict]]) -> Iterator[str]:
+def texts_of(rows_by_task: dict[Task, Iterable[dict]]) -> Iterator[str]:
     for task, rows in rows_by_task.items():
         for row in rows:
             for family in FAMILIES.values():
@@ -179,19 +174,13 @@ def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model = make_model(len(tok), tok)
     # Saved beside `path`, then renamed: a half-written base is never taken for a finished one.
-    partial = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=path.parent))
-    try:
+    with new_folder(path, prefix=f".{name}.") as partial:
         model.save_pretrained(partial)
         tok.save_pretrained(partial)
         params = sum(p.numel() for p in model.parameters())
         (partial / "tiny.json").write_text(json.dumps({"family": FAMILY_OF[name], "seed": seed,
                                                        "parameters": params}) + "\n")
         record_output(partial, PURPOSE)  # renamed with it
-        if path.exists():
-            shutil.rmtree(path)
-        os.rename(partial, path)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
     return path
 
 
@@ -241,23 +230,3 @@ def build_all(data: str | Path, out: str | Path, names: Iterable[str] = FAMILY_O
         model_folder(out, name)
     texts = list(corpus(data))
     return {name: build(name, texts, Path(out)) for name in names}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = KitParser(prog="meditod tiny", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="meditod",
-                        help="built dataset folder (meditod build; default: meditod)")
-    parser.add_argument("--out", default=str(DEFAULT_OUT),
-                        help=f"folder the models are written into, one subfolder each (default: "
-                             f"{DEFAULT_OUT}, where the tiny-* recipes look for them)")
-    parser.add_argument("--models", nargs="+", default=list(FAMILY_OF), choices=list(FAMILY_OF),
-                        metavar="NAME", help=f"which to build: {', '.join(FAMILY_OF)} (default: all)")
-    args = parser.parse_args(argv)
-    for name, path in build_all(args.data, args.out, args.models).items():
-        params = json.loads((path / "tiny.json").read_text())["parameters"]
-        print(f"{name}: {path} ({params / 1e6:.2f}M parameters)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(run_main(main))

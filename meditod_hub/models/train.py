@@ -1,21 +1,10 @@
-"""The one training entry point: a recipe -> a finished run directory.
-
-    meditod train llama3-8b nlu                     # recipes/llama3-8b/nlu.yaml -> runs/llama3-8b/nlu
-    meditod train tiny-llama                        # nlu, pol and nlg in turn
-    meditod train llama3-8b-multitask               # recipes/llama3-8b-multitask/multitask.yaml
-    meditod train flan-t5-base nlu --gpus 2         # accelerate launch, recipes/accelerate/ddp.yaml
-    meditod train recipes/tiny-llama/nlu.yaml --num_train_epochs=2 --output_dir=runs/x
-    torchrun --nproc_per_node 2 -m meditod_hub.models.train recipes/...   # CPU: gloo
-
-`MODEL [TASK]` names a folder of `recipes/` (and one of its tasks; all its tasks without one), as
-`trl sft` takes a model name; a recipe path works too. `--gpus N` (N > 1) relaunches the same
-command under `accelerate launch` with `--accelerate_config` (default the DDP config; the FSDP
-and ZeRO-3 ones shard); `--out DIR` puts the run folders at DIR/<task>. The tiny recipes' bases
-(`build/tiny-models/tiny-*`) are made on first use from the recipe's dataset (`meditod tiny`).
+"""The one training entry point: a recipe (a parsed `Recipe`) -> a finished run directory.
+`meditod train` (`commands.train`) resolves MODEL [TASK], parses the recipe and its overrides,
+and launches one process or many.
 
 A recipe is YAML whose keys are fields of the trainer's own dataclasses (TRL `SFTConfig` for
 decoders, transformers `Seq2SeqTrainingArguments` for encoder-decoders), TRL `ModelConfig`
-(model, LoRA, 4-bit) and `MeditodArguments` below; every key can be overridden as `--key=value`.
+(model, LoRA, 4-bit) and `MeditodArguments` (`train_settings`); every key can be overridden as `--key=value`.
 Full fine-tuning vs QLoRA is `use_peft` + `load_in_4bit` (ModelConfig's own flags).
 `task: multitask` trains one model on the NLU, POL and NLG examples together (each fitted as in
 its single-task run, under the recipe's one budget, mixed by the trainer's shuffling sampler);
@@ -35,24 +24,19 @@ The run directory (`output_dir`, see `runs`) gets the model (adapter or full wei
 tokenizer, `recipe.yaml` (resolved), `run_info.json` and `checkpoints/`. A rerun resumes from the
 last complete checkpoint there, only if it was trained from the same recipe, dataset and base
 model (each checkpoint records them); `train_runtime_s` adds up every segment of a resumed run.
-Numeric settings no run can train with are refused before any work (`NUMBER_RULES`), and a loss
-that turns NaN or infinite stops the run (`DivergenceCheck`).
+Numeric settings no run can train with are refused before any work (`commands.train.NUMBER_RULES`),
+and a loss that turns NaN or infinite stops the run (`DivergenceCheck`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import hashlib
 import json
 import logging
 import math
 import os
 import platform
-import re
 import shutil
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +46,6 @@ import peft
 import torch
 import transformers
 import trl
-import yaml
 from accelerate import PartialState
 from accelerate.utils import gather_object
 from datasets import Dataset, concatenate_datasets
@@ -70,13 +53,12 @@ from peft import get_peft_model, prepare_model_for_kbit_training
 from transformers import AutoTokenizer, DataCollatorForSeq2Seq, Seq2SeqTrainer, TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
-from trl import ModelConfig, SFTTrainer, TrlParser, get_peft_config, get_quantization_config
+from trl import SFTTrainer, get_peft_config, get_quantization_config
 
-from meditod_hub import quiet
 from meditod_hub.data import provenance
 from meditod_hub.data.dataset import fingerprint, load_split
-from meditod_hub.data.tasks import get_task, tasks_of
-from meditod_hub.errors import MeditodError, UsageError, load_failure, run_main
+from meditod_hub.data.tasks import Task, task_specs_of, tasks_of
+from meditod_hub.errors import MeditodError, UsageError, load_failure
 from meditod_hub.files import atomic_write, output_folder, read_json
 from meditod_hub.models import pretrained
 from meditod_hub.models.families import Budget, Family, get_family
@@ -84,12 +66,7 @@ from meditod_hub.models.formats.fit import BudgetError
 from meditod_hub.models.predictor import DecodeOptions, LocalPredictor
 from meditod_hub.models.runs import CHECKPOINTS, budget_record, write_run_files
 from meditod_hub.models.train_settings import (
-    RECIPES,
     MeditodArguments,
-    folder_tasks,
-    recipe_models,
-    train_help,
-    wants_help,
 )
 
 logger = logging.getLogger("meditod_hub.models.train")
@@ -119,144 +96,6 @@ class Recipe:
         return self.family.budget(self.resolved)
 
 
-def _read_recipe(path: Path) -> dict:
-    if not path.is_file():
-        models = _models()
-        raise UsageError(f"no recipe {path}" + (f"; models: {models}" if models else ""))
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 (byte {exc.start}): save the recipe as UTF-8") from None
-    except RecursionError:
-        raise UsageError(f"{path}: nested too deeply to read: not a recipe") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise UsageError(f"{path}: invalid YAML{where}: fix the recipe") from None
-    if not isinstance(config, dict):
-        raise UsageError(f"{path}: a recipe is a YAML mapping of settings, got "
-                         f"{type(config).__name__}")
-    return config
-
-
-def parse_recipe(argv: list[str]) -> Recipe:
-    """`<recipe.yaml> [--key=value ...]` -> the three dataclasses (TrlParser: YAML, then CLI)."""
-    if wants_help(argv):
-        print(train_help(argv))
-        raise SystemExit(0)
-    if not argv or argv[0].startswith("-"):
-        raise UsageError("give MODEL [TASK] (a recipes/ folder and one of its tasks) or a "
-                         "<recipe.yaml>: meditod train -h lists them")
-    path, overrides = Path(argv[0]), list(argv[1:])
-    config = _read_recipe(path)
-    cli_keys = [a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")]
-    family = get_family(_cli_value(overrides, "family") or config.get("family") or "(missing)")
-    parser = TrlParser((MeditodArguments, family.trainer_arguments_class(), ModelConfig))
-    parser.error = _usage_error  # one line, as every command's flags (not the whole usage)
-    known = {a.dest for a in parser._actions} - {"help", "config"}
-    unknown = sorted((set(config) | set(cli_keys)) - known)
-    if unknown:
-        hints = [f"{k} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, known, 1))
-                 else k for k in unknown]
-        raise UsageError(f"{path}: unknown setting(s) {', '.join(hints)}: recipe keys are fields "
-                         f"of MeditodArguments, ModelConfig and "
-                         f"{family.trainer_arguments_class().__name__}")
-    # Without CUDA, TrainingArguments must be told so at construction: it then runs several
-    # processes as gloo DDP (otherwise each trains alone) and accepts bf16 recipes.
-    device = [] if torch.cuda.is_available() else ["--use_cpu=true"]
-    _check_finite(path, config, overrides, {a.dest: a.type for a in parser._actions})
-    try:
-        script, training, model = parser.parse_args_and_config(["--config", str(path), *device,
-                                                                *overrides])
-    except (ValueError, TypeError, OverflowError) as exc:
-        raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
-    values = {**_plain(model), **training.to_dict(), **_plain(script)}
-    resolved = {k: values[k] for k in dict.fromkeys([*config, *cli_keys]) if k in values}
-    _check_numbers(path, values, cli_keys)
-    return Recipe(path, script, training, model, resolved)
-
-
-# Numbers no run can train with, which TRL and transformers take silently (a zero batch fails
-# minutes later, an infinite learning rate trains NaN): key -> (allowed?, the allowed range).
-# None (unset) is always allowed.
-NUMBER_RULES = {
-    "learning_rate": (lambda v: math.isfinite(v) and v > 0, "a finite number above 0"),
-    "max_steps": (lambda v: v == -1 or v >= 1, "-1 (unset: num_train_epochs decides) or at least 1"),
-    "num_train_epochs": (lambda v: math.isfinite(v) and v > 0, "a finite number above 0 (or set "
-                                                               "max_steps)"),
-    **{key: (lambda v: v >= 1, "a whole number of at least 1")
-       for key in ("max_length", "max_source_length", "max_new_tokens", "effective_batch_size",
-                   "gradient_accumulation_steps", "per_device_train_batch_size",
-                   "per_device_eval_batch_size", "eval_max_examples", "lora_r",
-                   "save_total_limit")},
-    **{key: (lambda v: v > 0, "above 0 (a whole number of steps, or below 1 a fraction of the "
-                              "run's steps)")
-       for key in ("logging_steps", "save_steps", "eval_steps")},
-    "warmup_steps": (lambda v: v >= 0, "at least 0 (steps, or below 1 a fraction of the run)"),
-    "weight_decay": (lambda v: v >= 0, "at least 0"),
-    "max_grad_norm": (lambda v: v >= 0, "at least 0 (0 turns clipping off)"),
-    "lora_alpha": (lambda v: v > 0, "above 0"),
-    "adam_epsilon": (lambda v: v > 0, "above 0"),
-    **{key: (lambda v: 0 <= v < 1, "at least 0 and below 1")
-       for key in ("lora_dropout", "adam_beta1", "adam_beta2")},
-    "seed": (lambda v: 0 <= v < 2 ** 32, "a whole number from 0 to 2**32 - 1"),
-}
-
-
-def _usage_error(message: str):
-    message = re.sub(r"(--\w+)/--[\w-]+", r"\1", message)  # `--max_steps`, not its alias too
-    raise UsageError(f"{message} (see meditod train -h)")
-
-
-def _check_finite(path: Path, config: dict, overrides: list[str], types: dict) -> None:
-    """Refuse NaN and infinity (1e309 reads as infinity) in any setting that is not text, before
-    the parser turns one into an int (OverflowError) or a run trains on it."""
-    def infinite(value) -> bool:
-        try:
-            return not math.isfinite(float(value))
-        except (TypeError, ValueError):
-            return False
-
-    def checked_later(key: str) -> bool:  # NUMBER_RULES says its finite range
-        return key in NUMBER_RULES and "finite" in NUMBER_RULES[key][1]
-
-    for key, value in config.items():
-        if checked_later(key):
-            continue
-        if not isinstance(value, bool) and isinstance(value, (int, float, str)) \
-                and (isinstance(value, float) or types.get(key) is not str) and infinite(value):
-            raise UsageError(f"{path}: {key}: {value}: must be a finite number")
-    for key in {a[2:].split("=", 1)[0].replace("-", "_") for a in overrides if a.startswith("--")}:
-        text = _cli_value(overrides, key) or _cli_value(overrides, key.replace("_", "-"))
-        if text is not None and types.get(key) is not str and not checked_later(key) \
-                and infinite(text):
-            raise UsageError(f"--{key}={text}: must be a finite number")
-
-
-def _check_numbers(path: Path, values: dict, cli_keys: list[str]) -> None:
-    """Refuse a numeric setting outside `NUMBER_RULES` before any work, naming where it was set."""
-    for key, (allowed, range_) in NUMBER_RULES.items():
-        value = values.get(key)
-        if value is None or (key == "num_train_epochs" and values.get("max_steps", -1) >= 1):
-            continue  # unset, or epochs that max_steps overrides
-        if not (math.isfinite(value) and allowed(value)):
-            where = f"--{key}={value}" if key in cli_keys else f"{path}: {key}: {value}"
-            raise UsageError(f"{where}: must be {range_}")
-
-
-def _cli_value(args: list[str], key: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg.startswith(f"--{key}="):
-            return arg.split("=", 1)[1]
-        if arg == f"--{key}" and i + 1 < len(args):
-            return args[i + 1]
-    return None
-
-
-def _plain(instance) -> dict:
-    return {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance)}
-
-
 # --- data ----------------------------------------------------------------------------------
 @dataclass
 class Encoded:
@@ -266,7 +105,7 @@ class Encoded:
     skipped: list[str] = field(default_factory=list)      # ids of examples that cannot fit
 
 
-def encode(family: Family, task: str, rows: list[dict], tokenizer, budget: Budget) -> Encoded:
+def encode(family: Family, task: Task, rows: list[dict], tokenizer, budget: Budget) -> Encoded:
     """Trainer-ready examples within the budget; nothing is cut or dropped without a count."""
     examples, truncated, state_cut, skipped = [], 0, 0, []
     for row in rows:
@@ -282,7 +121,7 @@ def encode(family: Family, task: str, rows: list[dict], tokenizer, budget: Budge
                    skipped)
 
 
-def encode_tasks(family: Family, rows_by_task: dict[str, list[dict]], tokenizer,
+def encode_tasks(family: Family, rows_by_task: dict[Task, list[dict]], tokenizer,
                  budget: Budget) -> Encoded:
     """The examples of one or several tasks under one budget, in one dataset (a multi-task run's
     tasks are mixed by the trainer's shuffling sampler); skipped ids name their task."""
@@ -293,7 +132,7 @@ def encode_tasks(family: Family, rows_by_task: dict[str, list[dict]], tokenizer,
     return Encoded(concatenate_datasets(found) if found else None,
                    sum(part.truncated for part in parts.values()),
                    sum(part.state_cut for part in parts.values()),
-                   [f"{task}:{i}" if several else i
+                   [f"{task.name}:{i}" if several else i
                     for task, part in parts.items() for i in part.skipped])
 
 
@@ -399,7 +238,7 @@ class ValidationScorer:
     """
 
     family: Family
-    task: str
+    spec: Task
     rows: list[dict]
     tokenizer: object
     budget: Budget
@@ -407,11 +246,11 @@ class ValidationScorer:
 
     def __call__(self, model, accelerator) -> dict:
         mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
-        predictor = LocalPredictor(model, self.tokenizer, self.family, self.task, self.budget,
+        predictor = LocalPredictor(model, self.tokenizer, self.family, self.spec, self.budget,
                                    DecodeOptions(self.batch_size))
         records = predictor.predict([self.rows[i] for i in mine])
         gathered = dict(gather_object([(i, r.label) for i, r in zip(mine, records)]))
-        scores = get_task(self.task).score(self.rows, [gathered[i] for i in range(len(self.rows))])
+        scores = self.spec.score(self.rows, [gathered[i] for i in range(len(self.rows))])
         return {"f1": scores["f1"], "parse_failures": scores["parse_failures"]}
 
 
@@ -423,7 +262,7 @@ class MultiTaskScorer:
     scorers: list[ValidationScorer]
 
     def __call__(self, model, accelerator) -> dict:
-        scores = {s.task: s(model, accelerator) for s in self.scorers}
+        scores = {s.spec.name: s(model, accelerator) for s in self.scorers}
         return {"f1": sum(v["f1"] for v in scores.values()) / len(scores),
                 "parse_failures": sum(v["parse_failures"] for v in scores.values()),
                 **{f"{task}_f1": v["f1"] for task, v in scores.items()}}
@@ -641,8 +480,9 @@ def prepare_data(recipe: Recipe, tokenizer, budget: Budget):
     """Fitted train / validation examples and, for NLU and POL, the generating F1 scorer (of
     every task a multi-task recipe trains)."""
     script, training, family = recipe.script, recipe.training, recipe.family
-    tasks = tasks_of(script.task)
-    train = encode_tasks(family, {t: load_split(script.dataset_name, t, script.dataset_train_split)
+    tasks = task_specs_of(script.task)
+    train = encode_tasks(family, {t: load_split(script.dataset_name, t.name,
+                                                script.dataset_train_split)
                                   for t in tasks}, tokenizer, budget)
     if train.dataset is None:
         raise MeditodError(f"{script.dataset_name}: no {script.task} training example fits "
@@ -650,12 +490,12 @@ def prepare_data(recipe: Recipe, tokenizer, budget: Budget):
     _log_fit("train", train, budget)
     if not script.dataset_eval_split or training.eval_strategy == "no":
         return train, None, None
-    rows = {t: load_split(script.dataset_name, t, script.dataset_eval_split) for t in tasks}
+    rows = {t: load_split(script.dataset_name, t.name, script.dataset_eval_split) for t in tasks}
     evaluation = encode_tasks(family, rows, tokenizer, budget)
     _log_fit(script.dataset_eval_split, evaluation, budget)
     scorers = [ValidationScorer(family, t, rows[t][:script.eval_max_examples], tokenizer, budget,
                                 training.per_device_eval_batch_size)
-               for t in tasks if get_task(t).structured]
+               for t in tasks if t.structured]
     scorer = (MultiTaskScorer(scorers) if len(tasks) > 1 else scorers[0]) if scorers else None
     return train, evaluation, scorer
 
@@ -743,93 +583,6 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     return info
 
 
-# --- the command: MODEL [TASK] or a recipe, on one process or under accelerate ----------------
-DEFAULT_ACCELERATE_CONFIG = RECIPES / "accelerate" / "ddp.yaml"
-
-
-@dataclass
-class TrainCommand:
-    """What `meditod train ...` asked for: the recipes in turn, and how to launch each."""
-
-    recipes: list[Path]
-    overrides: list[str]
-    gpus: int = 1
-    accelerate_config: Path = DEFAULT_ACCELERATE_CONFIG
-    out: Path | None = None  # run folders at out/<task>; None: each recipe's own output_dir
-
-    def argv(self, recipe: Path) -> list[str]:
-        """The arguments `parse_recipe` gets for one recipe."""
-        task = (_cli_value(self.overrides, "task") or _read_recipe(recipe).get("task")
-                or recipe.stem)
-        out = [f"--output_dir={self.out / task}"] if self.out else []
-        return [str(recipe), *out, *self.overrides]
-
-    def launcher(self) -> list[str]:
-        """The process command that runs one recipe: this Python, or `accelerate launch`."""
-        if self.gpus <= 1:
-            return [sys.executable, "-m", "meditod_hub.models.train"]
-        return [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-                str(self.accelerate_config), "--num_processes", str(self.gpus),
-                "-m", "meditod_hub.models.train"]
-
-
-def _models() -> str:
-    return ", ".join(recipe_models())
-
-
-def _pop_flag(args: list[str], key: str) -> str | None:
-    """Remove `--key V` / `--key=V` from `args` and return V (None when absent)."""
-    for i, arg in enumerate(args):
-        if arg.startswith(f"--{key}="):
-            del args[i]
-            return arg.split("=", 1)[1]
-        if arg == f"--{key}":
-            if i + 1 >= len(args):
-                raise UsageError(f"--{key} needs a value")
-            value = args[i + 1]
-            del args[i:i + 2]
-            return value
-    return None
-
-
-def resolve_command(argv: list[str]) -> TrainCommand:
-    """`MODEL [TASK] | recipe.yaml` + `--gpus N --accelerate_config FILE --out DIR` + overrides."""
-    args = list(argv)
-    gpus = _pop_flag(args, "gpus")
-    config = _pop_flag(args, "accelerate_config")
-    out = _pop_flag(args, "out")
-    try:
-        gpus = int(gpus) if gpus is not None else 1
-    except ValueError:
-        raise UsageError(f"--gpus takes a number of processes, got {gpus!r}") from None
-    if gpus < 1:
-        raise UsageError(f"--gpus must be at least 1, got {gpus}")
-    config = Path(config) if config else DEFAULT_ACCELERATE_CONFIG
-    if gpus > 1 and not config.is_file():
-        raise UsageError(f"no accelerate config {config}: give --accelerate_config, one of "
-                         f"{', '.join(map(str, sorted((RECIPES / 'accelerate').glob('*.yaml'))))}")
-    if not args or args[0].startswith("-"):  # no recipe: parse_recipe says what to give
-        parse_recipe(args)
-    target, rest = args[0], args[1:]
-    path = Path(target)
-    folder = path if folder_tasks(path) else RECIPES / target  # recipes/MODEL works too
-    if path.suffix in (".yaml", ".yml") or path.is_file():
-        recipes = [path]
-    elif folder.is_dir():
-        tasks = folder_tasks(folder)
-        if rest and not rest[0].startswith("-"):
-            if rest[0] not in tasks:
-                raise UsageError(f"no task {rest[0]!r} in {folder}: give one of "
-                                 f"{', '.join(tasks)}, or none to train "
-                                 + ("all three in turn" if len(tasks) > 1 else "it"))
-            tasks, rest = [rest[0]], rest[1:]
-        recipes = [folder / f"{task}.yaml" for task in tasks]
-    else:
-        raise UsageError(f"no recipe or model {target!r}: give a recipes/ folder ({_models()}) "
-                         "or a recipe .yaml")
-    return TrainCommand(recipes, rest, gpus, config, Path(out) if out else None)
-
-
 def ensure_tiny_base(model_args, dataset: str) -> None:
     """Make a tiny recipe's missing base (`build/tiny-models/<name>`) from `dataset`'s training
     split, as `meditod tiny` does, so the tiny recipes run on a fresh checkout."""
@@ -843,38 +596,3 @@ def ensure_tiny_base(model_args, dataset: str) -> None:
             logger.info("%s: not built yet; building it from %s (meditod tiny --data %s --models "
                         "%s)", path, dataset, dataset, path.name)
             tiny.build_all(dataset, path.parent, [path.name])
-
-
-def train_recipe(argv: list[str], callbacks=()) -> str:
-    """Train one recipe (`<recipe.yaml> [--key=value ...]`); returns its one-line summary."""
-    recipe = parse_recipe(argv)
-    run_dir = recipe.training.output_dir
-    ensure_tiny_base(recipe.model, recipe.script.dataset_name)
-    pretrained.ensure_recipe_base(recipe.model.model_name_or_path)
-    info = run(recipe, callbacks)
-    return (f"{info['model']}/{info['task']}: {info['global_step']} steps on "
-            f"{info['train_examples']} examples ({info['truncated_examples']} cut to fit, "
-            f"{info['skipped_examples']} skipped) -> {run_dir}")
-
-
-def main(argv: list[str], callbacks=()) -> int:
-    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
-    logger.setLevel(logging.INFO)  # this module's figures; libraries stay at WARNING
-    quiet.progress_bars_off()
-    command = resolve_command(argv)
-    total = len(command.recipes)
-    for n, recipe in enumerate(command.recipes, 1):
-        if total > 1:
-            print(f"== task {n}/{total}: {recipe} ==", file=sys.stderr, flush=True)
-        args = command.argv(recipe)
-        if command.gpus > 1:
-            code = subprocess.run([*command.launcher(), *args]).returncode
-            if code:
-                return code
-            continue
-        print(train_recipe(args, callbacks), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

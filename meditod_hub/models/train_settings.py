@@ -1,26 +1,18 @@
-"""MediTOD's own recipe keys (`MeditodArguments`) and what `meditod train -h` prints.
+"""MediTOD's own recipe keys (`MeditodArguments`) and the recipes/ folders (`MODEL` of `meditod
+train MODEL [TASK]`).
 
 Kept apart from `train` (which imports torch, TRL and transformers: seconds to tens of seconds)
-so that help answers at once. `-h` shows the MediTOD keys with the recipe's values (or their
-defaults) and the recipe's other keys, in under a screen; `--help_all` adds every key of the
-trainer's own dataclasses (TRL `SFTConfig` or `Seq2SeqTrainingArguments`, and `ModelConfig`).
+so that `meditod train -h` (`commands.train.train_help`) answers at once from them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import shutil
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
 
 from meditod_hub.data.tasks import MULTITASK, TASK_NAMES
 from meditod_hub.models.families import FAMILY_NAMES
 
-USAGE = "usage: meditod train MODEL [TASK] [--key=value ...]   (or a <recipe.yaml> for MODEL [TASK])"
-HELP_FLAGS = ("-h", "--help", "--help_all", "--help-all")
 RECIPES = Path("recipes")
 RECIPE_TASKS = (*TASK_NAMES, MULTITASK)  # a recipes/ folder holds the three, or `multitask`
 
@@ -55,14 +47,6 @@ class MeditodArguments:
                 "model (they are deleted); without it such a resume is refused"})
 
 
-def wants_help(argv: list[str]) -> bool:
-    return any(arg in HELP_FLAGS for arg in argv)
-
-
-def _yaml_value(value) -> str:
-    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").strip()
-
-
 def folder_tasks(folder: Path) -> list[str]:
     """The tasks a recipes/ folder has a recipe for, in order (none: not a recipes/ folder)."""
     return [task for task in RECIPE_TASKS if (folder / f"{task}.yaml").is_file()]
@@ -71,84 +55,3 @@ def folder_tasks(folder: Path) -> list[str]:
 def recipe_models() -> dict[str, list[str]]:
     """Each recipes/ folder (a MODEL) and its tasks."""
     return {p.name: tasks for p in sorted(RECIPES.glob("*")) if (tasks := folder_tasks(p))}
-
-
-def _help_recipe(argv: list[str]) -> Path | None:
-    """The recipe `MODEL [TASK]` or `<recipe.yaml>` names (MODEL alone: its first task's)."""
-    if not argv or argv[0].startswith("-"):
-        return None
-    path = Path(argv[0])
-    if path.is_file():
-        return path
-    folder = path if folder_tasks(path) else RECIPES / argv[0]
-    tasks = folder_tasks(folder)
-    if not tasks:
-        return path
-    task = argv[1] if len(argv) > 1 and argv[1] in tasks else tasks[0]
-    return folder / f"{task}.yaml"
-
-
-def train_help(argv: list[str]) -> str:
-    """The help for `meditod train [MODEL [TASK] | <recipe.yaml>] -h` (or `--help_all`): under
-    a screen."""
-    width = max(shutil.get_terminal_size((100, 24)).columns, 100)
-    recipe_path = _help_recipe(argv)
-    recipe: dict = {}
-    if recipe_path is not None and recipe_path.is_file():
-        try:
-            loaded = yaml.safe_load(recipe_path.read_text(encoding="utf-8"))
-            recipe = loaded if isinstance(loaded, dict) else {}
-        except (yaml.YAMLError, UnicodeDecodeError, OSError):
-            recipe = {}
-    lines = [USAGE, "",
-             "Train recipes/MODEL/TASK.yaml into a run folder (runs/MODEL/TASK; --out DIR: DIR/TASK);",
-             "any recipe key can be overridden as --key=value.", ""]
-    source = f"value in {recipe_path}" if recipe else "default"
-    lines.append(f"MediTOD keys ({source}):")
-    for f in dataclasses.fields(MeditodArguments):
-        if f.name in recipe:
-            value = _yaml_value(recipe[f.name])
-        elif f.default is not dataclasses.MISSING:
-            value = _yaml_value(f.default)
-        else:
-            value = "(required)"
-        head = f"  {f.name:<22}{value:<16} "
-        help_ = f.metadata.get("help", "")
-        lines += textwrap.wrap(help_, width, initial_indent=head,
-                               subsequent_indent=" " * len(head)) or [head.rstrip()]
-    others = {k: v for k, v in recipe.items() if k not in {f.name for f in
-                                                             dataclasses.fields(MeditodArguments)}}
-    if others:
-        lines += ["", f"Trainer and model keys in {recipe_path}:"]
-        lines += textwrap.wrap("  ".join(f"{k}={_yaml_value(v)}" for k, v in others.items()),
-                               width, initial_indent="  ", subsequent_indent="  ")
-    elif recipe_path is not None and not recipe:
-        lines += ["", f"({recipe_path} is not a readable recipe)"]
-    models = recipe_models()
-    single = [m for m, tasks in models.items() if MULTITASK not in tasks]
-    multi = [m for m, tasks in models.items() if MULTITASK in tasks]
-    wrap = dict(width=width, subsequent_indent="  ", break_on_hyphens=False)
-    if recipe:  # that recipe's keys fill the screen: the folders are one `meditod train -h` away
-        lines += ["", "meditod train -h lists every MODEL (recipes/ folder), multitask ones included."]
-    if single and not recipe:
-        lines += [""] + textwrap.wrap(f"MODEL, per task (TASK: {', '.join(TASK_NAMES)}; none: the "
-                                      f"three in turn): {', '.join(single)}", **wrap)
-    if multi and not recipe:
-        lines += textwrap.wrap(f"MODEL, {MULTITASK} (one model on the three tasks' examples "
-                               f"together): {', '.join(multi)}", **wrap)
-    lines += ["", "--help_all lists every trainer key (TRL SFTConfig or Seq2SeqTrainingArguments, "
-                  "and ModelConfig: LoRA, 4-bit)."]
-    if "--help_all" in argv or "--help-all" in argv:
-        lines += ["", _trainer_help(str(recipe.get("family", "llama")))]
-    return "\n".join(lines)
-
-
-def _trainer_help(family_name: str) -> str:
-    """Every key of the trainer's dataclasses, as TRL's own parser lists them (imports TRL)."""
-    from trl import ModelConfig, TrlParser
-
-    from meditod_hub.models.families import FAMILIES
-
-    family = FAMILIES.get(family_name, FAMILIES["llama"])
-    parser = TrlParser((family.trainer_arguments_class(), ModelConfig), prog="meditod train")
-    return parser.format_help()

@@ -37,8 +37,7 @@ from huggingface_hub.errors import (
     EntryNotFoundError,
 )
 
-from meditod_hub.arguments import parse_args
-from meditod_hub.errors import UsageError, run_main
+from meditod_hub.errors import UsageError
 from meditod_hub.hubclient import (
     HubError,
     check_timeout,
@@ -294,14 +293,3 @@ def _remote_manifest(api: HfApi, repo: str, timeout: float) -> bytes | None:
     except (EntryNotFoundError, RemoteEntryNotFoundError, RevisionNotFoundError):
         return None
     return Path(path).read_bytes()
-
-
-def main(argv: list[str]) -> int:
-    (args,) = parse_args((PushArguments,), argv, "meditod push", __doc__.split("\n\n")[0])
-    url = push_dataset(args.folder, args.repo, args.public, args.timeout)
-    print(f"pushed {args.folder} to {url}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

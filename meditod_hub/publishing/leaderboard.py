@@ -23,25 +23,17 @@ from __future__ import annotations
 import html
 import json
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.arguments import parse_args
 from meditod_hub.data import about
 from meditod_hub.data.release import EVAL_SPLITS
-from meditod_hub.data.tasks import TASK_NAMES, get_task
-from meditod_hub.errors import MeditodError, UsageError, run_main
-from meditod_hub.evaluation.results import (
-    SPLIT_LABELS,
-    Report,
-    Row,
-    hub_rows,
-    paper_rows,
-    table_metrics,
-)
+from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task, get_task
+from meditod_hub.errors import MeditodError, UsageError
+from meditod_hub.evaluation.results_hub import hub_rows
+from meditod_hub.evaluation.results_table import SPLIT_LABELS, Report, Row, paper_rows, table_metrics
 from meditod_hub.models.runs import hub_id
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -178,14 +170,19 @@ def build(board: Board):
     """The Blocks app: filters, the table, the status line, a timer that re-renders."""
     import gradio as gr
 
-    def metric_choices(task: str) -> list[tuple[str, str]]:
-        return [(m.name, m.key) for m in get_task(task).metrics]
+    def metric_choices(spec: Task) -> list[tuple[str, str]]:
+        return [(m.name, m.key) for m in spec.metrics]
+
+    def metric_radio(task: str):
+        spec = get_task(task)  # the name the page's task radio sends
+        return gr.Radio(choices=metric_choices(spec), value=spec.headline)
 
     def render(task, split, setting, family, sort):
         report = board.current()
-        keys = {m.key for m in get_task(task).metrics}
+        spec = get_task(task)  # the name the page's task radio sends
+        keys = {m.key for m in spec.metrics}
         rows = shown_rows(report, task, split, setting, family,
-                          sort if sort in keys else get_task(task).headline)
+                          sort if sort in keys else spec.headline)
         return table_html(task, rows), status_markdown(board, report)
 
     families = sorted({r.family for r in paper_rows() if r.family} | {"llama", "biogpt",
@@ -201,14 +198,13 @@ def build(board: Board):
             setting = gr.Radio(list(SETTING_CHOICES), value=ANY, label="Setting",
                                elem_id="setting")
             family = gr.Radio([ANY, *families], value=ANY, label="Model family", elem_id="family")
-        sort = gr.Radio(metric_choices("nlu"), value=get_task("nlu").headline,
+        sort = gr.Radio(metric_choices(TASKS["nlu"]), value=TASKS["nlu"].headline,
                         label="Sort by (best first)", elem_id="sort")
         table = gr.HTML(elem_id="board")
         status = gr.Markdown(elem_id="status")
         timer = gr.Timer(board.config.refresh_minutes * 60)
         inputs, outputs = [task, split, setting, family, sort], [table, status]
-        task.change(lambda t: gr.Radio(choices=metric_choices(t), value=get_task(t).headline),
-                    task, sort)
+        task.change(metric_radio, task, sort)
         for control in inputs:
             control.change(render, inputs, outputs)
         demo.load(render, inputs, outputs)
@@ -265,23 +261,3 @@ def plan(args: LeaderboardArguments) -> dict[str, Path | bytes]:
     return {"app.py": SPACE_DIR / "app.py", "requirements.txt": SPACE_DIR / "requirements.txt",
             **package_files(), SETTINGS_FILE: (json.dumps(config, indent=2) + "\n").encode(),
             "README.md": str(readme).encode()}
-
-
-def main(argv: list[str]) -> int:
-    from meditod_hub.publishing.space import print_plan, upload
-
-    (args,) = parse_args((LeaderboardArguments,), argv, "meditod leaderboard",
-                         __doc__.split("\n\n")[0])
-    files = plan(args)
-    if args.dry_run:
-        print_plan(args.repo, files, args.public)
-        return 0
-    url = upload(args.repo, files, public=args.public, timeout=args.timeout,
-                 what="the leaderboard", message=f"MediTOD leaderboard for {args.dataset}",
-                 command="leaderboard", take_over=args.take_over)
-    print(f"uploaded the leaderboard of {args.dataset} ({len(files)} files) to {url}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

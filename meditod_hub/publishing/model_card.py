@@ -8,6 +8,11 @@ key path in results.json (`medical.f1`, `precision_at_k.4`), which makes the car
 machine-comparable with the paper's rows in `paper_results` and with other runs. The model's
 identity (paper row, licence, citation) comes from its base model, so a `-full` recipe of
 BioGPT is still BioGPT.
+
+lm-evaluation-harness results a run keeps (`HARNESS_FOLDER`: lm-eval's `--output_path
+<run>/eval/lm-eval`) are shown in their own section, read by the one reader `make results`
+uses (`evaluation.harness.read`): lm-eval's version, its task names, the splits and every
+metric, never the model path or data files lm-eval records.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData, constants
 from meditod_hub.data import about, paper_results, provenance
 from meditod_hub.data.card import card_template
 from meditod_hub.data.release import EVAL_SPLITS
-from meditod_hub.data.tasks import Metric, get_task
-from meditod_hub.models.runs import Run, base_label, hub_id, run_tasks
+from meditod_hub.data.tasks import TASKS, Metric
+from meditod_hub.evaluation.harness.read import read_folder
+from meditod_hub.models.runs import CARD_KEY, Run, base_label, hub_id, run_tasks
 
-CARD_KEY = "meditod"  # YAML block {model, task, run_id, merged[, constrained]}: what makes a repo ours
+HARNESS_FOLDER = "eval/lm-eval"  # a run's lm-eval --output_path, which its card reads
 
 
 HYPERPARAMETERS = (
@@ -127,7 +133,7 @@ def eval_results(run: Run) -> list[EvalResult]:
                        metric_value=round(value, 6))
             for task, by_split in run.task_results.items()
             for split, results in by_split.items()
-            for metric in get_task(task).metrics
+            for metric in results.spec.metrics
             if (value := results.value(metric.key)) is not None]
 
 
@@ -138,9 +144,10 @@ def _cell(value: float | None, metric: Metric) -> str:
 def _results_rows(run: Run, splits: list[str]) -> list[dict]:
     """Metric rows of every task the run answers (named with the task in a multi-task card)."""
     rows = []
-    for task in run.tasks:
+    for spec in run.task_specs:
+        task = spec.name
         ours_by_split = run.task_results.get(task, {})
-        for metric in get_task(task).metrics:
+        for metric in spec.metrics:
             cells = []
             for split in splits:
                 ours = ours_by_split[split].value(metric.key) if split in ours_by_split else None
@@ -179,6 +186,32 @@ def _scoring_note(results: dict) -> str:
     elif results.get("constrained") is False:
         notes.append("Predictions were decoded freely (greedy, unconstrained), as in the paper.")
     return " ".join(notes)
+
+
+def harness_section(run: Run, folder: Path | None = None) -> dict | None:
+    """The card's lm-eval section: the MediTOD tasks of the run's own tasks in the lm-eval
+    results files under `folder` (default the run's `HARNESS_FOLDER`), or None when there are
+    none."""
+    folder = Path(folder) if folder is not None else run.path / HARNESS_FOLDER
+    found = [f for f in read_folder(folder) if f.task in run.tasks] if folder.is_dir() else []
+    if not found:
+        return None
+    rows = []
+    for entry in sorted(found, key=lambda f: (f.task, f.split, f.name)):
+        for metric in TASKS[entry.task].metrics:
+            value = entry.scores
+            for part in metric.key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if isinstance(value, float):
+                rows.append({"name": entry.name, "split": entry.split, "setting": entry.setting,
+                             "metric": metric.name, "value": _cell(value, metric)})
+        if "parse_failures" in entry.scores:
+            rows.append({"name": entry.name, "split": entry.split, "setting": entry.setting,
+                         "metric": "parse failures", "value": f"{entry.scores['parse_failures']:g}"})
+    limited = sorted({f"`{f.name}` (--limit {f.limit:g})" for f in found if f.limit})
+    notes = ("Run on a subset of the split: " + ", ".join(limited) + "." if limited else "")
+    return {"versions": ", ".join(sorted({f.lm_eval_version or "unknown" for f in found})),
+            "rows": rows, "notes": notes}
 
 
 def _wall_clock(seconds: float | None) -> str:
@@ -244,9 +277,11 @@ def _predict_command(repo_id: str, revision: str | None, task: str) -> str:
 
 def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | None = None,
                       merged: bool = False, cascade: dict | None = None,
-                      leaderboard: str | None = None) -> ModelCard:
+                      leaderboard: str | None = None, harness_results: Path | None = None
+                      ) -> ModelCard:
     """`cascade`: the cascaded-evaluation table (`eval_cascade.card_section`), or None;
-    `leaderboard`: the leaderboard Space's id (ORG/NAME) the card links to, or None."""
+    `leaderboard`: the leaderboard Space's id (ORG/NAME) the card links to, or None;
+    `harness_results`: a folder of lm-eval results files (default the run's `HARNESS_FOLDER`)."""
     info, task = run.info, run.task
     base = base_model(run)
     adapter = info["adapter"] and not merged
@@ -264,7 +299,7 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         tags=["meditod", *(f"meditod-{t}" for t in run.tasks), "medical", "dialogue",
               "task-oriented-dialogue", info["family"]] + (["lora"] if info["adapter"] else [])
         + (["multitask"] if run.multitask else []),
-        metrics=sorted({m.type for t in run.tasks for m in get_task(t).metrics}),
+        metrics=sorted({m.type for t in run.task_specs for m in t.metrics}),
         eval_results=eval_results(run),
         **{CARD_KEY: {"model": run.model, "task": task, "run_id": run_id, "merged": merged,
                       **({"constrained": constrained} if constrained else {})}})
@@ -281,8 +316,8 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         weights_summary=weights + base_name,
         task_upper=" / ".join(t.upper() for t in run.tasks),
         task_description=("one model for all three, which its system message tells apart: "
-                          if run.multitask else "") + "; ".join(get_task(t).description
-                                                                for t in run.tasks),
+                          if run.multitask else "") + "; ".join(t.description
+                                                                for t in run.task_specs),
         paper=about.PAPER,
         run_id=run_id, revision=revision, licence_note=about.LICENCE_NOTE,
         load_text=load_text, load_code=load_code,
@@ -301,10 +336,6 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         framework_versions=", ".join(f"{k} {v}" for k, v in info.get("framework_versions", {}).items()),
         hyperparameters=_hyperparameters(run.recipe_text), recipe=run.recipe_text.strip(),
         citation=about.CITATION, base_citations=[base.citation] if base else [], cascade=cascade,
+        harness=harness_section(run, harness_results),
         leaderboard=f"{constants.ENDPOINT}/spaces/{leaderboard}" if leaderboard else None)
 
-
-def card_identity(card: ModelCard) -> dict | None:
-    """The card's `meditod` block ({model, task, run_id, merged}), None for a foreign card."""
-    identity = card.data.to_dict().get(CARD_KEY)
-    return identity if isinstance(identity, dict) else None

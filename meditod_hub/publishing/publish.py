@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,12 +40,9 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, ModelCard
 from huggingface_hub.errors import EntryNotFoundError
 
-from meditod_hub.arguments import parse_args
 from meditod_hub.data.release import EVAL_SPLITS
-from meditod_hub.data.tasks import get_task
-from meditod_hub.errors import UsageError, run_main
 from meditod_hub.files import atomic_write, output_folder, read_json
-from meditod_hub.hubclient import HubError, check_repo_id, check_timeout, deadline, hub_session
+from meditod_hub.hubclient import HubError, check_timeout, deadline, hub_session
 from meditod_hub.models.runs import (
     ADAPTER_FILES,
     FULL_FILES,
@@ -56,10 +52,11 @@ from meditod_hub.models.runs import (
     Run,
     RunError,
     base_label,
+    card_identity,
     read_run,
 )
 from meditod_hub.publishing.hub import KEEP_ON_HUB, UPLOAD_RECORD, refuse_secrets, upload_plan
-from meditod_hub.publishing.model_card import card_identity, paper_row, render_model_card
+from meditod_hub.publishing.model_card import paper_row, render_model_card
 
 EVAL_FILES = ("results.json", "results.md", "results.png")
 
@@ -85,6 +82,9 @@ class PublishArguments:
                 "card"})
     leaderboard: str | None = field(default=None, metadata={
         "help": "ORG/NAME of the leaderboard Space (`meditod leaderboard`) the card links to"})
+    harness_results: Path | None = field(default=None, metadata={
+        "help": "a folder of lm-evaluation-harness results files (`lm_eval --output_path`) the "
+                "card shows (default: the run's eval/lm-eval, when it exists)"})
 
 
 @dataclass
@@ -197,14 +197,15 @@ def cascade_section(run: Run, cascade: Path | None) -> tuple[dict | None, dict[s
 
 def publish(run_dir: Path, repo: str, *, public: bool = False, merged: bool = False,
             timeout: float = 600.0, cascade: Path | None = None,
-            leaderboard: str | None = None) -> Published:
+            leaderboard: str | None = None, harness_results: Path | None = None) -> Published:
     timeout = check_timeout(timeout)
     run = read_run(run_dir)
     section, cascade_files = cascade_section(run, cascade)
     files = {**run_files(run, merged), **cascade_files}
     rid = run_id(files, merged)
     card_text = str(render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}",
-                                      merged=merged, cascade=section, leaderboard=leaderboard))
+                                      merged=merged, cascade=section, leaderboard=leaderboard,
+                                      harness_results=harness_results))
     action = f"publish {run.path} to {repo}"
     refuse_secrets({"README.md": card_text, **files}, action)
 
@@ -261,7 +262,8 @@ def _nothing() -> Iterator[None]:
 
 
 def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | None = None,
-            cascade: Path | None = None, leaderboard: str | None = None) -> str:
+            cascade: Path | None = None, leaderboard: str | None = None,
+            harness_results: Path | None = None) -> str:
     """The file list and the rendered card, without network; with `card_dir` the card (and its
     charts, so the folder previews like the repo) is written there instead of printed."""
     run = read_run(run_dir)
@@ -269,7 +271,8 @@ def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | 
     files = {**run_files(run, merged), **cascade_files}
     rid = run_id(files, merged)
     card = render_model_card(run, run_id=rid, repo_id=repo, revision=f"run-{rid}", merged=merged,
-                             cascade=section, leaderboard=leaderboard)
+                             cascade=section, leaderboard=leaderboard,
+                             harness_results=harness_results)
     shown = {p: f for p, f in files.items() if not merged or p not in ADAPTER_FILES}
     refuse_secrets({"README.md": str(card), **shown}, f"publish --dry_run {run.path}")
     charts = {f"eval/{split}/{chart.name}": chart for split in run.results
@@ -297,8 +300,8 @@ def dry_run(run_dir: Path, repo: str, *, merged: bool = False, card_dir: Path | 
 
 def published_table(runs: Path) -> str:
     """A Markdown table of every published run under `runs` (from the published.json records)."""
-    rows = ["| model | task | repo (revision) | headline metric | test | test_ood | paper, test |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| model | task | repo (revision) | headline metric | " + " | ".join(EVAL_SPLITS)
+            + " | paper, test |", "|---" * (5 + len(EVAL_SPLITS)) + "|"]
     for record_file in sorted(Path(runs).rglob(PUBLISHED)):
         record = read_json(record_file, fix=f"publish the run again (`meditod publish --run "
                            f"{record_file.parent}`) to rewrite it")
@@ -309,9 +312,10 @@ def published_table(runs: Path) -> str:
         revision = "main" if record["on_main"] else record["revision"]
         link = record["url"] if record["on_main"] else f"{record['url']}/tree/{revision}"
         where = f"[{record['repo']}]({link}) (`{revision}`)"
-        for task in run.tasks:  # a multi-task run: a row per task
+        for spec in run.task_specs:  # a multi-task run: a row per task
+            task = spec.name
             by_split = run.task_results.get(task, {})
-            metric = get_task(task).headline_metric
+            metric = spec.headline_metric
             cells = [by_split[s].value(metric.key) if s in by_split else None
                      for s in EVAL_SPLITS]
             cells.append(paper_row(run, "test", task).get(metric.key))
@@ -319,34 +323,3 @@ def published_table(runs: Path) -> str:
             rows.append(f"| {run.model} | {task} | {where} | {metric.name} | "
                         f"{' | '.join(shown)} |")
     return "\n".join(rows)
-
-
-def main(argv: list[str]) -> int:
-    (args,) = parse_args((PublishArguments,), argv, "meditod publish", __doc__.split("\n")[0])
-    if args.leaderboard:  # the card links to it
-        check_repo_id(args.leaderboard, "--leaderboard")
-    if args.table:
-        if not args.table.is_dir():
-            raise UsageError(f"--table {args.table}: no such folder: give the folder of your runs "
-                             "(e.g. runs)")
-        table = published_table(args.table)
-        print(table)
-        if table.count("\n") < 2:
-            print(f"(no published run under {args.table}: `meditod publish` records each one in "
-                  f"its run's {PUBLISHED})", file=sys.stderr)
-    elif not (args.run and args.repo):
-        raise UsageError("--run and --repo are required (or --table RUNS)")
-    elif args.dry_run:
-        print(dry_run(args.run, args.repo, merged=args.merged, card_dir=args.card_dir,
-                      cascade=args.cascade, leaderboard=args.leaderboard))
-    else:
-        done = publish(args.run, args.repo, public=args.public, merged=args.merged,
-                       timeout=args.timeout, cascade=args.cascade, leaderboard=args.leaderboard)
-        state = "published" if done.new_commit else "already published, no new commit:"
-        print(f"{state} run {done.run_id} at {done.url} revision {done.revision}"
-              f"{' (also main)' if done.on_main else ''}, commit {done.commit}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -19,16 +19,14 @@ comes from HF_TOKEN or `hf auth login` and is never printed.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from meditod_hub.arguments import parse_args
 from meditod_hub.data import about
 from meditod_hub.data.tasks import TASK_NAMES
-from meditod_hub.errors import UsageError, run_main
+from meditod_hub.errors import UsageError
 from meditod_hub.models.runs import (
     FULL_FILES,
     RUN_FILES,
@@ -175,20 +173,3 @@ def print_plan(repo: str, files: dict[str, Path | bytes], public: bool) -> None:
         size = len(content) if isinstance(content, bytes) else content.stat().st_size
         print(f"  {path}  ({size} bytes)")
     print(f"  {UPLOAD_RECORD}  (what this kit uploaded: a later upload replaces only these)")
-
-
-def main(argv: list[str]) -> int:
-    (args,) = parse_args((SpaceArguments,), argv, "meditod space", __doc__.split("\n\n")[0])
-    files, settings = plan(args)
-    if args.dry_run:
-        print_plan(args.repo, files, args.public)
-        return 0
-    url = upload(args.repo, files, public=args.public, timeout=args.timeout,
-                 take_over=args.take_over)
-    print(f"uploaded the app ({len(files)} files; models: "
-          f"{', '.join(s['source'] for s in settings.values())}) to {url}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

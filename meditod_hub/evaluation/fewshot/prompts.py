@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 
 from meditod_hub.data import cmas
-from meditod_hub.data.tasks import get_task
+from meditod_hub.data.tasks import Task, as_task
 from meditod_hub.models.formats import ParseResult, row_field
 
 HISTORY_SIZE = 4  # lines before the current one in the NLU window (upstream `history_size`)
@@ -232,13 +232,14 @@ DEFINITIONS = {
 }
 
 
-def system_prompt(task: str) -> str:
-    spec = get_task(task)
-    rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(RULES[task])
+def system_prompt(task: Task | str) -> str:
+    """`task`: a Task, or its name (the entry points here that the harness exporters call)."""
+    spec = as_task(task)
+    rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(RULES[spec.name])
     if not spec.structured:
-        return HEADERS[task] + "\n\n" + rules
-    intents, definitions = DEFINITIONS[task]
-    return (f"{HEADERS[task]}\n```\n{_intents(intents)}\n\n{_slots(definitions)}\n```\n{rules}")
+        return HEADERS[spec.name] + "\n\n" + rules
+    intents, definitions = DEFINITIONS[spec.name]
+    return (f"{HEADERS[spec.name]}\n```\n{_intents(intents)}\n\n{_slots(definitions)}\n```\n{rules}")
 
 
 # --- user messages and exemplar answers ----------------------------------------------------
@@ -261,8 +262,8 @@ def last_turn(row: dict) -> str:
 INPUT_BLOCKS = {"state": "[dialog state]", "actions": "[actions]"}
 
 
-def user_message(task: str, row: dict) -> str:
-    given = get_task(task).input_column
+def user_message(task: Task | str, row: dict) -> str:
+    given = as_task(task).input_column
     turn = f"[last turn]\n{last_turn(row)}\n\n[output]"
     if given is None:
         window = dialogue_lines(row)[-(HISTORY_SIZE + 1):]
@@ -271,8 +272,8 @@ def user_message(task: str, row: dict) -> str:
     return f"{INPUT_BLOCKS[given]}\n```\n{shown}\n```\n\n{turn}"
 
 
-def exemplar_answer(task: str, row: dict) -> str:
-    spec = get_task(task)
+def exemplar_answer(task: Task | str, row: dict) -> str:
+    spec = as_task(task)
     label = row_field(row, spec.target_column)
     if not spec.structured:
         return label
@@ -280,13 +281,14 @@ def exemplar_answer(task: str, row: dict) -> str:
     return json.dumps(to_answer(label))
 
 
-def exemplar_pair(task: str, row: dict) -> list[dict]:
+def exemplar_pair(task: Task, row: dict) -> list[dict]:
     return [{"role": "user", "content": user_message(task, row)},
             {"role": "assistant", "content": exemplar_answer(task, row)}]
 
 
-def messages(task: str, row: dict, exemplars: list[dict]) -> list[dict]:
+def messages(task: Task | str, row: dict, exemplars: list[dict]) -> list[dict]:
     """system, one (user, assistant) pair per exemplar row (most similar first), the question."""
+    task = as_task(task)
     out = [{"role": "system", "content": system_prompt(task)}]
     for exemplar in exemplars:
         out += exemplar_pair(task, exemplar)
@@ -360,7 +362,7 @@ def _objects(value, what: str) -> list[dict]:
     return value
 
 
-def parse_answer(task: str, text: str) -> ParseResult:
+def parse_answer(task: Task | str, text: str) -> ParseResult:
     """A model's answer -> NLU items / actions / the response. Never raises.
 
     As the authors' `post.py` (pinned:
@@ -369,7 +371,7 @@ def parse_answer(task: str, text: str) -> ParseResult:
     does not parse scores as empty and is counted. NLG: the stripped text (the NLG metrics
     lowercase it themselves).
     """
-    spec = get_task(task)
+    spec = as_task(task)
     if not spec.structured:
         return ParseResult(text.strip(), True, None)
     try:

@@ -45,11 +45,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from meditod_hub import quiet
-from meditod_hub.arguments import parse_args
 from meditod_hub.data import provenance
 from meditod_hub.data.dataset import fingerprint, load_split
-from meditod_hub.data.tasks import TASK_NAMES, get_task
-from meditod_hub.errors import UsageError, name_ids, run_main
+from meditod_hub.data.tasks import TASK_NAMES, Task, get_task
+from meditod_hub.errors import UsageError, name_ids
 from meditod_hub.evaluation.fewshot import prompts
 from meditod_hub.evaluation.fewshot.retrieval import (
     DEFAULT_CACHE_DIR,
@@ -296,7 +295,7 @@ class Prompt:
     dropped: int  # exemplars left out to fit the window
 
 
-def build_prompts(task: str, rows: list[dict], pool: ExemplarPool, shots: int,
+def build_prompts(task: Task, rows: list[dict], pool: ExemplarPool, shots: int,
                   count: TokenCounter | None, window: Window | None, max_tokens: int
                   ) -> list[Prompt]:
     """One prompt per row with its `shots` most similar exemplars, as the authors sent them;
@@ -327,7 +326,7 @@ def build_prompts(task: str, rows: list[dict], pool: ExemplarPool, shots: int,
     return out
 
 
-def prompt_hashes(task: str, built: list[Prompt]) -> dict:
+def prompt_hashes(task: Task, built: list[Prompt]) -> dict:
     every = hashlib.sha256()
     for prompt in built:
         every.update(json.dumps(prompt.messages).encode())
@@ -361,36 +360,36 @@ def claim_out(args: FewshotArguments, out: Path) -> None:
         raise UsageError(f"{out} is not empty and holds no few-shot run; choose another --out")
 
 
-def structure_violations(task: str, records: list[Prediction]) -> int:
+def structure_violations(task: Task, records: list[Prediction]) -> int:
     """Answers that do not parse or break the CMAS structure (the paper's POL count)."""
     from meditod_hub.data.release import label_errors
 
-    if not get_task(task).structured:
+    if not task.structured:
         return sum(not r.parse_ok for r in records)
-    column = get_task(task).target_column
-    return sum(not r.parse_ok or bool(label_errors(column, r.prediction)) for r in records)
+    return sum(not r.parse_ok or bool(label_errors(task.target_column, r.prediction))
+               for r in records)
 
 
 # --- the kit's evaluation: the one place this module calls into it --------------------------
 
-def score(args: FewshotArguments, rows: list[dict], records: list[Prediction], out: Path
-          ) -> Results:
+def score(args: FewshotArguments, task: Task, rows: list[dict], records: list[Prediction],
+          out: Path) -> Results:
     """predictions.jsonl, then results.json/.md/.png through the task's `score`."""
     from meditod_hub.evaluation.metrics import make_judge
 
     write_predictions(records, out / "predictions.jsonl", purpose="fewshot")
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,
                        api_key_env=args.judge_api_key_env, timeout=args.judge_timeout)
-    scores = get_task(args.task).score(rows, [r.label for r in records], judge=judge)
+    scores = task.score(rows, [r.label for r in records], judge=judge)
     scores["constrained"] = args.constrained
-    violations = structure_violations(args.task, records)
+    violations = structure_violations(task, records)
     scores["structure_violations"] = {"count": violations,
                                       "share": violations / len(records) if records else 0.0}
     results = Results(args.task, args.split, scores, provenance.read(args.data).as_json())
     write_results(results, out / "results.json", purpose="fewshot",
                   system=f"{args.model or Path(str(args.local_model)).name} (in-context)")
     with (out / "results.md").open("a", encoding="utf-8") as md:
-        md.write("\n" + beside_the_paper(args, results) + "\n")
+        md.write("\n" + beside_the_paper(args, task, results) + "\n")
     return results
 
 
@@ -399,7 +398,7 @@ def paper_key(args: FewshotArguments) -> str | None:
     return f"in-context-{name}" if name else None
 
 
-def beside_the_paper(args: FewshotArguments, results: Results) -> str:
+def beside_the_paper(args: FewshotArguments, task: Task, results: Results) -> str:
     from meditod_hub.data.paper_results import paper_row
 
     key = paper_key(args)
@@ -413,7 +412,7 @@ def beside_the_paper(args: FewshotArguments, results: Results) -> str:
         return "\n".join(lines + ["", f"The paper has no in-context {args.task.upper()} "
                                       f"{args.split} row for this model."])
     lines += ["", f"| metric | this run | paper ({key}) |", "|---|---|---|"]
-    for metric in get_task(args.task).metrics:
+    for metric in task.metrics:
         if metric.key in paper:
             ours = results.value(metric.key)
             cell = "–" if ours is None else format(ours, metric.fmt)
@@ -428,16 +427,17 @@ def run(args: FewshotArguments) -> dict:
     if args.shots < 1:
         raise UsageError(f"--shots must be at least 1, got {args.shots}")
     started = time.perf_counter()
+    task = get_task(args.task)
     served = local = None  # the constraint a server enforces, or one enforced here
     if args.constrained:
         from meditod_hub.models import constrained as C
 
         if args.local_model:
-            local = C.constraint("fewshot", args.task,
+            local = C.constraint("fewshot", task,
                                  C.resolve_vocabulary(args.vocabulary, args.data))
         else:
             served = C.ServedConstraint(C.server_kind_for(args.endpoint, args.server_kind),
-                                        "fewshot", args.task,
+                                        "fewshot", task,
                                         C.resolve_vocabulary(args.vocabulary, args.data))
     train = load_split(args.data, args.task, "train")
     if args.shots > len(train):  # fewer would be sent than fewshot_info.json records
@@ -453,7 +453,7 @@ def run(args: FewshotArguments) -> dict:
                         args.retrieval_cache)
     counter = TokenCounter.for_model(args.local_model or args.model, args.tokenizer)
     window = known_window(args, counter, answerer)
-    built = build_prompts(args.task, rows, pool, args.shots, counter, window, args.max_tokens)
+    built = build_prompts(task, rows, pool, args.shots, counter, window, args.max_tokens)
     decoding = Decoding(max_tokens=args.max_tokens,
                         extra_body=served.extra_body() if served else None)
     prompt_tokens = sum(p.tokens if p.tokens is not None else estimated_tokens(p.messages)
@@ -476,7 +476,7 @@ def run(args: FewshotArguments) -> dict:
                        "rows_with_fewer_exemplars": len(trimmed),
                        "exemplars_dropped": sum(p.dropped for p in built),
                        "trimmed": {p.id: p.dropped for p in trimmed}},
-            **prompt_hashes(args.task, built), "paper_row": paper_key(args)}
+            **prompt_hashes(task, built), "paper_row": paper_key(args)}
     estimate = prices.cost(prompt_tokens, len(built) * args.max_tokens)
     if args.dry_run:
         out.mkdir(parents=True, exist_ok=True)
@@ -504,15 +504,15 @@ def run(args: FewshotArguments) -> dict:
     records = []
     for row in rows:
         raw = answers[row["id"]].text
-        parsed = prompts.parse_answer(args.task, served.answer(raw) if served else raw)
+        parsed = prompts.parse_answer(task, served.answer(raw) if served else raw)
         records.append(Prediction(row["id"], parsed.value, parsed.ok, raw, parsed.reason,
                                   args.constrained))
-    results = score(args, rows, records, out)
+    results = score(args, task, rows, records, out)
     info.update(parse_failures=sum(not r.parse_ok for r in records),
                 structure_violations=results.scores["structure_violations"],
                 run_wall_clock_s=time.perf_counter() - started)
     atomic_write(out / FEWSHOT_INFO, json.dumps(info, indent=2) + "\n", purpose="fewshot")
-    headline = get_task(args.task).headline_metric
+    headline = task.headline_metric
     stats = answerer.stats
     print(f"{headline.name} {format(results.value(headline.key), headline.fmt)}"
           + f"; {stats.requests} {'generated' if args.local_model else 'requests'}, "
@@ -532,14 +532,3 @@ def backend(args: FewshotArguments, prices: Prices, constraint) -> Endpoint | Lo
                     concurrency=args.concurrency, timeout=args.timeout,
                     request_timeout=args.request_timeout, max_retries=args.max_retries,
                     cache=args.cache, prices=prices, progress=True)
-
-
-def main(argv: list[str] | None = None) -> int:
-    (args,) = parse_args((FewshotArguments,), list(sys.argv[1:] if argv is None else argv),
-                         prog="meditod fewshot", description=__doc__.split("\n\n")[0])
-    run(args)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -7,9 +7,10 @@ tuple count, so a reader sees where a model fails. NLG: one row per score.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from meditod_hub.data.tasks import get_task
+from meditod_hub.data.tasks import Task
 from meditod_hub.files import atomic_write
 from meditod_hub.models.records import Results, side_files
 
@@ -52,9 +53,10 @@ def _nlg_markdown(results: dict) -> list[str]:
     return lines
 
 
-def markdown(results: dict) -> str:
-    title = f"# MediTOD {results['task'].upper()} results ({results['split']})"
-    body = _f1_markdown(results) if get_task(results["task"]).structured else _nlg_markdown(results)
+def markdown(results: dict, task: Task) -> str:
+    """The results table of `results` (a results.json's content) of `task`."""
+    title = f"# MediTOD {task.name.upper()} results ({results['split']})"
+    body = _f1_markdown(results) if task.structured else _nlg_markdown(results)
     if "constrained" in results:  # the decoding setting that produced the predictions
         setting = "constrained (CMAS grammar)" if results["constrained"] else "unconstrained"
         body = [f"Decoding: {setting}.", ""] + body
@@ -64,6 +66,7 @@ def markdown(results: dict) -> str:
 # --- the kit's one chart engine: Pillow, not matplotlib (importing matplotlib cost 1.9 s of a
 # 3.1 s evaluation, and it is no dependency of the kit) ---------------------------------------------
 _COLOURS = ((31, 119, 180), (255, 127, 14), (44, 160, 44))  # the n-th series of every chart
+_SHADE = (236, 236, 236)  # the band behind a shaded row
 _FONT_SIZE, _BAR, _GAP, _PLOT_WIDTH, _MARGIN = 13, 12, 10, 420, 14
 
 
@@ -79,10 +82,11 @@ def chart_title(results: dict, system: str | None = None) -> tuple[str, str]:
                    "outputs unparsed")
 
 
-def chart_png(results: dict, system: str | None = None) -> bytes:
-    """A horizontal bar chart: F1 over all slots and per slot type, by class (NLU/POL), or each
-    score (NLG); every bar carries its value, so zeros read as zeros, not as a blank chart."""
-    if not get_task(results["task"]).structured:
+def chart_png(results: dict, task: Task, system: str | None = None) -> bytes:
+    """A horizontal bar chart of `results` (a results.json's content) of `task`: F1 over all
+    slots and per slot type, by class (NLU/POL), or each score (NLG); every bar carries its
+    value, so zeros read as zeros, not as a blank chart."""
+    if not task.structured:
         rows = {"BLEU-2/100": {"score": results["bleu2"] / 100},
                 "BLEU-4/100": {"score": results["bleu4"] / 100},
                 "ROUGE-1": {"score": results["rouge1"]}, "ROUGE-L": {"score": results["rougeL"]}}
@@ -101,19 +105,26 @@ def chart_png(results: dict, system: str | None = None) -> bytes:
     return bar_chart(*chart_title(results, system), rows, series, axis)
 
 
-def bar_chart(title: str, subtitle: str, rows: dict[str, dict[str, float]], series: list[str],
-              axis: str) -> bytes:
-    """PNG bytes: one group of horizontal bars per row, one bar per series (values in 0..1),
-    each bar labelled with its value."""
+def bar_chart(title: str, subtitle: str,
+              rows: Mapping[str, Mapping[str, float]] | Sequence[tuple[str, Mapping[str, float]]],
+              series: list[str], axis: str, *, axis_max: float = 1.0, fmt: str = ".3f",
+              row_colours: Sequence[tuple[int, int, int]] | None = None,
+              shaded: Collection[int] = ()) -> bytes:
+    """PNG bytes: one group of horizontal bars per row, one bar per series (values in
+    0..`axis_max`), each bar labelled with its value (`fmt`). Rows are a mapping or (label,
+    values) pairs (labels may repeat); `row_colours` colours each row's bars (else the n-th
+    series' colour), `shaded` puts rows (by index) on a grey band. The kit's one chart
+    renderer: evaluate's, eval-cascade's and `meditod results`' charts."""
     import io
 
     from PIL import Image, ImageDraw, ImageFont
 
+    rows = list(rows.items()) if isinstance(rows, Mapping) else list(rows)
     font = ImageFont.load_default(size=_FONT_SIZE)
     small = ImageFont.load_default(size=_FONT_SIZE - 3)  # the bars' value labels
     measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
-    label_width = max([measure.textlength(r, font=font) for r in rows] + [40]) + _MARGIN
-    value_width = measure.textlength("0.000", font=font) + 8
+    label_width = max([measure.textlength(r, font=font) for r, _ in rows] + [40]) + _MARGIN
+    value_width = max(measure.textlength(t, font=font) for t in ("0.000", format(axis_max, fmt))) + 8
     legend_width = (max(measure.textlength(s, font=font) for s in series) + 30
                     if len(series) > 1 else 0)
     group = _BAR * len(series) + _GAP
@@ -128,20 +139,23 @@ def bar_chart(title: str, subtitle: str, rows: dict[str, dict[str, float]], seri
     draw.text((width / 2, _MARGIN + _FONT_SIZE + 4), subtitle, fill=(90, 90, 90), font=font,
               anchor="mt")
     x0, bottom = label_width, top + group * len(rows)
+    for n in shaded:  # bands first, then the grid, then bars and labels on top
+        draw.rectangle([0, top + n * group, width, top + (n + 1) * group - 1], fill=_SHADE)
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = x0 + tick * _PLOT_WIDTH
         draw.line([(x, top), (x, bottom)], fill=(225, 225, 225))
-        draw.text((x, bottom + 4), f"{tick:g}", fill="black", font=font, anchor="mt")
+        draw.text((x, bottom + 4), f"{tick * axis_max:g}", fill="black", font=font, anchor="mt")
     draw.text((x0 + _PLOT_WIDTH / 2, bottom + 6 + _FONT_SIZE), axis, fill="black", font=font,
               anchor="mt")
-    for n, (label, values) in enumerate(rows.items()):
+    for n, (label, values) in enumerate(rows):
         y = top + n * group
         draw.text((x0 - 6, y + group / 2 - _GAP / 2), label, fill="black", font=font, anchor="rm")
         for k, name in enumerate(series):
-            value = min(max(values.get(name, 0.0), 0.0), 1.0)
-            draw.rectangle([x0, y + k * _BAR, x0 + value * _PLOT_WIDTH, y + (k + 1) * _BAR - 1],
-                           fill=_COLOURS[k])
-            draw.text((x0 + value * _PLOT_WIDTH + 4, y + k * _BAR + _BAR / 2), f"{value:.3f}",
+            value = min(max(values.get(name, 0.0), 0.0), axis_max)
+            length = value / axis_max * _PLOT_WIDTH
+            draw.rectangle([x0, y + k * _BAR, x0 + length, y + (k + 1) * _BAR - 1],
+                           fill=row_colours[n] if row_colours else _COLOURS[k])
+            draw.text((x0 + length + 4, y + k * _BAR + _BAR / 2), format(value, fmt),
                       fill="black", font=small, anchor="lm")
     draw.line([(x0, top), (x0, bottom)], fill="black")
     if len(series) > 1:
@@ -162,7 +176,8 @@ def write_results(results: Results, path: str | Path, chart: bool = True, *,
     markdown_path, chart_path = side_files(path)
     data = results.as_json()
     written = [atomic_write(path, json.dumps(data, indent=2) + "\n", purpose=purpose),
-               atomic_write(markdown_path, markdown(data), purpose=purpose)]
+               atomic_write(markdown_path, markdown(data, results.spec), purpose=purpose)]
     if chart:
-        written.append(atomic_write(chart_path, chart_png(data, system), purpose=purpose))
+        written.append(atomic_write(chart_path, chart_png(data, results.spec, system),
+                                    purpose=purpose))
     return written

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 
-from meditod_hub.data.tasks import get_task
+from meditod_hub.data.tasks import Task, as_task
 from meditod_hub.models.formats import ParseResult, context_lines, row_field
 
 SYSTEM_MESSAGES = {
@@ -47,8 +47,8 @@ WINDOW = 4  # `history_size` in every upstream config
 _WHITESPACE = re.compile(r"\s*")
 
 
-def user_message(task: str, row: dict) -> str:
-    given = get_task(task).input_column
+def user_message(task: Task | str, row: dict) -> str:
+    given = as_task(task).input_column
     lines = context_lines(row)
     blocks = []
     if given is not None:
@@ -60,27 +60,25 @@ def user_message(task: str, row: dict) -> str:
     return "\n\n".join(blocks)
 
 
-def answer(task: str, row: dict) -> str:
-    spec = get_task(task)
-    target = row_field(row, spec.target_column)
-    return f"{ANSWER_OPEN} {json.dumps(target) if spec.structured else target} {ANSWER_CLOSE}"
+def answer(task: Task, row: dict) -> str:
+    target = row_field(row, task.target_column)
+    return f"{ANSWER_OPEN} {json.dumps(target) if task.structured else target} {ANSWER_CLOSE}"
 
 
-def prompt(task: str, row: dict) -> list[dict]:
+def prompt(task: Task, row: dict) -> list[dict]:
     """[system, user]: what the model is asked (the row needs no target)."""
-    get_task(task)
-    return [{"role": "system", "content": SYSTEM_MESSAGES[task]},
+    return [{"role": "system", "content": SYSTEM_MESSAGES[task.name]},
             {"role": "user", "content": user_message(task, row)}]
 
 
-def messages(task: str, row: dict) -> list[dict]:
+def messages(task: Task, row: dict) -> list[dict]:
     """A training example: the prompt, then the assistant's answer."""
     return [*prompt(task, row), {"role": "assistant", "content": answer(task, row)}]
 
 
-def parse_answer(task: str, text: str) -> ParseResult:
+def parse_answer(task: Task | str, text: str) -> ParseResult:
     """Generated text -> NLU items / actions (a JSON list) or the NLG response. Never raises."""
-    spec = get_task(task)
+    spec = as_task(task)
     if not isinstance(text, str):
         return ParseResult(spec.empty_label, False, f"expected a string, got {type(text).__name__}")
     if spec.structured:

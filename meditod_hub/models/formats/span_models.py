@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from meditod_hub.data.tasks import get_task
+from meditod_hub.data.tasks import Task
 from meditod_hub.models.formats import ParseResult, context_lines, context_utterances, row_field
 from meditod_hub.models.formats.pptod import (
     CONTEXT_SPAN,
@@ -119,9 +119,8 @@ def without_oldest(state: dict, k: int) -> dict:
     return {slot: entries for slot, entries in kept.items() if entries}
 
 
-def source_parts(style: SpanStyle, task: str, row: dict) -> SourceParts:
-    spec = get_task(task)
-    prefix, given = style.prefixes[task], spec.input_column
+def source_parts(style: SpanStyle, task: Task, row: dict) -> SourceParts:
+    prefix, given = style.prefixes[task.name], task.input_column
     if style.markers:
         context = [wrap(USER_SPAN if speaker == "patient" else RESPONSE_SPAN, text)
                    for speaker, text in context_utterances(row)]
@@ -141,19 +140,18 @@ def source_parts(style: SpanStyle, task: str, row: dict) -> SourceParts:
                        lambda k: source_parts(style, task, {**row, "state": without_oldest(state, k)}))
 
 
-def target_text(style: SpanStyle, task: str, row: dict) -> str:
-    column = get_task(task).target_column
+def target_text(style: SpanStyle, task: Task, row: dict) -> str:
+    column = task.target_column
     span, label = SPAN_COLUMNS[column], row_field(row, column)
     return span.span(label) if style.markers else span.text(label)
 
 
-def parse_target(style: SpanStyle, task: str, text: str) -> ParseResult:
+def parse_target(style: SpanStyle, spec: Task, text: str) -> ParseResult:
     """A generated target -> labels (NLU/POL) or the response (NLG); markers are optional.
 
     The style's repairs first undo detokenisation spacing in spans (lossy by nature: a value that
     really holds ` / ` or ` _ ` comes back without those spaces). Never raises on model output.
     """
-    spec = get_task(task)
     if not isinstance(text, str):
         return ParseResult(spec.empty_label, False, f"expected a string, got {type(text).__name__}")
     if spec.structured:
