@@ -42,7 +42,7 @@ $(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a tar
 	into (e.g. OUT=$(patsubst %/,%,$(dir $(OUT)))); the file names inside it are fixed))
 
 .PHONY: setup lock demo test lint build infos bench bench-quick tiny train predict fewshot \
-	evaluate publish push published pretrained annotate agreement tiny-runs eval-cascade chat app space \
+	evaluate harness publish push published pretrained annotate agreement tiny-runs eval-cascade chat app space \
 	screenshot clean data eval push-data results leaderboard-space
 
 setup: $(STAMP)
@@ -76,8 +76,12 @@ infos: setup
 demo: setup
 	PYTHON="$(PY)" scripts/demo_cpu.sh
 
+## test: the suite on every core (pytest-xdist: a worker per core, at most 4, each holding a real
+## model at times; a test file runs whole on one worker, longest first, as tests/conftest.py
+## schedules them; tiny runs are trained once and shared); TEST_WORKERS=0 runs it in this process
+TEST_WORKERS ?= auto
 test: setup
-	$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses 4 --durations=15 $(PYTEST_ARGS)
 
 ## lint: ruff (lint rules and import order, configured in pyproject.toml)
 lint: setup
@@ -85,7 +89,7 @@ lint: setup
 
 ## bench: every bench at full (paper) scale, figures beside a same-process baseline; bench-quick:
 ## each at a small scale that only checks it works (the test suite runs it: tests/test_bench.py)
-BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model
+BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model harness
 bench: setup
 	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
@@ -161,6 +165,13 @@ annotate: setup
 ## writes OUT/agreement.json (OUT default .)
 agreement: setup
 	"$(MEDITOD)" agreement --a "$(A)" --b "$(B)" --out "$(or $(OUT),.)/agreement.json"
+
+## harness: the MediTOD tasks of DATA for lm-evaluation-harness, written into OUT (default
+## out/harness): in-context (SHOTS retrieved exemplars, default 5, by RETRIEVER) and fine-tuned (the
+## answer budget of MODEL, a run folder); prints the lm_eval command lines that run them
+harness: setup
+	"$(MEDITOD)" harness --data "$(DATA)" --out "$(or $(OUT),out/harness)" --shots "$(or $(SHOTS),5)" \
+		$(if $(MODEL),--model "$(MODEL)") $(if $(RETRIEVER),--retriever "$(RETRIEVER)") $(ARGS)
 
 ## publish: publish a trained, evaluated RUN as REPO (LoRA adapter + card + results; private unless
 ## PUBLIC=1; MERGED=1 merges the adapter into a 16-bit base; CASCADE=runs/cascade/<name>/<split> adds

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import tiny_llama_base
+from filelock import FileLock
+from helpers import tiny_llama_base, utf8
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 AUTHORS_SAMPLE = PROJECT_ROOT.parent / "shared" / "meditod-sample"
@@ -20,26 +23,69 @@ sys.path.insert(0, str(PROJECT_ROOT))
 # shell does.
 for _variable in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS"):
     os.environ.pop(_variable, None)
+# `make test` runs a pytest-xdist worker per core: each worker (and every command it starts)
+# gets one torch thread, set before torch loads. Two threads per worker on a shared core spin
+# against each other and run ~2x slower. A value the user set is kept.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if XDIST_WORKER:
+    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_variable, "1")
 
 # Fixtures that train a model: every test whose fixture closure holds one is marked `slow`
 # (`pytest_collection_modifyitems`), so `pytest -m "not slow"` is a fast loop.
-TRAINING_FIXTURES = {"tiny_runs", "nlu_run"}
+TRAINING_FIXTURES = {"tiny_runs", "tiny_t5_runs", "lora_runs", "nlu_run"}
+
+
+# `make test` runs pytest-xdist, a worker per core, with the scheduler below: a test file runs
+# whole on one worker (its module fixtures are made once), except the tests under OWN_GROUPS, each
+# a group of its own (the demo and every bench: long and independent). Groups start longest first
+# (LONGEST_FIRST, measured on 2 cores) so the workers end together. xdist's own `--dist
+# loadgroup` cannot do this under pytest 9.2: its group marks rename Item._nodeid, which pytest
+# no longer reads, and the tests went out one by one.
+OWN_GROUPS = ("tests/test_docs.py::test_make_demo_runs_end_to_end", "tests/test_bench.py::")
+LONGEST_FIRST = ("tests/test_docs.py::test_make_demo_runs_end_to_end",
+                 "tests/test_bench.py::test_bench_runs_quick[bench_real_model]", "tests/test_docs.py",
+                 "tests/test_bench.py::test_bench_runs_quick[bench_harness]", "tests/test_harness.py",
+                 "tests/test_app.py", "tests/test_adapters.py", "tests/test_failure_paths.py",
+                 "tests/test_constrained.py", "tests/test_train.py")
+
+
+def worker_group(nodeid: str) -> str:
+    """The worker group of a test: itself under OWN_GROUPS, else its file."""
+    return nodeid if nodeid.startswith(OWN_GROUPS) else nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: the suite also runs without xdist
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """Hands out whole groups (`worker_group`) in collection order."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    config.option.loadscopereorder = False  # keep the collection's order: the longest first
+    return GroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if TRAINING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(worker_group(item.nodeid), len(rank)))  # stable
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     """A test not marked slow whose own body trains fails and says so (training in fixtures
     happens before, at setup: those fixtures are in TRAINING_FIXTURES)."""
-    train = sys.modules.get("meditod_hub.models.train")  # imported by every test module that trains
-    if train is None or item.get_closest_marker("slow"):
+    # every test module that trains imports the train command, which loads the trainer lazily
+    if "meditod_hub.commands.train" not in sys.modules or item.get_closest_marker("slow"):
         yield
         return
+    train = importlib.import_module("meditod_hub.models.train")
 
     def refuse(*args, **kwargs):
         raise AssertionError(f"{item.nodeid} trains a model: mark it @pytest.mark.slow, or train "
@@ -69,53 +115,92 @@ def embedded_release() -> Path:
     return EMBEDDED_SAMPLE
 
 
+def run_temp(tmp_path_factory) -> Path:
+    """The test run's temp folder: under pytest-xdist the one above every worker's own."""
+    own = tmp_path_factory.getbasetemp()
+    return own.parent if XDIST_WORKER else own
+
+
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], object]) -> Path:
+    """<the test run's temp folder>/<name>, made by `make(folder)` once per test run. Under
+    pytest-xdist the workers share it: the first makes it under a file lock, the others wait and
+    reuse it (a tiny run is trained once, not once per worker)."""
+    root = run_temp(tmp_path_factory)
+    folder, done = root / name, root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            make(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def sample_build(sample_release, tmp_path_factory) -> Path:
-    """The authors' sample built with `meditod.py build` into <tmp>/meditod."""
+    """The authors' sample built with `meditod.py build` into <tmp>/sample-build/meditod."""
     from meditod_hub.data.build import BuildArguments, build
 
-    out = tmp_path_factory.mktemp("sample-build") / "meditod"
-    build(BuildArguments(source=sample_release, out=out))
-    return out
+    return made_once(tmp_path_factory, "sample-build",
+                     lambda out: build(BuildArguments(source=sample_release, out=out / "meditod"))
+                     ) / "meditod"
 
 
 @pytest.fixture(scope="session")
 def embedded_build(embedded_release, tmp_path_factory) -> Path:
     from meditod_hub.data.build import BuildArguments, build
 
-    out = tmp_path_factory.mktemp("embedded-build") / "meditod"
-    build(BuildArguments(source=embedded_release, out=out))
-    return out
+    return made_once(tmp_path_factory, "embedded-build",
+                     lambda out: build(BuildArguments(source=embedded_release, out=out / "meditod"))
+                     ) / "meditod"
 
 
 @pytest.fixture(scope="session")
 def tiny_models(embedded_build, tmp_path_factory) -> Path:
-    """The four tiny models (`meditod_hub.models.tiny`), built once per session."""
+    """The four tiny models (`meditod_hub.models.tiny`), built once per test run."""
     from meditod_hub.models.tiny import build_all
 
-    out = tmp_path_factory.getbasetemp() / "tiny-models"
-    if not (out / "done").exists():
-        build_all(embedded_build, out)
-        (out / "done").touch()
-    return out
+    return made_once(tmp_path_factory, "tiny-models", lambda out: build_all(embedded_build, out))
+
+
+def trained_once(tmp_path_factory, name: str, recipes: str, tasks: tuple[str, ...], base: Path,
+                 data: Path, *flags: str) -> Path:
+    """<tmp>/<name>/<task> for each task: `meditod train recipes/<recipes>/<task>.yaml` on `data`
+    from `base`, once per test run (`made_once`)."""
+    from helpers import train_args
+
+    from meditod_hub.commands import train as train_cmd
+
+    def train(out: Path) -> None:
+        for task in tasks:
+            assert train_cmd.main(train_args(f"{recipes}/{task}.yaml", data, base, out / task,
+                                             "--save_strategy=no", "--logging_steps=100",
+                                             *flags)) == 0
+    return made_once(tmp_path_factory, name, train)
 
 
 @pytest.fixture(scope="session")
 def tiny_runs(tiny_models, embedded_build, tmp_path_factory) -> Path:
-    """runs/tiny-llama/{nlu,pol,nlg} trained once per session on their recipes: under a minute
+    """runs/tiny-llama/{nlu,pol,nlg} trained once per test run on their recipes: under a minute
     each on CPU, enough to memorise the sample's training split (and so to stop generating
     where the answer ends: an undertrained model runs to max_new_tokens on every turn)."""
-    from helpers import train_args
+    return trained_once(tmp_path_factory, "tiny-runs", "tiny-llama", ("nlu", "pol", "nlg"),
+                        tiny_models / "tiny-llama", embedded_build)
 
-    from meditod_hub.models import train as T
 
-    out = tmp_path_factory.getbasetemp() / "tiny-runs"
-    for task in ("nlu", "pol", "nlg"):
-        if not (out / task / "run_info.json").is_file():
-            T.main(train_args(f"tiny-llama/{task}.yaml", embedded_build,
-                              tiny_models / "tiny-llama", out / task, "--save_strategy=no",
-                              "--logging_steps=100"))
-    return out
+@pytest.fixture(scope="session")
+def tiny_t5_runs(tiny_models, embedded_build, tmp_path_factory) -> Path:
+    """runs/tiny-t5/{nlu,nlg} (Flan-T5's span format, an encoder-decoder) trained once per
+    test run on their recipes, 80 steps each (~2 min on 2 shared cores): the train split is
+    mostly memorised (NLU F1 ~0.86 there), which is what the span-family tests need."""
+    return trained_once(tmp_path_factory, "tiny-t5-runs", "tiny-t5", ("nlu", "nlg"),
+                        tiny_models / "tiny-t5", embedded_build, "--max_steps=80")
+
+
+@pytest.fixture(scope="session")
+def lora_runs(tiny_models, embedded_build, tmp_path_factory) -> Path:
+    """runs/tiny-llama-lora/{nlu,pol,nlg}: a LoRA adapter per task on the tiny-llama base, 3
+    steps each (what is checked with them is loading and sharing, not learning)."""
+    return trained_once(tmp_path_factory, "lora-runs", "tiny-llama-lora", ("nlu", "pol", "nlg"),
+                        tiny_models / "tiny-llama", embedded_build, "--max_steps=3")
 
 
 @pytest.fixture(scope="session")
@@ -126,17 +211,18 @@ def tiny_retriever(embedded_build, tmp_path_factory) -> str:
     from meditod_hub.models.tiny import build_retriever
 
     texts = [last_turn(r) for task in ("nlu", "pol") for r in load_split(embedded_build, task, "train")]
-    return str(build_retriever(texts, tmp_path_factory.mktemp("retriever")))
+    return str(made_once(tmp_path_factory, "retriever",
+                         lambda out: build_retriever(texts, out)) / "tiny-retriever")
 
 
 @pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory) -> Path:
     """A random 2-layer Llama with a word-level tokenizer (no training): adapters' base."""
-    return tiny_llama_base(tmp_path_factory.mktemp("tiny-base"))
+    return made_once(tmp_path_factory, "tiny-base", tiny_llama_base)
 
 
 @pytest.fixture(scope="session")
-def smollm2() -> Path:
+def smollm2(tmp_path_factory) -> Path:
     """The real SmolLM2-135M-Instruct, converted once into build/pretrained (the demo's base)
     from the wheel `make setup` fetched; no network."""
     from meditod_hub.models import pretrained
@@ -148,7 +234,8 @@ def smollm2() -> Path:
                         "fetches it")
         pytest.skip(f"no {pretrained.SMOLLM2_135M.requirement} wheel in {cache} (make setup "
                     "fetches it)")
-    return pretrained.ensure(out=PROJECT_ROOT / pretrained.DEFAULT_OUT, cache=cache)
+    with FileLock(str(run_temp(tmp_path_factory) / "smollm2.lock")):  # one converts, the other workers wait
+        return pretrained.ensure(out=PROJECT_ROOT / pretrained.DEFAULT_OUT, cache=cache)
 
 
 @pytest.fixture(scope="module")
@@ -186,23 +273,47 @@ def hub_server():
         yield hub
 
 
+# The documented commands' tally (tests/test_docs.py: DOCS) and the failure sweep's (tests/
+# helpers.py: SWEEP) are kept by the process that runs the tests; under pytest-xdist that is a
+# worker. Each test's new entries ride on its report, and the process that prints gathers them.
+TALLY_SOURCES = {"docs": ("test_docs", "DOCS"), "sweep": ("helpers", "SWEEP")}
+_tally_sent = dict.fromkeys(TALLY_SOURCES, 0)   # entries this process attached to a report
+TALLIES: dict[str, list[tuple[str, str]]] = {name: [] for name in TALLY_SOURCES}  # gathered
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    for name, (module, variable) in TALLY_SOURCES.items():
+        entries = getattr(sys.modules.get(module), variable, None) or []
+        new, _tally_sent[name] = entries[_tally_sent[name]:], len(entries)
+        report.user_properties = [*report.user_properties,
+                                  *((f"tally:{name}", [utf8(part) for part in entry])
+                                    for entry in new)]
+
+
+def pytest_runtest_logreport(report):
+    for key, entry in report.user_properties:
+        if key.startswith("tally:"):
+            TALLIES[key.removeprefix("tally:")].append(tuple(entry))
+
+
 def pytest_terminal_summary(terminalreporter):
-    """The documented commands' table (tests/test_docs.py) and the failure sweep's
-    (tests/helpers.py: SWEEP), when they ran."""
-    docs = getattr(sys.modules.get("test_docs"), "DOCS", None)
-    if docs:
-        outcomes = [outcome for _, outcome in docs]
+    """The documented commands' table and the failure sweep's, when they ran."""
+    if TALLIES["docs"]:
+        outcomes = [outcome for _, outcome in TALLIES["docs"]]
         counts = [outcomes.count(k) for k in ("run", "server", "dry-run", "skipped", "failed")]
         terminalreporter.write_sep("-", "documented command blocks")
         terminalreporter.write_line("| blocks | run | servers | dry-run | skipped (marked) | failed |")
         terminalreporter.write_line("|---|---|---|---|---|---|")
         terminalreporter.write_line("| " + " | ".join(map(str, [len(outcomes), *counts])) + " |")
-    helpers = sys.modules.get("helpers")
-    sweep = getattr(helpers, "SWEEP", None)
+    sweep = TALLIES["sweep"]
     if not sweep:
         return
+    from helpers import sweep_table
+
     terminalreporter.write_sep("-", "failure sweep")
-    for line in helpers.sweep_table(sweep):
+    for line in sweep_table(sweep):
         terminalreporter.write_line(line)
     bad = [f"{kind}: {name}" for name, kind in sweep if kind != "clear"]
     for line in bad[:20]:
