@@ -8,7 +8,7 @@
    (patient lines one at a time, as in a chat): median and p95 seconds per turn and each
    module's share of the time.
 2. Cascaded generation on the test split of the paper-scale synthetic corpus
-   (`meditod_hub.data.synthetic`): NLU -> POL -> NLG as three `meditod_hub.models.predict` runs one after
+   (`meditod_hub.data.synthetic`): NLU -> POL -> NLG as three `meditod predict` runs one after
    another (each loads its model, reads the split, writes its predictions; POL and NLG with
    `--upstream`, as `make predict` would), against `models.cascade.cascade` (one process, every
    module batched across all dialogues and turns), and against a turn-synchronous schedule
@@ -35,11 +35,11 @@ from datasets import disable_progress_bars, load_dataset
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meditod_hub.apps.assistant import Assistant  # noqa: E402
+from meditod_hub.commands import predict  # noqa: E402
 from meditod_hub.data.build import BuildArguments, build  # noqa: E402
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
 from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows  # noqa: E402
 from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, evaluate_cascade, load_split  # noqa: E402
-from meditod_hub.models import predict  # noqa: E402
 from meditod_hub.models.cascade import PipelineArguments, cascade  # noqa: E402
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec  # noqa: E402
 

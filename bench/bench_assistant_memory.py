@@ -95,6 +95,7 @@ def run_arm(arm: str, work: Path, turns: int) -> dict:
 
     from meditod_hub.apps.assistant import Assistant
     from meditod_hub.data.dataset import load_split
+    from meditod_hub.data.tasks import get_task
     from meditod_hub.models.adapters import SharedModels
     from meditod_hub.models.predictor import LocalPredictor, ModelSpec, load_predictor
 
@@ -104,7 +105,7 @@ def run_arm(arm: str, work: Path, turns: int) -> dict:
     if arm == "single":
         nlu = load_predictor(ModelSpec(str(work / "nlu")), "nlu")
         # NLU's adapter answers all stages: one model object, a predictor of each task on it
-        assistant = Assistant(nlu, *(LocalPredictor(nlu.model, nlu.tokenizer, nlu.family, t,
+        assistant = Assistant(nlu, *(LocalPredictor(nlu.model, nlu.tokenizer, nlu.family, get_task(t),
                                                     nlu.budget) for t in TASKS[1:]))
     elif arm == "separate":
         assistant = Assistant(*(load_predictor(ModelSpec(str(work / t)), t, SharedModels())

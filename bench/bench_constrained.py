@@ -31,6 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from meditod_hub.data.tasks import TASKS  # noqa: E402
 from meditod_hub.models import constrained as C  # noqa: E402
 from meditod_hub.models.families import FAMILIES, Budget  # noqa: E402
 from meditod_hub.models.formats import chat  # noqa: E402
@@ -54,7 +55,8 @@ def gold_answers(data: Path, fmt: str, task: str, limit: int) -> list[str]:
 
     family = FAMILIES[FORMATS[fmt]]
     rows = [r for split in ("train", "test") for r in load_split(data, task, split)][:limit]
-    return [chat.answer(task, r) if fmt == "chat" else family.target_text(task, r) for r in rows]
+    spec = TASKS[task]
+    return [chat.answer(spec, r) if fmt == "chat" else family.target_text(spec, r) for r in rows]
 
 
 def timed(function, *args, **kwargs):
@@ -137,7 +139,7 @@ def bench_engines(tokenizers: dict, data: Path, answers_per_task: int) -> None:
             engine = engine_class(tokenizer)
             for fmt in FORMATS:
                 for task in ("nlu", "pol", "nlg"):
-                    text = C.grammar(fmt, task)
+                    text = C.grammar(fmt, TASKS[task])
                     if text is None:
                         continue
                     compile_s = statistics.median(timed(engine.compile, text)[0] for _ in range(3))
@@ -194,7 +196,7 @@ def bench_throughput(tokenizer, hidden: int, layers: int, new_tokens: int, repea
 
     C.GrammarProcessor.__call__ = counted
     for task in ("nlg", "nlu"):
-        constraint = C.constraint("chat", task)
+        constraint = C.constraint("chat", TASKS[task])
         constraint.logits_processor(tokenizer, len(tokenizer), stops, new_tokens)  # compile once
         for batch in (1, 16):
             prompts = [prompt] * batch
@@ -237,7 +239,7 @@ def bench_effect(data: Path, workdir: Path, rows_per_task: int) -> None:
         rows = load_split(data, task, "test")[:rows_per_task]
         outcomes = []
         for constrained in (False, True):
-            records = LocalPredictor(model, tokenizer, family, task, Budget(None, 64),
+            records = LocalPredictor(model, tokenizer, family, TASKS[task], Budget(None, 64),
                                      DecodeOptions(16, constrained=constrained)).predict(rows)
             outcomes.append((sum(not r.parse_ok for r in records),
                              sum(r.parse_ok and not label_errors(LABEL_KIND[task], r.prediction)

@@ -57,6 +57,7 @@ def requests_of(release: Path, task: str, rows: int, shots: int, workdir: Path) 
     """The authors' messages for the first `rows` test rows, exemplars retrieved as in a run."""
     from meditod_hub.data.build import BuildArguments, build
     from meditod_hub.data.dataset import fingerprint, load_split
+    from meditod_hub.data.tasks import get_task
     from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool, Retriever
     from meditod_hub.evaluation.fewshot.run import build_prompts
     from meditod_hub.evaluation.metrics.judges import bundled_minilm_path
@@ -67,7 +68,7 @@ def requests_of(release: Path, task: str, rows: int, shots: int, workdir: Path) 
     pool = ExemplarPool(Retriever(bundled_minilm_path(), device="cpu"), task,
                         load_split(data, task, "train"), fingerprint(data), None)
     test = load_split(data, task, "test")[:rows]
-    built = build_prompts(task, test, pool, shots, None, None, 0)
+    built = build_prompts(get_task(task), test, pool, shots, None, None, 0)
     return [Request(p.id, messages=p.messages) for p in built]
 
 

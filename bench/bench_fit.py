@@ -27,6 +27,7 @@ from transformers import PreTrainedTokenizerFast  # noqa: E402
 from meditod_hub.data.build import BuildArguments, build  # noqa: E402
 from meditod_hub.data.dataset import load_split  # noqa: E402
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
+from meditod_hub.data.tasks import TASKS  # noqa: E402
 from meditod_hub.models.families import SPAN_FAMILIES  # noqa: E402
 from meditod_hub.models.formats.fit import BudgetError, fit_to_budget, special_ids  # noqa: E402
 
@@ -58,7 +59,7 @@ def counts(data: Path, family_name: str, task: str) -> dict[str, int]:
     out = {"rows": len(rows), "budget": budget, "before_unscorable": 0, "cut": 0, "state_cut": 0,
            "unscorable": 0}
     for row in rows:
-        parts = family.source_parts(task, row)
+        parts = family.source_parts(TASKS[task], row)
         fixed = sum(len(tokenizer(t, add_special_tokens=False)["input_ids"])
                     for t in (parts.prefix, parts.head, parts.tail)) + len(lead) + len(trail)
         out["before_unscorable"] += fixed + reserve > UPSTREAM_BUDGET

@@ -26,6 +26,7 @@ from transformers import PreTrainedTokenizerFast
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues  # noqa: E402
+from meditod_hub.data.tasks import TASKS  # noqa: E402
 from meditod_hub.data.views import view_rows  # noqa: E402
 from meditod_hub.models.families import FAMILIES  # noqa: E402
 from meditod_hub.models.formats.fit import fit_to_budget  # noqa: E402
@@ -48,7 +49,7 @@ def render(family: str, rows: dict) -> list:
     out = []
     for task, config in TASK_ROWS.items():
         for row in rows[config]:
-            *source, target = FAMILIES[family].texts(task, row)
+            *source, target = FAMILIES[family].texts(TASKS[task], row)
             out.append((task, source, target))
     return out
 
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
               f"parse {parse_s:5.2f} s ({parse_s / json_s:4.1f}x), {len(rendered)} examples, "
               f"{failures} parse failures")
         if family == "flan-t5":
-            flan_nlu = [FAMILIES[family].source_parts("nlu", row) for row in rows["nlu"]]
+            flan_nlu = [FAMILIES[family].source_parts(TASKS["nlu"], row) for row in rows["nlu"]]
 
     tokenizer = word_tokenizer(flan_nlu)
     fit_s, fitted = cpu_seconds(lambda: [fit_to_budget(tokenizer, p, MAX_LENGTH, str(n))

@@ -35,7 +35,9 @@ from transformers.utils import logging as hf_logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from meditod_hub.commands import train as train_cmd  # noqa: E402
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
+from meditod_hub.data.tasks import TASKS  # noqa: E402
 from meditod_hub.data.views import view_rows  # noqa: E402
 from meditod_hub.models import tiny  # noqa: E402
 from meditod_hub.models import train as T  # noqa: E402
@@ -62,12 +64,12 @@ def train_rows(seed: int, dialogues: int) -> dict[str, list[dict]]:
 def trainer_for(task: str, model_dir: Path, rows: list[dict], out: Path, sampling: str):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    recipe = T.parse_recipe([str(RECIPES / f"{task}.yaml"), f"--model_name_or_path={model_dir}",
-                             f"--output_dir={out}", f"--train_sampling_strategy={sampling}",
-                             "--num_train_epochs=1", "--logging_steps=1000", *CPU_RECIPE])
+    recipe = train_cmd.parse_recipe([str(RECIPES / f"{task}.yaml"), f"--model_name_or_path={model_dir}",
+                                     f"--output_dir={out}", f"--train_sampling_strategy={sampling}",
+                                     "--num_train_epochs=1", "--logging_steps=1000", *CPU_RECIPE])
     T.apply_effective_batch(recipe)  # 8 per device x 2 accumulation, as on one GPU
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    encoded = T.encode(FAMILIES["llama"], task, rows, tokenizer, recipe.budget)
+    encoded = T.encode(FAMILIES["llama"], TASKS[task], rows, tokenizer, recipe.budget)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     trainer = T.make_trainer(recipe, model, tokenizer, encoded, None, None)
     trainer.remove_callback(PrinterCallback)  # the figures are printed once, below
@@ -94,7 +96,7 @@ def generation_ratio(model_dir: Path, rows: list[dict], n: int, new_tokens: int)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     llama = FAMILIES["llama"]
-    prompts = [llama.prompt("nlu", row, tokenizer, Budget(None, new_tokens)).input_ids
+    prompts = [llama.prompt(TASKS["nlu"], row, tokenizer, Budget(None, new_tokens)).input_ids
                for row in rows[:n]]
     stops = llama.stop_token_ids(tokenizer)
     timings, outputs = {}, {}
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = train_rows(args.seed, args.dialogues)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        sample = {task: task_rows[:200] for task, task_rows in rows.items()}
+        sample = {TASKS[task]: task_rows[:200] for task, task_rows in rows.items()}
         model_dir = tiny.build("tiny-llama", list(tiny.texts_of(sample)), tmp)
         print(f"synthetic corpus: {args.dialogues} dialogues, train rows "
               + ", ".join(f"{t} {len(r)}" for t, r in rows.items()) + "; per-device batch 8")
