@@ -13,10 +13,10 @@ from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry, no version check
 
-from meditod_hub.apps import webapp  # noqa: E402
+from meditod_hub.commands import app  # noqa: E402
 from meditod_hub.errors import run_main  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
 if __name__ == "__main__":
-    sys.exit(run_main(lambda argv: webapp.main(argv, base=HERE)))
+    sys.exit(run_main(lambda argv: app.main(argv, base=HERE), sys.argv[1:]))

@@ -329,6 +329,12 @@ def weights_digest(model) -> str:
     return digest.hexdigest()
 
 
+def utf8(text: str) -> str:
+    """`text` as UTF-8 can carry it (pytest-xdist sends test ids and reports to its controller so):
+    a lone surrogate, a failure case's bytes that are not UTF-8, as its escape."""
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
 # --- the failure sweep ----------------------------------------------------------------------
 PROGRESS = re.compile(r"\d+%\|")  # a progress bar's line (tqdm), not a message
 NOTE = re.compile(r"\(.*\)|[^:]* \.\.\.")  # "(a note.)", "loading the models ...": not messages

@@ -15,24 +15,14 @@ import pytest
 from helpers import train_args
 
 from meditod_hub.apps.assistant import Assistant
+from meditod_hub.commands import train as train_cmd
 from meditod_hub.data.dataset import load_split
-from meditod_hub.models import train as T
 from meditod_hub.models.adapters import SharedModels, adapter_base
 from meditod_hub.models.families import get_family
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TASKS = ("nlu", "pol", "nlg")
-
-
-@pytest.fixture(scope="module")
-def lora_runs(tiny_models, embedded_build, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("lora-runs")
-    for task in TASKS:
-        T.main(train_args(f"tiny-llama-lora/{task}.yaml", embedded_build,
-                          tiny_models / "tiny-llama", out / task, "--max_steps=3",
-                          "--save_strategy=no", "--logging_steps=100"))
-    return out
 
 
 def parameters(model, lora: bool | None = None) -> int:
@@ -98,16 +88,16 @@ def test_adapters_of_different_bases_load_apart_and_say_why(lora_runs, tiny_mode
 @pytest.fixture(scope="module")
 def multitask_run(tiny_models, embedded_build, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("multitask") / "run"
-    T.main(train_args("tiny-llama-multitask/multitask.yaml", embedded_build,
-                      tiny_models / "tiny-llama", out, "--save_strategy=no", "--logging_steps=50"))
+    train_cmd.main(train_args("tiny-llama-multitask/multitask.yaml", embedded_build,
+                              tiny_models / "tiny-llama", out, "--save_strategy=no", "--logging_steps=50"))
     return out
 
 
 @pytest.mark.slow
 def test_a_multitask_run_learns_the_three_tasks_and_serves_every_stage(multitask_run,
                                                                        embedded_build):
-    from meditod_hub.evaluation.evaluate import main as evaluate
-    from meditod_hub.models.predict import main as predict
+    from meditod_hub.commands.evaluate import main as evaluate
+    from meditod_hub.commands.predict import main as predict
 
     info = json.loads((multitask_run / "run_info.json").read_text())
     assert (info["task"], info["tasks"]) == ("multitask", list(TASKS))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from meditod_hub.commands import agreement as agreement_cmd
 from meditod_hub.data.tasks import get_task
 from meditod_hub.data.views import view_rows
 from meditod_hub.errors import MeditodError
@@ -42,7 +43,8 @@ def pair(embedded_release, tmp_path):
 
 def test_identical_releases_agree_fully(embedded_release, tmp_path, capsys):
     out = tmp_path / "agreement.json"
-    assert A.main(["--a", str(embedded_release), "--b", str(embedded_release), "--out", str(out)]) == 0
+    assert agreement_cmd.main(["--a", str(embedded_release), "--b", str(embedded_release),
+                               "--out", str(out)]) == 0
     results = json.loads(out.read_text())
     for task in ("nlu", "pol"):
         assert results[task]["f1"] == results[task]["symmetric_f1"] == 1.0
@@ -52,7 +54,7 @@ def test_identical_releases_agree_fully(embedded_release, tmp_path, capsys):
 def test_a_as_gold_b_as_prediction_with_make_evals_keys(pair, tmp_path, capsys):
     a, b = pair
     out = tmp_path / "agreement.json"
-    assert A.main(["--a", str(a), "--b", str(b), "--out", str(out)]) == 0
+    assert agreement_cmd.main(["--a", str(a), "--b", str(b), "--out", str(out)]) == 0
     results = json.loads(out.read_text())
     dialogues_a = json.loads((a / "dialogs.json").read_text())
     dialogues_b = json.loads((b / "dialogs.json").read_text())

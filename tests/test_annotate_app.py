@@ -252,8 +252,8 @@ def test_space_mode_is_refused_off_a_space_and_without_a_private_backup(monkeypa
 def test_the_annotate_command_is_registered_and_documents_its_flags():
     from meditod_hub.cli import COMMANDS
 
-    assert COMMANDS["annotate"][0] == "meditod_hub.apps.annotate.serve"
-    assert COMMANDS["agreement"][0] == "meditod_hub.evaluation.agreement"
+    assert COMMANDS["annotate"][0] == "meditod_hub.commands.annotate"
+    assert COMMANDS["agreement"][0] == "meditod_hub.commands.agreement"
     out = subprocess.run([sys.executable, "-m", "meditod_hub.cli", "annotate", "-h"], cwd=PROJECT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
@@ -335,11 +335,11 @@ def test_the_token_is_printed_once_in_the_link_and_the_warning_says_reading_is_e
         release, monkeypatch, capsys):
     import uvicorn
 
-    from meditod_hub.apps.annotate import serve
+    from meditod_hub.commands import annotate
 
     monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
-    assert serve.main(["--source", str(release), "--host", "0.0.0.0", "--port", "0",
-                       "--allowed_hosts", "annotate.lan"]) == 0
+    assert annotate.main(["--source", str(release), "--host", "0.0.0.0", "--port", "0",
+                          "--allowed_hosts", "annotate.lan"]) == 0
     out, err = capsys.readouterr()
     token = re.search(r"\?token=([\w-]+)", out).group(1)
     assert out.count(token) == 1 and token not in err

@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 
 from meditod_hub.apps.annotate.assist import LabelSuggester
 from meditod_hub.apps.annotate.server import PortalSettings, create_app
+from meditod_hub.commands import train as train_cmd
 from meditod_hub.data.dataset import load_split
 from meditod_hub.errors import UsageError
-from meditod_hub.models import train as T
 from meditod_hub.models.predictor import ModelSpec, load_predictor
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -29,10 +29,10 @@ INPUTS = {"nlu": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_docto
 def runs(tiny_models, embedded_build, tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("assist-runs")
     for task in ("nlu", "pol"):
-        T.main([str(PROJECT / "recipes" / "tiny-t5" / f"{task}.yaml"),
-                f"--dataset_name={embedded_build}", f"--model_name_or_path={tiny_models / 'tiny-t5'}",
-                f"--output_dir={out / task}", f"--max_steps={STEPS}", "--save_strategy=no",
-                "--logging_steps=20"])
+        train_cmd.main([str(PROJECT / "recipes" / "tiny-t5" / f"{task}.yaml"),
+                        f"--dataset_name={embedded_build}", f"--model_name_or_path={tiny_models / 'tiny-t5'}",
+                        f"--output_dir={out / task}", f"--max_steps={STEPS}", "--save_strategy=no",
+                        "--logging_steps=20"])
     return {"nlu": out / "nlu", "pol": out / "pol"}
 
 

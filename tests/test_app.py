@@ -23,6 +23,7 @@ from helpers import CHROMIUM, CHROMIUM_ARGS, browser_or_skip, free_port, scripte
 
 from meditod_hub.apps import webapp
 from meditod_hub.apps.assistant import OPENING_LINE
+from meditod_hub.commands import app as app_cmd
 from meditod_hub.errors import UsageError
 from meditod_hub.files import RECORD
 
@@ -124,11 +125,11 @@ def test_meditod_app_takes_host_and_port(monkeypatch, capsys):
         "Loaded", (), {"loading": []})()))
     monkeypatch.setattr(webapp, "build", lambda assistant, save_dir=None: "demo")
     monkeypatch.setattr(webapp, "launch", lambda demo, **kwargs: launched.append(kwargs))
-    assert webapp.main(["--host", "0.0.0.0", "--port", "7999"]) == 0
-    assert webapp.main([]) == 0  # unset: Gradio's own (GRADIO_SERVER_NAME/PORT, else 127.0.0.1:7860)
+    assert app_cmd.main(["--host", "0.0.0.0", "--port", "7999"]) == 0
+    assert app_cmd.main([]) == 0  # unset: Gradio's own (GRADIO_SERVER_NAME/PORT, else 127.0.0.1:7860)
     assert launched == [{"server_name": "0.0.0.0", "server_port": 7999}, {}]
     with pytest.raises(UsageError, match="--port: must be at most 65535"):
-        webapp.main(["--port", "70000"])
+        app_cmd.main(["--port", "70000"])
     capsys.readouterr()
 
 

@@ -12,7 +12,8 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parent.parent
 BENCHES = sorted(p.stem for p in (PROJECT / "bench").glob("bench_*.py"))
-TRAINS = {"bench_train", "bench_assistant", "bench_real_model"}  # they train or run trained models: slow
+# they train, or run trained or real models: slow
+TRAINS = {"bench_train", "bench_assistant", "bench_real_model", "bench_harness"}
 
 
 def run_quick(name: str, *extra: str) -> subprocess.CompletedProcess:

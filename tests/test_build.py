@@ -183,12 +183,12 @@ def test_the_card_gives_each_split_its_real_size(embedded_build):
 def test_the_build_says_whether_a_push_is_gated_in_plain_english(embedded_release, sample_release,
                                                                    tmp_path, capsys):
     """Issue 25: the build printed 'a push will be not gated'."""
-    from meditod_hub.data import build as B
+    from meditod_hub.commands import build
 
-    assert B.main(["--source", str(embedded_release), "--out", str(tmp_path / "synthetic")]) == 0
+    assert build.main(["--source", str(embedded_release), "--out", str(tmp_path / "synthetic")]) == 0
     out = capsys.readouterr().out
     assert "a push will not be gated;" in out and "be not gated" not in out
-    assert B.main(["--source", str(sample_release), "--out", str(tmp_path / "meditod")]) == 0
+    assert build.main(["--source", str(sample_release), "--out", str(tmp_path / "meditod")]) == 0
     assert "a push will be gated, manual approval of each request;" in capsys.readouterr().out
 
 

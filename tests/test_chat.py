@@ -17,9 +17,9 @@ import pytest
 from chat_server import ChatServer
 from helpers import echo_assistant, served_runs
 
-from meditod_hub.apps import chat as chat_command
 from meditod_hub.apps.assistant import OPENING_LINE
 from meditod_hub.apps.chat import converse, turn_report
+from meditod_hub.commands import chat as chat_command
 from meditod_hub.errors import run_main
 
 pytestmark = pytest.mark.usefixtures("one_thread")

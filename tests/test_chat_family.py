@@ -12,7 +12,9 @@ import os
 import pytest
 from transformers import PreTrainedTokenizerFast
 
+from meditod_hub.commands import train as train_cmd
 from meditod_hub.data.dataset import load_split
+from meditod_hub.data.tasks import TASKS
 from meditod_hub.models import pretrained, tiny
 from meditod_hub.models.families import get_family
 from meditod_hub.models.llama3 import llama3_tokenizer
@@ -67,10 +69,10 @@ def test_llama3_format_is_byte_identical(embedded_build):
     for task in ("nlu", "pol", "nlg"):
         for split in ("train", "test"):
             for row in load_split(embedded_build, task, split):
-                example = family.training_example(task, row, tokenizer, budget).features
+                example = family.training_example(TASKS[task], row, tokenizer, budget).features
                 digest.update(tokenizer.apply_chat_template(
                     example["prompt"] + example["completion"], tokenize=False).encode())
-                digest.update(json.dumps(family.prompt(task, row, tokenizer, budget).input_ids)
+                digest.update(json.dumps(family.prompt(TASKS[task], row, tokenizer, budget).input_ids)
                               .encode())
     assert digest.hexdigest() == LLAMA3_FORMAT_SHA256
 
@@ -114,7 +116,6 @@ def test_a_chatml_model_trains_and_predicts_with_family_chat(chatml, embedded_bu
     import torch
     from helpers import train_args
 
-    from meditod_hub.models import train as T
     from meditod_hub.models.predictor import ModelSpec, load_predictor
 
     base = tmp_path / "chatml-llama"
@@ -122,8 +123,8 @@ def test_a_chatml_model_trains_and_predicts_with_family_chat(chatml, embedded_bu
     tiny.llama_model(len(chatml), chatml).save_pretrained(base)
     chatml.save_pretrained(base)
     run = tmp_path / "run"
-    assert T.main(train_args("tiny-llama/nlu.yaml", embedded_build, base, run, "--family=chat",
-                             "--max_steps=2", "--save_strategy=no")) == 0
+    assert train_cmd.main(train_args("tiny-llama/nlu.yaml", embedded_build, base, run, "--family=chat",
+                                     "--max_steps=2", "--save_strategy=no")) == 0
     info = json.loads((run / "run_info.json").read_text())
     assert info["family"] == "llama"
     saved = PreTrainedTokenizerFast.from_pretrained(run)

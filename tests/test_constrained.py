@@ -14,6 +14,7 @@ from datasets import load_dataset
 
 from meditod_hub.data import cmas
 from meditod_hub.data.release import label_errors
+from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import UsageError
 from meditod_hub.models import constrained as C
 from meditod_hub.models.families import FAMILIES, Budget
@@ -27,7 +28,7 @@ def predict_rows(model, tokenizer, family, task, data, budget, batch_size=16, co
                  vocabulary=None):
     """Records of a model in this process, as `meditod predict` makes them."""
     decode = DecodeOptions(batch_size, constrained=constrained, vocabulary=vocabulary)
-    return LocalPredictor(model, tokenizer, family, task, budget, decode).predict(data)
+    return LocalPredictor(model, tokenizer, family, TASKS[task], budget, decode).predict(data)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -40,8 +41,8 @@ def rows(data, task, split="test"):
 
 
 def gold_text(family: str, task: str, row: dict) -> str:
-    return chat.answer(task, row) if family == "llama" else \
-        FAMILIES[family].target_text(task, row)
+    return chat.answer(TASKS[task], row) if family == "llama" else \
+        FAMILIES[family].target_text(TASKS[task], row)
 
 
 def compiled(tokenizer, text: str):
@@ -81,13 +82,13 @@ def cmas_names(task: str) -> set[str]:
 
 @pytest.mark.parametrize("fmt", ["chat", "span", "pptod", "fewshot"])
 def test_a_new_slot_or_attribute_in_cmas_reaches_every_grammar(fmt, monkeypatch):
-    before = {task: C.grammar(fmt, task) for task in ("nlu", "pol")}
+    before = {task: C.grammar(fmt, TASKS[task]) for task in ("nlu", "pol")}
     assert "texture" not in before["nlu"] and "vital_sign" not in before["pol"]
     monkeypatch.setitem(cmas.SLOT_ATTRIBUTES, "symptom",
                         cmas.SLOT_ATTRIBUTES["symptom"] + ("texture",))
     monkeypatch.setattr(cmas, "ACTION_SLOTS", cmas.ACTION_SLOTS + ("vital_sign",))
     monkeypatch.setattr(cmas, "ACTION_TYPES", cmas.ACTION_TYPES + ("refer",))
-    nlu, pol = C.grammar(fmt, "nlu"), C.grammar(fmt, "pol")
+    nlu, pol = C.grammar(fmt, TASKS["nlu"]), C.grammar(fmt, TASKS["pol"])
     assert nlu != before["nlu"] and "texture" in nlu
     assert "vital_sign" in pol and "refer" in pol
     # ... and a checks-type on symptoms may now name it
@@ -103,10 +104,10 @@ def test_every_gold_answer_of_the_sample_is_inside_its_grammar(family, sample_bu
     fmt = FAMILIES[family].grammar_format
     splits = ("train", "validation", "test")
     vocabulary = frozenset(v for split in splits for task in ("nlu", "pol")
-                           for v in C.medical_values(task, (row[LABEL_KIND[task]] for row in
+                           for v in C.medical_values(TASKS[task], (row[LABEL_KIND[task]] for row in
                                                             rows(sample_build, task, split))))
     for task in ("nlu", "pol", "nlg"):
-        text = C.grammar(fmt, task, vocabulary)
+        text = C.grammar(fmt, TASKS[task], vocabulary)
         if text is None:
             assert task == "nlg" and fmt == "span", "only span NLG is free text"
             continue
@@ -124,27 +125,27 @@ def test_the_in_context_answer_grammar_and_schema_hold_every_gold_exemplar(sampl
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
     for task in ("nlu", "pol"):
-        grammar = compiled(tokenizer, C.grammar("fewshot", task))
+        grammar = compiled(tokenizer, C.grammar("fewshot", TASKS[task]))
         schema_grammar = xgr.GrammarCompiler(xgr.TokenizerInfo.from_huggingface(
             tokenizer, vocab_size=len(tokenizer))).compile_json_schema(
-                json.dumps(C.json_schema(task)), any_whitespace=True, any_order=True)
+                json.dumps(C.json_schema(TASKS[task])), any_whitespace=True, any_order=True)
         for row in rows(sample_build, task, "train"):
             answer = exemplar_answer(task, row)
             assert accepts(grammar, answer) and accepts(schema_grammar, answer), row["id"]
-    assert C.json_schema("nlg") is None and C.grammar("fewshot", "nlg") is None
+    assert C.json_schema(TASKS["nlg"]) is None and C.grammar("fewshot", TASKS["nlg"]) is None
 
 
 def test_nlg_stays_free_text_that_ends_at_the_stop_marker(tiny_models):
     from transformers import AutoTokenizer
 
-    assert C.grammar("span", "nlg") is None
+    assert C.grammar("span", TASKS["nlg"]) is None
     tokenizer = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
-    grammar = compiled(tokenizer, C.grammar("chat", "nlg"))
+    grammar = compiled(tokenizer, C.grammar("chat", TASKS["nlg"]))
     free = 'Any "text" at all, {even} JSON-looking ] or (spans) @here@ # 42?'
     assert accepts(grammar, f"[answer] {free} [done]")
     assert not accepts(grammar, f"[answer] {free}"), "it must end at [done]"
     pptod = compiled(AutoTokenizer.from_pretrained(tiny_models / "tiny-pptod"),
-                     C.grammar("pptod", "nlg"))
+                     C.grammar("pptod", TASKS["nlg"]))
     assert accepts(pptod, f"<sos_r> {free} <eos_r>")
 
 
@@ -152,7 +153,7 @@ def test_the_span_grammar_refuses_what_its_parser_cannot_read_back(tiny_models):
     from transformers import AutoTokenizer
 
     grammar = compiled(AutoTokenizer.from_pretrained(tiny_models / "tiny-t5"),
-                       C.grammar("span", "nlu"))
+                       C.grammar("span", TASKS["nlu"]))
     assert accepts(grammar, "@inform@ [positive_symptom] ( value=cough # location=chest | back )")
     for broken in ("@inform@ [positive_symptom] ( value=a (b) )",   # a delimiter in a value
                    "@inform@ [positive_cough] ( value=a )",         # not a CMAS slot key
@@ -198,15 +199,15 @@ def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_
     path = tiny_models / "tiny-llama"
     model, tokenizer = fam.auto_model().from_pretrained(path), AutoTokenizer.from_pretrained(path)
     for task in ("nlu", "pol"):
-        constraint = C.constraint("chat", task, vocabulary)
+        constraint = C.constraint("chat", TASKS[task], vocabulary)
         assert '"\\"cough\\""' in constraint.grammar
         held = predict_rows(model, tokenizer, fam, task, rows(embedded_build, task)[:4],
                             Budget(None, 64), batch_size=4, constrained=True,
                             vocabulary=vocabulary)
-        values = list(C.medical_values(task, [r.prediction for r in held]))
+        values = list(C.medical_values(TASKS[task], [r.prediction for r in held]))
         assert all(r.parse_ok for r in held)
         assert set(values) <= vocabulary
-    grammar = compiled(tokenizer, C.grammar("chat", "nlu", vocabulary))
+    grammar = compiled(tokenizer, C.grammar("chat", TASKS["nlu"], vocabulary))
     head = '[answer] [{"intent": "inform", "slots": {"positive_symptom": [{"value": '
     assert accepts(grammar, head + '"cough"}]}}] [done]')
     assert not accepts(grammar, head + '"headache"}]}}] [done]'), "outside the vocabulary"
@@ -267,11 +268,11 @@ def test_the_grammar_masks_correctly_on_the_real_llama3_vocabulary(sample_build)
     info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
     compiler = xgr.GrammarCompiler(info)
     for task in ("nlu", "pol"):
-        grammar = compiler.compile_grammar(C.grammar("chat", task))
+        grammar = compiler.compile_grammar(C.grammar("chat", TASKS[task]))
         for row in rows(sample_build, task, "train")[:10]:
             matcher = xgr.GrammarMatcher(grammar)
             mask = xgr.allocate_token_bitmask(1, len(tokenizer))
-            for token in tokenizer(chat.answer(task, row), add_special_tokens=False)["input_ids"]:
+            for token in tokenizer(chat.answer(TASKS[task], row), add_special_tokens=False)["input_ids"]:
                 matcher.fill_next_token_bitmask(mask)
                 assert (mask[0, token // 32] >> (token % 32)) & 1, (row["id"], token)
                 assert matcher.accept_token(token)
@@ -289,18 +290,18 @@ def test_the_grammar_masks_correctly_on_the_real_llama3_vocabulary(sample_build)
 def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_models,
                                                                          embedded_build, tmp_path,
                                                                          capsys):
+    from meditod_hub.commands import predict as predict_cmd
     from meditod_hub.errors import run_main
-    from meditod_hub.models import predict as P
 
     out = tmp_path / "predictions-constrained.jsonl"
-    assert run_main(P.main, ["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama",
-                             "--task", "pol", "--data", str(embedded_build), "--split", "test",
-                             "--out", str(out), "--max_new_tokens", "48", "--limit", "4",
-                             "--constrained"]) == 0
+    assert run_main(predict_cmd.main, ["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama",
+                                       "--task", "pol", "--data", str(embedded_build), "--split", "test",
+                                       "--out", str(out), "--max_new_tokens", "48", "--limit", "4",
+                                       "--constrained"]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 4 and all(r["constrained"] and r["parse_ok"] for r in lines)
     vocabulary = C.resolve_vocabulary("train", str(embedded_build))
-    assert set(C.medical_values("pol", [r["prediction"] for r in lines])) <= vocabulary
+    assert set(C.medical_values(TASKS["pol"], [r["prediction"] for r in lines])) <= vocabulary
     err = capsys.readouterr().err
     assert f"the chat grammar of pol, {len(vocabulary)} canonical medical values" in err
     assert "4 predictions, 0 did not parse" in err
@@ -313,7 +314,7 @@ def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
 
     def predict_rows_via_endpoint(endpoint, fam, task, data, budget, server_kind=None):
         decode = DecodeOptions(constrained=server_kind is not None, server_kind=server_kind)
-        return ServedPredictor(endpoint, None, fam, task, budget, decode).predict(data)
+        return ServedPredictor(endpoint, None, fam, TASKS[task], budget, decode).predict(data)
 
     data = rows(embedded_build, "nlu")[:2]
     fam = FAMILIES["llama"]
@@ -325,30 +326,30 @@ def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
                                                 server_kind=kind)
             body = server.received[-1]
             sent = body[field]["grammar"] if kind == "vllm" else body[field]
-            assert sent == C.grammar("chat", "nlu")
+            assert sent == C.grammar("chat", TASKS["nlu"])
             assert all(r.constrained and not r.parse_ok for r in records), "the stub echoes"
         predict_rows_via_endpoint(endpoint, fam, "nlu", data, Budget(None, 16))
         assert not {"structured_outputs", "ebnf", "grammar", "response_format"} & \
             set(server.received[-1]), "unconstrained requests carry no constraint"
     for kind in ("tgi", "openai"):
         with pytest.raises(UsageError, match="JSON schema, not a grammar"):
-            C.ServedConstraint(kind, "chat", "nlu")
+            C.ServedConstraint(kind, "chat", TASKS["nlu"])
     with pytest.raises(UsageError, match="--server_kind"):
         C.server_kind_for("http://127.0.0.1:8000/v1", None)
     assert C.server_kind_for("https://api.openai.com/v1", None) == "openai"
 
 
 def test_openai_gets_a_wrapped_json_schema_and_its_answer_is_unwrapped():
-    served = C.ServedConstraint("openai", "fewshot", "pol")
+    served = C.ServedConstraint("openai", "fewshot", TASKS["pol"])
     format_ = served.fields["response_format"]
     assert format_["type"] == "json_schema"
-    assert format_["json_schema"]["schema"]["properties"][C.OPENAI_WRAPPER] == C.json_schema("pol")
+    assert format_["json_schema"]["schema"]["properties"][C.OPENAI_WRAPPER] == C.json_schema(TASKS["pol"])
     answer = [{"action": "inquire", "symptom": [{"value": "cough"}]}]
     assert json.loads(served.answer(json.dumps({C.OPENAI_WRAPPER: answer}))) == answer
     assert served.answer("not json") == "not json"
-    tgi = C.ServedConstraint("tgi", "fewshot", "nlu").fields["response_format"]
-    assert tgi == {"type": "json_object", "value": C.json_schema("nlu")}
-    assert C.ServedConstraint("vllm", "fewshot", "nlg").fields is None, "NLG is free text"
+    tgi = C.ServedConstraint("tgi", "fewshot", TASKS["nlu"]).fields["response_format"]
+    assert tgi == {"type": "json_object", "value": C.json_schema(TASKS["nlu"])}
+    assert C.ServedConstraint("vllm", "fewshot", TASKS["nlg"]).fields is None, "NLG is free text"
 
 
 # --- the setting travels with the files -------------------------------------------------------
@@ -371,7 +372,7 @@ def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_bu
     read = read_predictions(path)
     assert all(p.constrained for p in read.values())
     results = evaluate(EvaluateArguments(task="nlu", predictions=path, out=tmp_path / "r.json",
-                                         data=str(sample_build)))
+                                         data=str(sample_build)), TASKS["nlu"])
     assert results.scores["constrained"] is True
     write_results(results, tmp_path / "r.json", chart=False, purpose="evaluate")
     assert "Decoding: constrained" in (tmp_path / "r.md").read_text()
@@ -409,7 +410,7 @@ def test_the_grammar_never_changes_an_answer_that_already_parses_and_validates(
             for split in ("validation", "test") for row in rows(build, task, split)]
     free = predict_rows(model, tokenizer, family, task, data, budget)
     held = predict_rows(model, tokenizer, family, task, data, budget, constrained=True)
-    grammar = compiled(tokenizer, C.grammar("chat", task))
+    grammar = compiled(tokenizer, C.grammar("chat", TASKS[task]))
 
     def answer(raw: str) -> str:
         return raw[:raw.index(chat.ANSWER_CLOSE) + len(chat.ANSWER_CLOSE)] \
@@ -422,6 +423,36 @@ def test_the_grammar_never_changes_an_answer_that_already_parses_and_validates(
     assert len(valid) >= 20, (len(valid), len(data))
     assert [held[i].raw for i in valid] == [answer(free[i].raw) for i in valid]
     assert all(r.parse_ok for r in held)
+
+
+def test_the_assistants_grammar_allows_the_values_its_runs_were_trained_on(tmp_path, embedded_build):
+    """`meditod chat` / `make app` (`--vocabulary train`, the default): NLU and POL decode under
+    the grammar with the canonical values of the training split each run recorded (so a small
+    model says "coughing", not the patient's "dry cough"); free values for a run whose dataset
+    is not here, with `--vocabulary none`, or without the grammar; NLG has no grammar."""
+    from meditod_hub.apps.webapp import settings
+    from meditod_hub.models.cascade import PipelineArguments
+    from meditod_hub.models.constrained import training_vocabulary
+
+    runs = {}
+    for task, dataset in (("nlu", str(embedded_build)), ("pol", str(tmp_path / "gone")),
+                          ("nlg", str(embedded_build))):
+        runs[task] = tmp_path / "runs" / task
+        runs[task].mkdir(parents=True)
+        (runs[task] / "run_info.json").write_text(json.dumps({"dataset": dataset}))
+    trained = training_vocabulary(str(embedded_build))
+    assert "coughing" in trained
+    folders = [str(runs[t]) for t in ("nlu", "pol", "nlg")]
+    nlu, pol, nlg = PipelineArguments(*folders).specs()
+    assert (nlu.decode.vocabulary, pol.decode.vocabulary, nlg.decode.vocabulary) == (trained, None, None)
+    assert all(s.decode.vocabulary is None for s in PipelineArguments(*folders, vocabulary="none").specs())
+    assert all(s.decode.vocabulary is None for s in PipelineArguments(*folders).specs(constrained=False))
+    listed = tmp_path / "vocabulary.txt"
+    listed.write_text("coughing\nfever\n")
+    assert PipelineArguments(*folders, vocabulary=str(listed)).specs()[1].decode.vocabulary == {
+        "coughing", "fever"}
+    app = settings({f"MEDITOD_{t.upper()}": str(runs[t]) for t in runs}, tmp_path).specs
+    assert [s.decode.vocabulary for s in app] == [trained, None, None], "the app loads as chat does"
 
 
 @pytest.mark.slow

@@ -16,8 +16,8 @@ from chat_server import ChatServer
 from datasets import load_dataset
 from helpers import run_case, scripted_assistant, served_runs
 
+from meditod_hub.commands.eval_cascade import main as eval_cascade
 from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, card_section, evaluate_cascade
-from meditod_hub.evaluation.eval_cascade import main as eval_cascade
 from meditod_hub.files import RECORD
 from meditod_hub.models.cascade import PipelineArguments
 from meditod_hub.models.runs import RunError

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from meditod_hub.commands.evaluate import main
 from meditod_hub.data.dataset import load_split
 from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import run_main
-from meditod_hub.evaluation.evaluate import main
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -163,7 +163,7 @@ def test_a_chart_names_the_model_the_data_and_the_decoding():
     assert chart_title(results, "tiny-llama") == (
         "tiny-llama: NLU, test split",
         "synthetic sample (embedded), 10 dialogues; constrained decoding; 7 of 12 outputs unparsed")
-    image = Image.open(io.BytesIO(chart_png(results, "tiny-llama"))).convert("L")
+    image = Image.open(io.BytesIO(chart_png(results, TASKS["nlu"], "tiny-llama"))).convert("L")
     width, height = image.size
     # the value labels right of the axis: dark pixels where a blank chart had none
     plot = image.crop((width // 8, height // 3, width // 2, 2 * height // 3))

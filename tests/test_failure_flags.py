@@ -11,7 +11,7 @@ import importlib
 import typing
 
 import pytest
-from helpers import expect, run_case
+from helpers import expect, run_case, utf8
 
 from meditod_hub import arguments, cli
 
@@ -94,7 +94,7 @@ CASES = flag_cases()
 
 
 @pytest.mark.parametrize("command,extra,phrase", CASES,
-                         ids=[f"{c}:{' '.join(e)}" for c, e, _ in CASES])
+                         ids=[utf8(f"{c}:{' '.join(e)}") for c, e, _ in CASES])
 def test_an_impossible_flag_value_is_a_usage_error(command, extra, phrase, capsys):
     module = importlib.import_module(cli.COMMANDS[command][0])
     argv = required_argv(argument_types(command))

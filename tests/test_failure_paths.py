@@ -38,15 +38,19 @@ from helpers import (
 )
 from transformers import TrainerCallback
 
+from meditod_hub.commands import build as build_cmd
+from meditod_hub.commands import evaluate as evaluate_cmd
+from meditod_hub.commands import predict as predict_cmd
+from meditod_hub.commands import publish as publish_cmd
+from meditod_hub.commands import push as push_cmd
+from meditod_hub.commands import synthetic as synthetic_cmd
+from meditod_hub.commands import train as train_cmd
 from meditod_hub.data import build as B
+from meditod_hub.data import synthetic
 from meditod_hub.data.synthetic import generate_release
 from meditod_hub.errors import run_main
-from meditod_hub.evaluation import evaluate as E
 from meditod_hub.files import record_output
-from meditod_hub.models import predict as P
 from meditod_hub.models import train as T
-from meditod_hub.publishing import hub as H
-from meditod_hub.publishing import publish as U
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -97,11 +101,11 @@ BAD_RELEASES = {
 def test_a_bad_release_is_refused_and_the_previous_build_stays(case, tmp_path, capsys):
     release = write_release(tmp_path / "release")
     out = tmp_path / "meditod"
-    assert run_main(B.main, ["--source", str(release), "--out", str(out)]) == 0
+    assert run_main(build_cmd.main, ["--source", str(release), "--out", str(out)]) == 0
     capsys.readouterr()
     damage, phrase = BAD_RELEASES[case]
     damage(release)
-    outcome = run_case(f"build: {case}", B.main, ["--source", release, "--out", out], capsys,
+    outcome = run_case(f"build: {case}", build_cmd.main, ["--source", release, "--out", out], capsys,
                        protect=[out])
     expect(outcome, phrase, code=1)
     assert B.verify_manifest(out)  # the previous build, whole
@@ -124,7 +128,7 @@ def test_build_never_writes_over_what_it_did_not_write(case, tmp_path, capsys):
     release = write_release(tmp_path / "release")
     out = OUT_CASES[case][0](tmp_path, release)
     protect = [release] + ([out] if out == PROJECT else [])
-    outcome = run_case(f"build: {case}", B.main, ["--source", release, "--out", out], capsys,
+    outcome = run_case(f"build: {case}", build_cmd.main, ["--source", release, "--out", out], capsys,
                        protect=protect)
     expect(outcome, OUT_CASES[case][1], code=2)
 
@@ -132,9 +136,9 @@ def test_build_never_writes_over_what_it_did_not_write(case, tmp_path, capsys):
 def test_a_previous_build_with_foreign_files_is_refused(tmp_path, capsys):
     release = write_release(tmp_path / "release")
     out = tmp_path / "meditod"
-    assert run_main(B.main, ["--source", str(release), "--out", str(out)]) == 0
+    assert run_main(build_cmd.main, ["--source", str(release), "--out", str(out)]) == 0
     (out / "notes.txt").write_text("mine")
-    outcome = run_case("build: previous build plus a user file", B.main,
+    outcome = run_case("build: previous build plus a user file", build_cmd.main,
                        ["--source", release, "--out", out], capsys, protect=[out])
     expect(outcome, "also holds 1 other file(s) (notes.txt)")
 
@@ -142,7 +146,7 @@ def test_a_previous_build_with_foreign_files_is_refused(tmp_path, capsys):
 def test_strict_refuses_warnings(tmp_path, capsys):
     release = write_release(tmp_path / "release", splits={"train": ["1", "2", "3"], "valid": [],
                                                           "test": []})
-    outcome = run_case("build: --strict with warnings", B.main,
+    outcome = run_case("build: --strict with warnings", build_cmd.main,
                        ["--source", release, "--out", tmp_path / "m", "--strict"], capsys)
     expect(outcome, "--strict", "split 'validation' is empty")
     assert not (tmp_path / "m").exists()
@@ -154,13 +158,13 @@ def test_a_concurrent_build_into_the_same_folder_is_refused(tmp_path, capsys):
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (tmp_path / ".meditod.build.lock").write_text(str(holder.pid))
-        outcome = run_case("build: another build holds the folder", B.main,
+        outcome = run_case("build: another build holds the folder", build_cmd.main,
                            ["--source", release, "--out", out], capsys)
         expect(outcome, f"another build into {out} is running (pid {holder.pid})")
     finally:
         holder.kill()
         holder.wait()
-    assert run_main(B.main, ["--source", str(release), "--out", str(out)]) == 0, \
+    assert run_main(build_cmd.main, ["--source", str(release), "--out", str(out)]) == 0, \
         "a lock left by a dead process is taken over"
 
 
@@ -258,6 +262,65 @@ def test_a_build_killed_anywhere_leaves_the_previous_build_whole(point, tmp_path
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".meditod")]
 
 
+# --- synthetic: interrupted generation, and what a generation never replaces --------------------
+
+@pytest.mark.parametrize("point", ["generate_dialogues", "write_text", "rename"])
+def test_a_generation_killed_anywhere_leaves_the_previous_release_whole(point, tmp_path,
+                                                                       monkeypatch):
+    """A crash before writing, between two files, or at the swap, while generating over an earlier
+    synthetic release: that release stays whole and nothing is left beside it (before: files were
+    written in place one by one, so a crash left a new dialogs.json beside the old id files)."""
+    out = generate_release(tmp_path / "release", seed=1, dialogues=4)
+    before = digests([out])
+
+    class Killed(BaseException):
+        pass
+
+    original = {"generate_dialogues": synthetic.generate_dialogues, "write_text": Path.write_text,
+                "rename": os.rename}[point]
+    writes = []
+
+    def die(*args, **kwargs):
+        writes.append(args[0])
+        if point == "write_text" and len(writes) < 2:  # dialogs.json written, then killed
+            return original(*args, **kwargs)
+        if point == "rename" and Path(args[0]) != out:  # the swap's first rename
+            return original(*args, **kwargs)
+        raise Killed
+
+    monkeypatch.setattr(*{"generate_dialogues": (synthetic, "generate_dialogues"),
+                          "write_text": (Path, "write_text"), "rename": (os, "rename")}[point], die)
+    with pytest.raises(Killed):
+        generate_release(out, seed=2, dialogues=4)
+    monkeypatch.undo()
+    assert digests([out]) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["release"]
+    generate_release(out, seed=2, dialogues=4)  # the next generation goes through
+    assert digests([out]) != before
+
+
+def test_a_generation_never_replaces_what_it_did_not_write(tmp_path, capsys):
+    """A real release, a synthetic one with a file added or a dialogue edited, a file: each
+    refused in one line and left as it was (before: a synthetic release.json was enough, and the
+    folder's other files were written over or kept beside the new release)."""
+    real = write_release(tmp_path / "real")
+    added = generate_release(tmp_path / "added", dialogues=4)
+    (added / "notes.txt").write_text("my notes")
+    edited = generate_release(tmp_path / "edited", seed=3, dialogues=4)
+    dialogs = json.loads((edited / "dialogs.json").read_text())
+    dialogs["1"]["utterances"][1]["text"] = "I have had a dry cough for a month."
+    (edited / "dialogs.json").write_text(json.dumps(dialogs))
+    a_file = tmp_path / "file"
+    a_file.write_text("not a folder")
+    for target, phrase in [(real, "no synthetic release.json"), (added, "added to since it was "
+                           "generated (notes.txt)"), (edited, "(dialogs.json)"), (a_file, "is a file")]:
+        outcome = run_case(f"synthetic: --out {target.name}", synthetic_cmd.main,
+                           ["--out", target, "--dialogues", 4], capsys, protect=[target])
+        expect(outcome, phrase, code=2)
+    same = generate_release(tmp_path / "same", seed=5, dialogues=4)  # a rerun replaces its own
+    assert generate_release(same, seed=5, dialogues=4) == same
+
+
 def test_a_build_killed_between_the_two_renames_is_restored(tmp_path):
     """The one window where `out` is absent: the next build puts the previous build back first."""
     release = write_release(tmp_path / "release")
@@ -295,13 +358,13 @@ def test_rows_written_in_context_bounded_chunks_are_the_same_rows(tmp_path, monk
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
 def test_push_timeout_must_be_a_positive_number(timeout, embedded_build, capsys, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_unused")
-    outcome = run_case(f"push: --timeout {timeout}", H.main,
+    outcome = run_case(f"push: --timeout {timeout}", push_cmd.main,
                        ["--folder", embedded_build, "--repo", "org/x", "--timeout", timeout], capsys)
     expect(outcome, "argument --timeout: must be a", code=2)
 
 
 def test_push_of_a_missing_folder_is_refused(tmp_path, capsys):
-    outcome = run_case("push: no such folder", H.main,
+    outcome = run_case("push: no such folder", push_cmd.main,
                        ["--folder", tmp_path / "nope", "--repo", "org/x"], capsys)
     expect(outcome, "no such folder")
 
@@ -326,7 +389,7 @@ def _eval(data, preds, out, *extra):
 
 
 def test_evaluate_never_writes_over_its_input(embedded_build, predictions, capsys):
-    outcome = run_case("evaluate: --out is the predictions file", E.main,
+    outcome = run_case("evaluate: --out is the predictions file", evaluate_cmd.main,
                        _eval(embedded_build, predictions, predictions), capsys, protect=[predictions])
     expect(outcome, "is also an input of this command", code=2)
     assert not predictions.with_suffix(".md").exists()
@@ -335,7 +398,7 @@ def test_evaluate_never_writes_over_its_input(embedded_build, predictions, capsy
 def test_two_evaluations_in_one_folder_keep_their_own_side_files(embedded_build, predictions,
                                                                  tmp_path):
     for name in ("nlu-test", "nlu-again"):
-        assert run_main(E.main, _eval(embedded_build, predictions, tmp_path / f"{name}.json")) == 0
+        assert run_main(evaluate_cmd.main, _eval(embedded_build, predictions, tmp_path / f"{name}.json")) == 0
     for name in ("nlu-test", "nlu-again"):
         assert (tmp_path / f"{name}.md").read_text().startswith("# MediTOD NLU results (test)")
         assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
@@ -375,7 +438,7 @@ def test_evaluate_bad_input(case, embedded_build, predictions, tmp_path, capsys)
         argv += ["--judge", "embedding", "--judge_model", str(tmp_path / "no-model")]
     elif case == "llm judge without url":
         argv += ["--judge", "llm"]
-    outcome = run_case(f"evaluate: {case}", E.main, argv, capsys, protect=[predictions])
+    outcome = run_case(f"evaluate: {case}", evaluate_cmd.main, argv, capsys, protect=[predictions])
     expect(outcome, phrase)
     assert not (tmp_path / "results.json").exists()
 
@@ -439,7 +502,7 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, m
     elif case == "hub model unreachable":  # the Hub is never reached in tests
         monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
         argv[1] = "org/some-model"
-    outcome = run_case(f"predict: {case}", P.main, argv, capsys, protect=[run_folder])
+    outcome = run_case(f"predict: {case}", predict_cmd.main, argv, capsys, protect=[run_folder])
     expect(outcome, phrase, code=code)
 
 
@@ -488,16 +551,16 @@ def test_train_bad_input(case, embedded_build, tiny_models, tmp_path, capsys):
         extra[0] = "--dataset_name=meditd"
     elif case == "output_dir is a file":
         (tmp_path / "run").write_text("x")
-    outcome = run_case(f"train: {case}", T.main, [recipe, *extra], capsys, protect=[recipe])
+    outcome = run_case(f"train: {case}", train_cmd.main, [recipe, *extra], capsys, protect=[recipe])
     expect(outcome, phrase)
 
 
 def _train(embedded_build, tiny_models, out, *extra):
-    return run_main(T.main, [str(PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"),
-                             f"--dataset_name={embedded_build}",
-                             f"--model_name_or_path={tiny_models / 'tiny-llama'}",
-                             f"--output_dir={out}", "--max_steps=2", "--save_steps=1",
-                             "--save_total_limit=3", *extra])
+    return run_main(train_cmd.main, [str(PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"),
+                                     f"--dataset_name={embedded_build}",
+                                     f"--model_name_or_path={tiny_models / 'tiny-llama'}",
+                                     f"--output_dir={out}", "--max_steps=2", "--save_steps=1",
+                                     "--save_total_limit=3", *extra])
 
 
 @pytest.mark.slow
@@ -511,13 +574,13 @@ def test_resume_only_what_was_started(embedded_build, tiny_models, tmp_path, cap
     capsys.readouterr()
 
     # another learning rate into the same folder: refused, checkpoints untouched
-    outcome = run_case("train: resume with another recipe", T.main,
-                       [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml",
-                        f"--dataset_name={embedded_build}",
-                        f"--model_name_or_path={tiny_models / 'tiny-llama'}",
-                        f"--output_dir={out}", "--max_steps=2", "--save_steps=1",
-                        "--save_total_limit=3", "--learning_rate=1e-3"], capsys,
-                       protect=[out / "checkpoints"])
+    outcome = run_case("train: resume with another recipe", train_cmd.main,
+                               [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml",
+                                f"--dataset_name={embedded_build}",
+                                f"--model_name_or_path={tiny_models / 'tiny-llama'}",
+                                f"--output_dir={out}", "--max_steps=2", "--save_steps=1",
+                                "--save_total_limit=3", "--learning_rate=1e-3"], capsys,
+                               protect=[out / "checkpoints"])
     expect(outcome, "holds checkpoints of another run (changed: learning_rate 0.005 -> 0.001)",
            "--overwrite_output_dir=true")
 
@@ -549,7 +612,7 @@ def test_a_resume_names_another_base_model_or_dataset_with_both_values(embedded_
     argv = [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml", f"--dataset_name={embedded_build}",
             f"--model_name_or_path={base}", f"--output_dir={out}", "--max_steps=2",
             "--save_steps=1"]
-    assert run_main(T.main, [str(a) for a in argv]) == 0
+    assert run_main(train_cmd.main, [str(a) for a in argv]) == 0
     before = T.base_identity(str(base), None)
     weights = load_file(base / "model.safetensors")
     save_file({k: v + 1 for k, v in weights.items()}, base / "model.safetensors",
@@ -557,17 +620,17 @@ def test_a_resume_names_another_base_model_or_dataset_with_both_values(embedded_
     after = T.base_identity(str(base), None)
     assert before != after and str(base) in after
     capsys.readouterr()
-    outcome = run_case("train: resume on another base model", T.main, argv, capsys,
-                       protect=[out / "checkpoints"])
+    outcome = run_case("train: resume on another base model", train_cmd.main, argv, capsys,
+                               protect=[out / "checkpoints"])
     expect(outcome, f"changed: base model {before} -> {after}", "--overwrite_output_dir=true",
            code=2)
 
     save_file(weights, base / "model.safetensors", metadata={"format": "pt"})
     data = tmp_path / "data"
     shutil.copytree(embedded_build, data)
-    outcome = run_case("train: resume on another dataset_name", T.main,
-                       [*argv[:1], f"--dataset_name={data}", *argv[2:]], capsys,
-                       protect=[out / "checkpoints"])
+    outcome = run_case("train: resume on another dataset_name", train_cmd.main,
+                               [*argv[:1], f"--dataset_name={data}", *argv[2:]], capsys,
+                               protect=[out / "checkpoints"])
     expect(outcome, f"changed: dataset_name {embedded_build} -> {data}", code=2)
 
 
@@ -593,18 +656,18 @@ BAD_TRAIN_NUMBERS = {
 
 @pytest.mark.parametrize("flag", BAD_TRAIN_NUMBERS)
 def test_train_numbers_out_of_range_are_usage_errors(flag, tmp_path, capsys):
-    outcome = run_case(f"train: {flag}", T.main, [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml",
-                                                 flag, f"--output_dir={tmp_path / 'run'}"], capsys)
+    outcome = run_case(f"train: {flag}", train_cmd.main, [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml",
+                                                         flag, f"--output_dir={tmp_path / 'run'}"], capsys)
     expect(outcome, BAD_TRAIN_NUMBERS[flag], code=2)
     assert not (tmp_path / "run").exists()
 
 
 def test_a_bad_number_in_the_recipe_names_the_recipe(tmp_path, capsys):
     recipe = _recipe(tmp_path, TINY.replace("learning_rate: 5.0e-3", "learning_rate: .inf"))
-    outcome = run_case("train: recipe learning_rate inf", T.main, [recipe], capsys)
+    outcome = run_case("train: recipe learning_rate inf", train_cmd.main, [recipe], capsys)
     expect(outcome, f"{recipe}: learning_rate: inf: must be a finite number above 0", code=2)
-    epochs = T.parse_recipe([str(PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"),
-                             "--num_train_epochs=0", "--max_steps=3"])
+    epochs = train_cmd.parse_recipe([str(PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"),
+                                     "--num_train_epochs=0", "--max_steps=3"])
     assert epochs.training.max_steps == 3, "epochs are not checked when max_steps decides"
 
 
@@ -623,11 +686,11 @@ def test_a_loss_that_becomes_nan_stops_the_run(cause, embedded_build, tiny_model
             f"--model_name_or_path={tiny_models / 'tiny-llama'}", f"--output_dir={out}",
             "--max_steps=4", "--save_strategy=no"]
     if cause == "learning_rate 1e30":  # the final train_loss diverges (logged every 10 steps)
-        outcome = run_case("train: the loss diverges", T.main, [*argv, "--learning_rate=1e30"],
-                           capsys)
+        outcome = run_case("train: the loss diverges", train_cmd.main, [*argv, "--learning_rate=1e30"],
+                                   capsys)
     else:
-        outcome = run_case("train: the loss becomes NaN", lambda a: T.main(a, [_LossBecomesNaN()]),
-                           [*argv, "--logging_steps=1"], capsys)
+        outcome = run_case("train: the loss becomes NaN", lambda a: train_cmd.main(a, [_LossBecomesNaN()]),
+                                   [*argv, "--logging_steps=1"], capsys)
         assert "step 2: the training loss is nan" in outcome.err
     expect(outcome, "the run diverged and was stopped", "lower learning_rate", code=1)
     assert not (out / "run_info.json").exists()
@@ -642,7 +705,7 @@ def test_publish_timeout_must_be_a_positive_number(timeout, tmp_path, capsys):
     run = write_run(tmp_path / "run")
     (run / "adapter_config.json").write_text("{}")
     (run / "adapter_model.safetensors").write_bytes(b"x")
-    outcome = run_case(f"publish: --timeout {timeout}", U.main,
+    outcome = run_case(f"publish: --timeout {timeout}", publish_cmd.main,
                        ["--run", run, "--repo", "org/x", "--timeout", timeout], capsys)
     expect(outcome, "argument --timeout: must be a", code=2)
 
@@ -717,7 +780,7 @@ def _no_model_loads(monkeypatch):
 
 # (command, file damaged, damages, argv builder(ctx) -> (main, argv, damaged path, protect))
 def _agreement(ctx):
-    from meditod_hub.evaluation import agreement
+    from meditod_hub.commands import agreement
 
     a = write_release(ctx.tmp / "a")
     b = write_release(ctx.tmp / "b")
@@ -728,77 +791,78 @@ def _agreement(ctx):
 def _build_release_json(ctx):
     release = write_release(ctx.tmp / "release")
     (release / "release.json").write_text('{"synthetic": false}')
-    return B.main, ["--source", release, "--out", ctx.tmp / "m"], release / "release.json", []
+    return build_cmd.main, ["--source", release, "--out", ctx.tmp / "m"], release / "release.json", []
 
 
 def _build_split(ctx):
     release = write_release(ctx.tmp / "release")
-    return B.main, ["--source", release, "--out", ctx.tmp / "m"], release / "train_ids.json", []
+    return build_cmd.main, ["--source", release, "--out", ctx.tmp / "m"], release / "train_ids.json", []
 
 
 def _build_dialogs(ctx):
     release = write_release(ctx.tmp / "release")
-    return B.main, ["--source", release, "--out", ctx.tmp / "m"], release / "dialogs.json", []
+    return build_cmd.main, ["--source", release, "--out", ctx.tmp / "m"], release / "dialogs.json", []
 
 
 def _push_manifest(ctx):
     folder = ctx.tmp / "built"
     shutil.copytree(ctx.build, folder)
-    return H.main, ["--folder", folder, "--repo", "org/x"], folder / "build_manifest.json", []
+    return push_cmd.main, ["--folder", folder, "--repo", "org/x"], folder / "build_manifest.json", []
 
 
 def _predict_run_info(ctx):
-    return P.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data", ctx.build,
-                    "--out", ctx.tmp / "p.jsonl"], ctx.model_run / "run_info.json", []
+    return predict_cmd.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data", ctx.build,
+                              "--out", ctx.tmp / "p.jsonl"], ctx.model_run / "run_info.json", []
 
 
 def _predict_recipe(ctx):
-    return P.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data", ctx.build,
-                    "--out", ctx.tmp / "p.jsonl"], ctx.model_run / "recipe.yaml", []
+    return predict_cmd.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data", ctx.build,
+                              "--out", ctx.tmp / "p.jsonl"], ctx.model_run / "recipe.yaml", []
 
 
 def _evaluate_predictions(ctx):
     preds = ctx.tmp / "p.jsonl"
     preds.write_text("")
-    return E.main, _eval(ctx.build, preds, ctx.tmp / "r.json"), preds, []
+    return evaluate_cmd.main, _eval(ctx.build, preds, ctx.tmp / "r.json"), preds, []
 
 
 def _publish_run_info(ctx):
     run = _evaluated_run(ctx.tmp / "run")
-    return U.main, ["--run", run, "--repo", "org/x", "--dry_run"], run / "run_info.json", []
+    return publish_cmd.main, ["--run", run, "--repo", "org/x", "--dry_run"], run / "run_info.json", []
 
 
 def _publish_results(ctx):
     run = _evaluated_run(ctx.tmp / "run")
-    return U.main, ["--run", run, "--repo", "org/x", "--dry_run"], \
+    return publish_cmd.main, ["--run", run, "--repo", "org/x", "--dry_run"], \
         run / "eval" / "test" / "results.json", []
 
 
 def _publish_record(ctx):
     run = _evaluated_run(ctx.tmp / "runs" / "run")
     (run / "published.json").write_text("{}")
-    return U.main, ["--table", ctx.tmp / "runs"], run / "published.json", [run / "run_info.json"]
+    return publish_cmd.main, ["--table", ctx.tmp / "runs"], run / "published.json", [run / "run_info.json"]
 
 
 def _fewshot_run_info(ctx):
-    from meditod_hub.evaluation.fewshot import run as fewshot
+    from meditod_hub.commands import fewshot
+    from meditod_hub.models.runs import FEWSHOT_INFO
 
     out = ctx.tmp / "fewshot"
     out.mkdir()
-    (out / fewshot.FEWSHOT_INFO).write_text("{}")
+    (out / FEWSHOT_INFO).write_text("{}")
     return fewshot.main, ["--model", "m", "--task", "nlu", "--data", ctx.build, "--out", out,
-                          "--dry_run"], out / fewshot.FEWSHOT_INFO, []
+                          "--dry_run"], out / FEWSHOT_INFO, []
 
 
 def _chat_run_info(ctx):
-    from meditod_hub.apps import chat
+    from meditod_hub.commands import chat
 
     return chat.main, ["--nlu", ctx.model_run, "--pol", ctx.model_run, "--nlg", ctx.model_run], \
         ctx.model_run / "run_info.json", []
 
 
 def _cascade_run_info(ctx):
-    from meditod_hub.evaluation import eval_cascade
+    from meditod_hub.commands import eval_cascade
 
     return eval_cascade.main, ["--nlu", ctx.model_run, "--pol", ctx.model_run, "--nlg",
                                ctx.model_run, "--data", ctx.build, "--out", ctx.tmp / "c"], \
@@ -806,7 +870,7 @@ def _cascade_run_info(ctx):
 
 
 def _space_run_info(ctx):
-    from meditod_hub.publishing import space
+    from meditod_hub.commands import space
 
     run = ctx.model_run
     (run / "model.safetensors").write_bytes(b"x")
@@ -815,16 +879,16 @@ def _space_run_info(ctx):
 
 
 def _annotate_dialogs(ctx):
-    from meditod_hub.apps.annotate import serve
+    from meditod_hub.commands import annotate
 
     release = write_release(ctx.tmp / "release")
-    return serve.main, ["--source", release, "--port", "0"], release / "dialogs.json", []
+    return annotate.main, ["--source", release, "--port", "0"], release / "dialogs.json", []
 
 
 def _train_recipe(ctx):
     recipe = ctx.tmp / "recipe.yaml"
     recipe.write_text(TINY)
-    return T.main, [recipe, f"--dataset_name={ctx.build}"], recipe, []
+    return train_cmd.main, [recipe, f"--dataset_name={ctx.build}"], recipe, []
 
 
 def _train_resume_record(ctx):
@@ -833,8 +897,8 @@ def _train_resume_record(ctx):
     checkpoint.mkdir(parents=True)
     record_output(ctx.tmp / "run", "train")  # an earlier `meditod train` run, as the guard knows it
     (checkpoint / "meditod_resume.json").write_text("{}")
-    return T.main, [recipe, f"--dataset_name={ctx.build}", f"--output_dir={ctx.tmp / 'run'}",
-                    "--model_name_or_path=no/such-model-is-loaded"], \
+    return train_cmd.main, [recipe, f"--dataset_name={ctx.build}", f"--output_dir={ctx.tmp / 'run'}",
+                            "--model_name_or_path=no/such-model-is-loaded"], \
         checkpoint / "meditod_resume.json", []
 
 
@@ -896,10 +960,10 @@ def test_a_damaged_input_file_is_named_in_one_line(case, damage, embedded_build,
 def test_build_out_a_symlink_to_a_previous_build_is_refused_and_both_stay(tmp_path, capsys):
     release = write_release(tmp_path / "release")
     target = tmp_path / "meditod"
-    assert run_main(B.main, ["--source", str(release), "--out", str(target)]) == 0
+    assert run_main(build_cmd.main, ["--source", str(release), "--out", str(target)]) == 0
     link = tmp_path / "link"
     link.symlink_to(target)
-    outcome = run_case("build: --out a symlink to a previous build", B.main,
+    outcome = run_case("build: --out a symlink to a previous build", build_cmd.main,
                        ["--source", release, "--out", link], capsys, protect=[target])
     expect(outcome, f"--out {link} is a symbolic link (to {target})", code=2)
     assert link.is_symlink() and B.verify_manifest(target)
@@ -911,7 +975,7 @@ def test_build_out_the_current_folder_is_refused(out, tmp_path, capsys, monkeypa
     work = tmp_path / "work" / "here"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
-    outcome = run_case(f"build: --out {out}", B.main, ["--source", release, "--out", out], capsys)
+    outcome = run_case(f"build: --out {out}", build_cmd.main, ["--source", release, "--out", out], capsys)
     expect(outcome, "is the current folder or holds it", code=2)
     assert not any(work.iterdir()) and not list(work.parent.glob(".*lock"))
 
@@ -922,7 +986,7 @@ def test_build_out_a_mount_point_is_refused(tmp_path, capsys, monkeypatch):
     mount.mkdir()
     real = os.path.ismount
     monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == mount or real(p))
-    outcome = run_case("build: --out an empty mount point", B.main,
+    outcome = run_case("build: --out an empty mount point", build_cmd.main,
                        ["--source", release, "--out", mount], capsys)
     expect(outcome, "is a mount point", f"--out {mount / 'meditod'}", code=2)
     assert not any(mount.iterdir())
@@ -936,9 +1000,9 @@ def test_build_on_a_full_disk_names_the_build_and_keeps_the_previous_one(tmp_pat
                                                                          monkeypatch):
     release = write_release(tmp_path / "release")
     out = tmp_path / "meditod"
-    assert run_main(B.main, ["--source", str(release), "--out", str(out)]) == 0
+    assert run_main(build_cmd.main, ["--source", str(release), "--out", str(out)]) == 0
     monkeypatch.setattr(B, "write_parquet", _disk_full)
-    outcome = run_case("build: disk full", B.main, ["--source", release, "--out", out], capsys,
+    outcome = run_case("build: disk full", build_cmd.main, ["--source", release, "--out", out], capsys,
                        protect=[out])
     expect(outcome, f"cannot write the build of {out}", "the disk is full", code=1)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".meditod")]
@@ -950,8 +1014,8 @@ def test_a_full_disk_while_writing_names_the_file_and_keeps_the_old_one(
     """atomic_write's siblings: every file the kit writes whole names itself when the disk fills."""
     if command == "evaluate":
         out = tmp_path / "results.json"
-        assert run_main(E.main, _eval(embedded_build, predictions, out)) == 0
-        main, argv = E.main, _eval(embedded_build, predictions, out)
+        assert run_main(evaluate_cmd.main, _eval(embedded_build, predictions, out)) == 0
+        main, argv = evaluate_cmd.main, _eval(embedded_build, predictions, out)
     elif command == "train run files":
         from meditod_hub.models.runs import write_run_files
 
@@ -961,9 +1025,10 @@ def test_a_full_disk_while_writing_names_the_file_and_keeps_the_old_one(
     else:
         run = _evaluated_run(tmp_path / "run")
         out = tmp_path / "card" / "README.md"
-        assert run_main(U.main, ["--run", str(run), "--repo", "org/x", "--dry_run",
-                                 "--card_dir", str(out.parent)]) == 0
-        main, argv = U.main, ["--run", run, "--repo", "org/x", "--dry_run", "--card_dir", out.parent]
+        assert run_main(publish_cmd.main, ["--run", str(run), "--repo", "org/x", "--dry_run",
+                                           "--card_dir", str(out.parent)]) == 0
+        main, argv = publish_cmd.main, ["--run", run, "--repo", "org/x", "--dry_run", "--card_dir",
+                                        out.parent]
     capsys.readouterr()
     monkeypatch.setattr(os, "fsync", _disk_full)
     if command == "publish card":  # huggingface_hub's ModelCard.save writes without fsync
@@ -995,7 +1060,7 @@ def test_chat_skips_a_line_that_is_not_utf8_and_goes_on(capsys):
 def test_chat_reads_stdin_so_that_a_bad_byte_cannot_end_it(monkeypatch, capsys):
     import io
 
-    from meditod_hub.apps import chat
+    from meditod_hub.commands import chat
 
     stdin = io.TextIOWrapper(io.BytesIO(b"\xff\xfe\n\xe9t\xe9\nI cough.\n"), encoding="utf-8")
     monkeypatch.setattr(sys, "stdin", stdin)
@@ -1045,7 +1110,7 @@ def test_fewshot_damaged_answer_cache_is_named_before_any_request(damage, embedd
                                                                   tmp_path, capsys):
     import sqlite3
 
-    from meditod_hub.evaluation.fewshot import run as fewshot
+    from meditod_hub.commands import fewshot
 
     cache = tmp_path / "answers.sqlite"
     if damage == "wrong schema":
@@ -1075,7 +1140,7 @@ def test_predict_damaged_model_files_are_named(case, run_folder, embedded_build,
     path = run_folder / target
     data = path.read_bytes()
     path.write_bytes(data[:500] if case == "truncated weights" else b"{garbage")
-    outcome = run_case(f"predict: {case}", P.main,
+    outcome = run_case(f"predict: {case}", predict_cmd.main,
                        ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
                         "--limit", "1", "--out", tmp_path / "p.jsonl"], capsys)
     expect(outcome, f"{run_folder}: cannot load the model or tokenizer", "retrain or download",
@@ -1088,7 +1153,7 @@ def test_predict_damaged_model_files_are_named(case, run_folder, embedded_build,
                                   "no layer for a non-paper model"])
 def test_a_bad_bertscore_model_is_refused_before_scoring(command, case, embedded_build,
                                                          fake_model_run, tmp_path, capsys):
-    from meditod_hub.evaluation import eval_cascade
+    from meditod_hub.commands import eval_cascade
 
     model, layer = {"missing folder": (tmp_path / "nope", "1"),
                     "a file": (tmp_path / "afile", "1"),
@@ -1099,8 +1164,8 @@ def test_a_bad_bertscore_model_is_refused_before_scoring(command, case, embedded
     if command == "evaluate":
         preds = tmp_path / "p.jsonl"
         preds.write_text("")
-        main, argv = E.main, ["--task", "nlg", "--data", embedded_build, "--predictions", preds,
-                              "--out", tmp_path / "r.json", *flags]
+        main, argv = evaluate_cmd.main, ["--task", "nlg", "--data", embedded_build, "--predictions", preds,
+                                         "--out", tmp_path / "r.json", *flags]
     else:
         main, argv = eval_cascade.main, ["--nlu", "x", "--pol", "x", "--nlg", "x", "--data",
                                          embedded_build, *flags]
@@ -1114,9 +1179,7 @@ def test_a_bad_bertscore_model_is_refused_before_scoring(command, case, embedded
                                   "publish --run", "annotate --source"])
 def test_a_file_where_a_folder_belongs_and_back(case, embedded_build, fake_model_run, tmp_path,
                                                 capsys):
-    from meditod_hub.apps.annotate import serve
-    from meditod_hub.evaluation import agreement, eval_cascade
-    from meditod_hub.evaluation.fewshot import run as fewshot
+    from meditod_hub.commands import agreement, annotate, eval_cascade, fewshot
 
     afile, folder = tmp_path / "afile", tmp_path / "folder"
     afile.write_text("mine")
@@ -1128,19 +1191,19 @@ def test_a_file_where_a_folder_belongs_and_back(case, embedded_build, fake_model
         "eval-cascade --out": (eval_cascade.main, ["--nlu", fake_model_run, "--pol",
                                                    fake_model_run, "--nlg", fake_model_run,
                                                    "--data", embedded_build, "--out", afile]),
-        "publish --card_dir": (U.main, ["--run", _evaluated_run(tmp_path / "run"), "--repo",
-                                        "org/x", "--dry_run", "--card_dir", afile]),
+        "publish --card_dir": (publish_cmd.main, ["--run", _evaluated_run(tmp_path / "run"), "--repo",
+                                                  "org/x", "--dry_run", "--card_dir", afile]),
         "agreement --out folder": (agreement.main, ["--a", release, "--b", release,
                                                     "--out", folder]),
         # --out of predict and evaluate is a folder (as Make's OUT): a file there is refused
-        "evaluate --out file": (E.main, ["--task", "nlu", "--data", embedded_build,
-                                         "--predictions", folder / "p.jsonl", "--out", afile]),
-        "predict --out file": (P.main, ["--model_path", fake_model_run, "--task", "nlu",
-                                        "--data", embedded_build, "--out", afile]),
-        "build --out": (B.main, ["--source", release, "--out", afile]),
-        "push --folder": (H.main, ["--folder", afile, "--repo", "org/x"]),
-        "publish --run": (U.main, ["--run", afile, "--repo", "org/x", "--dry_run"]),
-        "annotate --source": (serve.main, ["--source", afile, "--port", "0"]),
+        "evaluate --out file": (evaluate_cmd.main, ["--task", "nlu", "--data", embedded_build,
+                                                    "--predictions", folder / "p.jsonl", "--out", afile]),
+        "predict --out file": (predict_cmd.main, ["--model_path", fake_model_run, "--task", "nlu",
+                                                  "--data", embedded_build, "--out", afile]),
+        "build --out": (build_cmd.main, ["--source", release, "--out", afile]),
+        "push --folder": (push_cmd.main, ["--folder", afile, "--repo", "org/x"]),
+        "publish --run": (publish_cmd.main, ["--run", afile, "--repo", "org/x", "--dry_run"]),
+        "annotate --source": (annotate.main, ["--source", afile, "--port", "0"]),
     }[case]
     outcome = run_case(f"{case}: a file where a folder belongs or back", main, argv, capsys,
                        protect=[afile, folder, release])
@@ -1149,10 +1212,10 @@ def test_a_file_where_a_folder_belongs_and_back(case, embedded_build, fake_model
 
 
 def test_train_with_a_base_model_that_is_not_there_says_so(embedded_build, tmp_path, capsys):
-    outcome = run_case("train: model_name_or_path not there", T.main,
-                       [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml",
-                        f"--dataset_name={embedded_build}", f"--output_dir={tmp_path / 'run'}",
-                        f"--model_name_or_path={tmp_path / 'no-base'}"], capsys)
+    outcome = run_case("train: model_name_or_path not there", train_cmd.main,
+                               [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml",
+                                f"--dataset_name={embedded_build}", f"--output_dir={tmp_path / 'run'}",
+                                f"--model_name_or_path={tmp_path / 'no-base'}"], capsys)
     expect(outcome, f"model_name_or_path {tmp_path / 'no-base'}: cannot load", code=1)
 
 
@@ -1166,7 +1229,7 @@ def damaged_checkpoint(embedded_build, tiny_models, tmp_path):
     checkpoint = tmp_path / "run" / "checkpoints" / "checkpoint-1"
     shutil.copytree(tiny_models / "tiny-llama", checkpoint)
     record_output(tmp_path / "run", "train")
-    record_ = T.resume_fingerprint(T.parse_recipe(argv))
+    record_ = T.resume_fingerprint(train_cmd.parse_recipe(argv))
     (checkpoint / "meditod_resume.json").write_text(json.dumps({**record_, "runtime_s": 1.0}))
     (checkpoint / "trainer_state.json").write_text(json.dumps(
         {"global_step": 0, "max_steps": 1, "num_train_epochs": 1, "log_history": []}))
@@ -1187,8 +1250,8 @@ def test_a_damaged_checkpoint_is_named_never_with_weights_only_advice(case, dama
     else:
         weights = checkpoint / "model.safetensors"
         weights.write_bytes(weights.read_bytes()[:700])
-    outcome = run_case(f"train: resume from a checkpoint with {case}", T.main, argv, capsys,
-                       protect=[checkpoint])
+    outcome = run_case(f"train: resume from a checkpoint with {case}", train_cmd.main, argv, capsys,
+                               protect=[checkpoint])
     expect(outcome, f"{checkpoint}: cannot resume from this checkpoint", "delete it",
            "--overwrite_output_dir=true", code=1)
     assert "weights_only" not in outcome.err.lower() and "weights only" not in outcome.err.lower()
@@ -1205,7 +1268,7 @@ SENTINEL_TOKEN = "hf_sweepSECRETtoken0123456789abcdef"
 def test_a_failing_command_never_shows_or_writes_a_key(case, embedded_build, fake_model_run,
                                                        tiny_models, tiny_retriever, tmp_path,
                                                        capsys, monkeypatch):
-    from meditod_hub.evaluation.fewshot import run as fewshot
+    from meditod_hub.commands import fewshot
 
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_KEY)
     monkeypatch.setenv("HF_TOKEN", SENTINEL_TOKEN)
@@ -1219,14 +1282,14 @@ def test_a_failing_command_never_shows_or_writes_a_key(case, embedded_build, fak
             "--cache", tmp_path / "answers.sqlite", "--retrieval_cache", tmp_path / "retrieval",
             "--max_retries", "0", "--request_timeout", "2"]
     elif case == "predict --endpoint dead":
-        main, argv = P.main, ["--model_path", fake_model_run, "--task", "nlu", "--data",
-                              embedded_build, "--limit", "1", "--endpoint", dead,
-                              "--out", tmp_path / "p.jsonl"]
+        main, argv = predict_cmd.main, ["--model_path", fake_model_run, "--task", "nlu", "--data",
+                                        embedded_build, "--limit", "1", "--endpoint", dead,
+                                        "--out", tmp_path / "p.jsonl"]
     else:
         folder = tmp_path / "built"
         shutil.copytree(embedded_build, folder)
         next(folder.rglob("*.parquet")).write_bytes(b"tampered")
-        main, argv = H.main, ["--folder", folder, "--repo", "org/x"]
+        main, argv = push_cmd.main, ["--folder", folder, "--repo", "org/x"]
     outcome = run_case(f"{case} (key in the environment)", main, argv, capsys,
                        secrets=[SENTINEL_KEY, SENTINEL_TOKEN], written=[tmp_path])
     assert outcome.kind == "clear", outcome
@@ -1249,7 +1312,7 @@ def test_a_command_with_stdout_closed_ends_as_usual(args, code, tmp_path):
 
 
 def test_predict_refuses_a_readme_as_its_vocabulary(embedded_build, tmp_path, capsys):
-    outcome = run_case("predict --constrained --vocabulary README.md", P.main, [
+    outcome = run_case("predict --constrained --vocabulary README.md", predict_cmd.main, [
         "--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1", "--family", "llama",
         "--task", "nlu", "--data", embedded_build, "--constrained", "--vocabulary",
         PROJECT / "README.md", "--out", tmp_path / "p.jsonl"], capsys)
@@ -1261,7 +1324,7 @@ def test_predict_refuses_a_readme_as_its_vocabulary(embedded_build, tmp_path, ca
 @pytest.mark.parametrize("leaderboard", ["bad id !!", "no-owner", "org/a--b"])
 def test_publish_refuses_a_leaderboard_that_is_no_hub_repo_id(leaderboard, tmp_path, capsys):
     """(before: the card linked to https://huggingface.co/spaces/bad id !!)"""
-    outcome = run_case(f"publish --leaderboard {leaderboard!r}", U.main, [
+    outcome = run_case(f"publish --leaderboard {leaderboard!r}", publish_cmd.main, [
         "--run", tmp_path / "run", "--repo", "org/model", "--dry_run", "--leaderboard",
         leaderboard], capsys)
     expect(outcome, f"--leaderboard {leaderboard!r} is not a Hub repo id", "give ORG/NAME",
@@ -1275,9 +1338,7 @@ DEAD_DEADLINE_S = 90
 
 
 def _dead_in_process(case, url, ctx):
-    from meditod_hub.apps import chat
-    from meditod_hub.evaluation import eval_cascade
-    from meditod_hub.evaluation.fewshot import run as fewshot
+    from meditod_hub.commands import chat, eval_cascade, fewshot
 
     fewshot_argv = ["--model", "stub", "--task", "nlu", "--data", ctx.build, "--shots", "1",
                     "--limit", "1", "--out", ctx.tmp / "fewshot", "--retriever", ctx.retriever,
@@ -1286,9 +1347,9 @@ def _dead_in_process(case, url, ctx):
                     ctx.tmp / "retrieval", "--max_retries", "0"]
     served = served_runs(ctx.tmp / "served")
     return {
-        "predict --endpoint": (P.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data",
-                                        ctx.build, "--limit", "1", "--endpoint", f"{url}/v1",
-                                        "--timeout", "2", "--out", ctx.tmp / "p.jsonl"]),
+        "predict --endpoint": (predict_cmd.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data",
+                                                  ctx.build, "--limit", "1", "--endpoint", f"{url}/v1",
+                                                  "--timeout", "2", "--out", ctx.tmp / "p.jsonl"]),
         "fewshot --endpoint": (fewshot.main, [*fewshot_argv, "--endpoint", f"{url}/v1",
                                               "--timeout", "2", "--request_timeout", "1"]),
         "chat --endpoint": (chat.main, [*served, "--endpoint", f"{url}/v1", "--timeout", "2"]),
@@ -1405,7 +1466,7 @@ def test_a_lone_surrogate_anywhere_in_a_release_is_named(case, tmp_path, capsys)
     release = write_release(tmp_path / "release")
     damage, phrase = SURROGATE_RELEASES[case]
     damage(release)
-    outcome = run_case(f"build: a lone surrogate in the release's {case}", B.main,
+    outcome = run_case(f"build: a lone surrogate in the release's {case}", build_cmd.main,
                        ["--source", release, "--out", tmp_path / "m"], capsys)
     expect(outcome, phrase, "fix that \\u escape", code=1)
     assert not (tmp_path / "m").exists()
@@ -1416,7 +1477,7 @@ def test_an_utterance_id_that_is_no_whole_number_is_named(uttr_id, tmp_path, cap
     """(before: 0.0 and true equal 0 and 1 in Python, passed, and failed later as "unexpected")"""
     release = write_release(tmp_path / "release")
     _rewrite(release, lambda d: _first_patient(d).update(uttr_id=uttr_id))
-    outcome = run_case(f"build: uttr_id {json.dumps(uttr_id)}", B.main,
+    outcome = run_case(f"build: uttr_id {json.dumps(uttr_id)}", build_cmd.main,
                        ["--source", release, "--out", tmp_path / "m"], capsys)
     expect(outcome, "dialogue 1, utterance 1: `uttr_id` must be the whole number 1 (the "
            f"utterance's position), got {json.dumps(uttr_id)}", code=1)
@@ -1428,7 +1489,7 @@ def test_a_results_file_holding_nan_is_named(command, tmp_path, capsys):
     run = _evaluated_run(tmp_path / "runs" / "run")
     path = run / "eval" / "test" / "results.json"
     path.write_text(path.read_text().replace('"f1": 0.5614', '"f1": NaN'))
-    from meditod_hub.evaluation import results
+    from meditod_hub.commands import results
 
     if command == "results":
         code = run_main(results.main, ["--runs", str(tmp_path / "runs"),
@@ -1438,7 +1499,7 @@ def test_a_results_file_holding_nan_is_named(command, tmp_path, capsys):
         assert "unexpected" not in err
         record("results: a results.json holding NaN (skipped and said)", "clear")
     else:
-        outcome = run_case("publish: a results.json holding NaN", U.main,
+        outcome = run_case("publish: a results.json holding NaN", publish_cmd.main,
                            ["--run", run, "--repo", "org/x", "--dry_run"], capsys)
         expect(outcome, f"{path}: 'f1' is nan, not a score", "rerun `meditod evaluate`")
 
@@ -1446,7 +1507,7 @@ def test_a_results_file_holding_nan_is_named(command, tmp_path, capsys):
 @pytest.mark.parametrize("names", ["one-name", "a,b", "a,,c", "a,b,c,d"])
 def test_chat_served_models_must_name_three(names, capsys):
     """(before: one name without --endpoint ended in "unexpected TypeError")"""
-    from meditod_hub.apps import chat
+    from meditod_hub.commands import chat
 
     outcome = run_case(f"chat --served_models {names}", chat.main,
                        ["--nlu", "a/b", "--pol", "a/b", "--nlg", "a/b", "--served_models", names],
@@ -1459,7 +1520,7 @@ def _numeric_recipe_keys() -> list[str]:
     """Every key some training recipe sets to a number, and every key train checks."""
     import yaml
 
-    keys = set(T.NUMBER_RULES)
+    keys = set(train_cmd.NUMBER_RULES)
     for path in (PROJECT / "recipes").rglob("*.yaml"):
         config = yaml.safe_load(path.read_text())
         if isinstance(config, dict) and "task" in config:  # not an accelerate config
@@ -1477,7 +1538,7 @@ MEANINGFUL = {*((key, "0") for key in ("lora_dropout", "warmup_steps", "weight_d
 
 
 def _parse_only(argv: list[str]) -> int:
-    T.parse_recipe(argv)
+    train_cmd.parse_recipe(argv)
     return 0
 
 
@@ -1521,7 +1582,7 @@ def test_every_upload_refuses_a_token_inside_a_binary_file(command, embedded_rel
                                                            capsys, monkeypatch):
     """Binary files are scanned as text ones (before: publish uploaded a token held in
     model.safetensors metadata). Nothing reaches the Hub: the scan comes first."""
-    from meditod_hub.publishing import leaderboard, space
+    from meditod_hub.commands import leaderboard, space
 
     monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
@@ -1529,13 +1590,13 @@ def test_every_upload_refuses_a_token_inside_a_binary_file(command, embedded_rel
         release = tmp_path / "release"
         shutil.copytree(embedded_release, release)
         _rewrite(release, lambda d: d[next(iter(d))].update(notes=f"token {SWEEP_TOKEN}"))
-        assert run_main(B.main, ["--source", str(release), "--out", str(tmp_path / "m")]) == 0
+        assert run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m")]) == 0
         capsys.readouterr()
-        main, argv, named = H.main, ["--folder", tmp_path / "m", "--repo", "org/x"], "parquet"
+        main, argv, named = push_cmd.main, ["--folder", tmp_path / "m", "--repo", "org/x"], "parquet"
     elif command == "publish":
         run = _evaluated_run(tmp_path / "run")
         _safetensors_with_token(run / "adapter_model.safetensors")
-        main, argv, named = U.main, ["--run", run, "--repo", "org/x", "--dry_run"], \
+        main, argv, named = publish_cmd.main, ["--run", run, "--repo", "org/x", "--dry_run"], \
             "adapter_model.safetensors"
     elif command == "space":
         run = write_run(tmp_path / "whole", adapter=False)
@@ -1666,7 +1727,7 @@ def test_the_authors_dialogues_at_any_key_never_build_as_synthetic(base, place, 
     else:
         generate_release(release, seed=3, dialogues=4)
     HIDDEN[place](release, json.loads((sample_release / "dialogs.json").read_text()))
-    code = run_main(B.main, ["--source", str(release), "--out", str(tmp_path / "m")])
+    code = run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m")])
     capsys.readouterr()
     manifest = B.verify_manifest(tmp_path / "m") if code == 0 else {"synthetic": False,
                                                                       "gated": True}

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from meditod_hub.commands.fewshot import main
 from meditod_hub.data.dataset import load_split
+from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation.fewshot import prompts as P
-from meditod_hub.evaluation.fewshot.run import main
 from meditod_hub.models.endpoint import Decoding, Request
 from meditod_hub.models.local_chat import LocalChat, shared_prefix
 
@@ -100,7 +101,7 @@ def test_constrained_answers_with_the_prefix_cached_equal_uncached_and_parse(cha
                                                                             embedded_build):
     from meditod_hub.models import constrained as C
 
-    grammar = C.constraint("fewshot", "pol", C.resolve_vocabulary("train", str(embedded_build)))
+    grammar = C.constraint("fewshot", TASKS["pol"], C.resolve_vocabulary("train", str(embedded_build)))
     requests = row_requests(embedded_build, "pol")
     cached = LocalChat.load(chat_model, cache=None, constraint=grammar)
     uncached = LocalChat(cached.model, cached.tokenizer, str(chat_model), cache=None,

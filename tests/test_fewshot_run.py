@@ -13,9 +13,11 @@ import pytest
 from chat_server import ChatServer
 from datasets import load_dataset
 
+from meditod_hub.commands.fewshot import main
+from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation.fewshot import prompts as P
-from meditod_hub.evaluation.fewshot.run import TokenCounter, main
+from meditod_hub.evaluation.fewshot.run import TokenCounter
 
 
 @pytest.fixture
@@ -129,7 +131,7 @@ def test_constrained_is_its_own_setting_and_the_server_receives_the_grammar(argv
         held = server.received[len(free):]
         code, _, err = run_cli(argv("nlu", server.url, "--out", str(out)), capsys)
     assert len(held) == 4, "constrained answers are asked for, not taken from the free ones' cache"
-    grammar = C.grammar("fewshot", "nlu", C.resolve_vocabulary("train", str(embedded_build)))
+    grammar = C.grammar("fewshot", TASKS["nlu"], C.resolve_vocabulary("train", str(embedded_build)))
     assert all(body["structured_outputs"] == {"grammar": grammar} for body in held)
     assert not any("structured_outputs" in body for body in free)
     free_results = json.loads((tmp_path / "out" / "nlu" / "results.json").read_text())

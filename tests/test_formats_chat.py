@@ -9,7 +9,7 @@ import json
 import pytest
 
 from meditod_hub.data.release import read_release
-from meditod_hub.data.tasks import TASKS
+from meditod_hub.data.tasks import TASKS, get_task
 from meditod_hub.data.views import view_rows
 from meditod_hub.errors import UsageError
 from meditod_hub.models.formats import ParseResult, chat, context_lines
@@ -59,15 +59,15 @@ def test_nlg_message_shows_the_action_and_the_last_turn_only():
 
 
 def test_answers_and_messages():
-    assert chat.answer("pol", POL_ROW) == f"[answer] {json.dumps(ACTIONS)} [done]"
-    assert chat.answer("nlg", POL_ROW) == "[answer] Does the Rash itch? [done]"
-    roles = [m["role"] for m in chat.messages("nlu", FIRST_NLU_ROW)]
+    assert chat.answer(TASKS["pol"], POL_ROW) == f"[answer] {json.dumps(ACTIONS)} [done]"
+    assert chat.answer(TASKS["nlg"], POL_ROW) == "[answer] Does the Rash itch? [done]"
+    roles = [m["role"] for m in chat.messages(TASKS["nlu"], FIRST_NLU_ROW)]
     assert roles == ["system", "user", "assistant"]
-    assert chat.messages("nlu", FIRST_NLU_ROW)[0]["content"] == chat.SYSTEM_MESSAGES["nlu"]
-    with pytest.raises(UsageError, match="unknown task"):
-        chat.messages("dst", FIRST_NLU_ROW)
+    assert chat.messages(TASKS["nlu"], FIRST_NLU_ROW)[0]["content"] == chat.SYSTEM_MESSAGES["nlu"]
+    with pytest.raises(UsageError, match="unknown task"):  # refused where the name comes in
+        chat.messages(get_task("dst"), FIRST_NLU_ROW)
     with pytest.raises(KeyError, match="'9-1'.*'response'"):
-        chat.answer("nlg", FIRST_NLU_ROW)
+        chat.answer(TASKS["nlg"], FIRST_NLU_ROW)
 
 
 def test_parse_accepts_output_with_or_without_the_answer_marker():
@@ -111,4 +111,5 @@ def test_sample_answers_round_trip(sample_release):
             last_turn = "\n".join(context_lines(row)[-2:])
             assert chat.user_message(task, row).endswith(f"[last turn]\n{last_turn}\n\n[output]")
             expected = row[TASKS[task].target_column]
-            assert chat.parse_answer(task, chat.answer(task, row)) == ParseResult(expected, True, None)
+            assert chat.parse_answer(task, chat.answer(TASKS[task], row)) == \
+                ParseResult(expected, True, None)

@@ -115,15 +115,15 @@ def test_span_targets_round_trip(items, actions, family):
     # (`a / b` and `a/b` decode alike); the sample test covers that path.
     row = {"id": "x", "nlu": items, "actions": actions}
     span = FAMILIES[family]
-    assert span.parse("nlu", span.target_text("nlu", row)).value == items
-    assert span.parse("pol", span.target_text("pol", row)).value == actions
+    assert span.parse("nlu", span.target_text(TASKS["nlu"], row)).value == items
+    assert span.parse("pol", span.target_text(TASKS["pol"], row)).value == actions
 
 
 @SETTINGS
 @given(st.one_of(nlu_labels.map(lambda v: ("nlu", v)), action_labels.map(lambda v: ("pol", v))))
 def test_chat_answer_round_trip_and_every_prefix(task_and_items):
     task, items = task_and_items
-    text = chat.answer(task, {TASKS[task].target_column: items})
+    text = chat.answer(TASKS[task], {TASKS[task].target_column: items})
     assert chat.parse_answer(task, text) == ParseResult(items, True, None)
     ends = _item_ends(f"{chat.ANSWER_OPEN} [", [json.dumps(i) for i in items], ", ")
     for cut in range(len(text) + 1):

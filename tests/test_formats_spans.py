@@ -15,6 +15,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
 from meditod_hub.data.release import read_release
+from meditod_hub.data.tasks import TASKS
 from meditod_hub.data.views import view_rows
 from meditod_hub.errors import UsageError
 from meditod_hub.models.families import FAMILIES, SPAN_FAMILIES, Budget, get_family
@@ -60,12 +61,12 @@ LINES = ["patient: My knee has a zorbic ache.", "doctor: Since when?", "patient:
 
 
 def source_text(family: str, task: str, row: dict) -> tuple[str, str]:
-    parts = FAMILIES[family].source_parts(task, row)
+    parts = FAMILIES[family].source_parts(TASKS[task], row)
     return parts.prefix, parts.body
 
 
 def target_text(family: str, task: str, row: dict) -> str:
-    return FAMILIES[family].target_text(task, row)
+    return FAMILIES[family].target_text(TASKS[task], row)
 
 
 # --- the context rule -----------------------------------------------------------------------
@@ -190,7 +191,7 @@ def test_special_ids_follow_the_tokenizer_template():
 
 @pytest.mark.parametrize("family", SPAN_FAMILIES)
 def test_an_input_that_fits_is_the_whole_text(family):
-    parts = FAMILIES[family].source_parts("pol", NLG_ROWS[3])
+    parts = FAMILIES[family].source_parts(TASKS["pol"], NLG_ROWS[3])
     fitted = fit_to_budget(T5_LIKE, parts, 512, "9-8")
     assert not fitted.truncated and (fitted.dropped, fitted.dropped_state) == (0, 0)
     assert fitted.input_ids == _ids(T5_LIKE, parts.prefix) + T5_LIKE(parts.body)["input_ids"]
@@ -199,7 +200,7 @@ def test_an_input_that_fits_is_the_whole_text(family):
 @pytest.mark.parametrize("tokenizer", [T5_LIKE, BIOGPT_LIKE], ids=["t5", "biogpt"])
 @pytest.mark.parametrize("family, task", [("flan-t5", "nlu"), ("biogpt", "nlu"), ("pptod", "nlg")])
 def test_without_a_state_only_the_context_is_cut_from_the_left(tokenizer, family, task):
-    parts = FAMILIES[family].source_parts(task, NLG_ROWS[3] if task != "nlu" else NLU_ROWS[3])
+    parts = FAMILIES[family].source_parts(TASKS[task], NLG_ROWS[3] if task != "nlu" else NLU_ROWS[3])
     lead, trail = special_ids(tokenizer)
     before = lead + _ids(tokenizer, parts.prefix) + _ids(tokenizer, parts.head)
     after = _ids(tokenizer, parts.tail) + trail
@@ -223,7 +224,7 @@ def _contains(ids: list[int], part: list[int]) -> bool:
 
 @pytest.mark.parametrize("family", SPAN_FAMILIES)
 def test_pol_cuts_old_context_then_the_oldest_state_entries_then_the_last_turn(family):
-    parts = FAMILIES[family].source_parts("pol", STATEFUL)
+    parts = FAMILIES[family].source_parts(TASKS["pol"], STATEFUL)
     assert parts.state_entries == len(state_order(STATEFUL["state"])) == 2
     lead, trail = special_ids(T5_LIKE)
     fixed = len(lead) + len(_ids(T5_LIKE, parts.prefix)) + len(trail)
@@ -259,7 +260,7 @@ def test_pol_cuts_old_context_then_the_oldest_state_entries_then_the_last_turn(f
 
 
 def test_examples_that_cannot_fit_name_themselves():
-    parts = FAMILIES["biogpt"].source_parts("pol", NLG_ROWS[3])
+    parts = FAMILIES["biogpt"].source_parts(TASKS["pol"], NLG_ROWS[3])
     with pytest.raises(BudgetError, match="example 9-8: the target alone is 40 tokens"):
         fit_to_budget(BIOGPT_LIKE, parts, 40, "9-8", target_length=40)
     with pytest.raises(BudgetError, match="example 9-8: .* even without context or state"):
@@ -283,7 +284,7 @@ def test_sample_context_matches_the_authors_pptod_views(sample_release):
     for row in rows:
         turns = sessions[f"osce{row['dialogue_id']}"][:row["turn"] + 1]
         spans = [span for turn in turns for span in (turn["user"], turn["resp"])][:-1]
-        assert FAMILIES["pptod"].source_parts("nlu", row).context == spans, row["id"]
+        assert FAMILIES["pptod"].source_parts(TASKS["nlu"], row).context == spans, row["id"]
         lines = [f"{'patient' if span.startswith('<sos_u>') else 'doctor'}: {span[8:-8]}" for span in spans]
         assert context_lines(row) == lines, row["id"]
 
@@ -325,13 +326,13 @@ def test_biogpt_nlu_inputs_are_tokenised_as_the_authors_did(sample_release, tmp_
     rows = _sample(sample_release, "nlu")
     differed_per_line = 0
     for row in rows:
-        parts = biogpt.source_parts("nlu", row)
+        parts = biogpt.source_parts(TASKS["nlu"], row)
         prefix = tokenizer(parts.prefix, add_special_tokens=False)["input_ids"]
         body = tokenizer(parts.body, add_special_tokens=False)["input_ids"]
         per_line = [t for text in [*parts.context, parts.tail]
                     for t in tokenizer(text, add_special_tokens=False)["input_ids"]]
         differed_per_line += per_line != body
-        fitted = biogpt.prompt("nlu", row, tokenizer, Budget(512, 128))
+        fitted = biogpt.prompt(TASKS["nlu"], row, tokenizer, Budget(512, 128))
         room = 512 - 128 - len(lead) - len(prefix) - len(trail)
         assert fitted.input_ids == lead + prefix + body[-room:] + trail, row["id"]
     assert differed_per_line > len(rows) // 2  # the old rule really was different

@@ -35,7 +35,7 @@ from helpers import (
 from hub_server import WRITE_TOKEN, HubServer
 
 from meditod_hub.errors import UsageError
-from meditod_hub.evaluation.results import Report, Row, paper_rows
+from meditod_hub.evaluation.results_table import Report, Row, paper_rows
 from meditod_hub.publishing import leaderboard as L
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -75,7 +75,8 @@ def test_upload_is_a_private_gradio_space_that_names_the_dataset(hub_server, tmp
     assert WRITE_TOKEN not in done.stdout + done.stderr
     assert hub_server.repo("space", "org/leaderboard").private
     files = hub_server.files("space", "org/leaderboard")
-    assert {"app.py", "requirements.txt", "README.md", L.SETTINGS_FILE, "meditod_hub/evaluation/results.py",
+    assert {"app.py", "requirements.txt", "README.md", L.SETTINGS_FILE,
+            "meditod_hub/evaluation/results_table.py", "meditod_hub/evaluation/results_hub.py",
             "meditod_hub/publishing/leaderboard.py", "meditod_hub/data/paper_results.py"} <= set(files)
     meta = yaml.safe_load(files["README.md"].decode().split("---\n")[1])
     assert (meta["sdk"], meta["app_file"], meta["datasets"]) == ("gradio", "app.py", [HUB_DATASET])
@@ -221,8 +222,8 @@ def test_the_space_in_a_browser_filters_sorts_links_and_refreshes(tmp_path, tiny
 def test_a_card_links_to_the_leaderboard_and_declares_constrained_splits(tmp_path):
     from huggingface_hub import ModelCard, constants
 
-    from meditod_hub.models.runs import read_run
-    from meditod_hub.publishing.model_card import card_identity, render_model_card
+    from meditod_hub.models.runs import card_identity, read_run
+    from meditod_hub.publishing.model_card import render_model_card
 
     run = read_run(write_run(tmp_path / "run", splits={
         "test": {**RESULTS["nlu"], "constrained": True}, "test_ood": RESULTS["nlu"]}))

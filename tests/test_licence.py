@@ -145,8 +145,10 @@ def test_meditod_card_keeps_meditod_identity(sample_release, tmp_path):
 
 
 def test_build_prints_the_licence_and_why(sample_release, tmp_path, capsys):
+    from meditod_hub.commands import build
+
     release = _with_release_json(sample_release, tmp_path, '{"synthetic": true}')
-    assert B.main(["--source", str(release), "--out", str(tmp_path / "out")]) == 0
+    assert build.main(["--source", str(release), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "licence-restricted MediTOD data" in out and "gated" in out
     assert "release.json's \"synthetic\" is not proof" in out

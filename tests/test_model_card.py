@@ -17,8 +17,8 @@ from huggingface_hub import ModelCard
 from meditod_hub.data import paper_results
 from meditod_hub.data.tasks import TASKS
 from meditod_hub.models.records import Results
-from meditod_hub.models.runs import RunError, read_run
-from meditod_hub.publishing.model_card import card_identity, render_model_card
+from meditod_hub.models.runs import RunError, card_identity, read_run
+from meditod_hub.publishing.model_card import render_model_card
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -170,6 +170,83 @@ def test_run_info_without_required_keys_is_refused(tmp_path):
         read_run(run_dir)
 
 
+# --- lm-evaluation-harness results --------------------------------------------------------------
+
+def lm_eval_results(task: str, scores: dict, split: str = "test", limit=None,
+                    version: str = "0.4.13") -> dict:
+    """An lm-eval results file (`results_<date>.json`) for one task written by `meditod harness`,
+    with the fields lm-eval 0.4.13 writes that the reader reads (trimmed from a real one: the
+    tiny-t5 NLU run's), local paths included as lm-eval records them."""
+    from meditod_hub.evaluation.harness.export import task_name
+    from meditod_hub.evaluation.harness.scoring import metric_keys
+    from meditod_hub.models.records import value_at
+
+    name = task_name(task, split, "ft")
+    results = {"name": name, "alias": name, "sample_len": 10}
+    for metric, key in metric_keys(task).items():
+        if value_at(scores, key) is not None:
+            results[f"{metric},none"] = value_at(scores, key)
+            results[f"{metric}_stderr,none"] = "N/A"
+    meta = {"task": task, "split": split, "setting": "ft", "data": "/home/me/meditod",
+            "shots": 5, "provenance": {"kind": "embedded-sample",
+                                       "name": "MediTOD-shaped synthetic sample"},
+            "max_gen_toks": 256, "family": "flan-t5"}
+    return {"results": {name: results}, "group_subtasks": {name: []},
+            "configs": {name: {"task": name, "dataset_path": "json", "output_type": "generate_until",
+                               "metadata": {"version": 1.0, "meditod": meta,
+                                            "pretrained": "/home/me/runs/tiny-t5/nlu"}}},
+            "versions": {name: 1.0}, "n-shot": {name: 0},
+            "config": {"model": "hf", "model_args": {"pretrained": "/home/me/runs/tiny-t5/nlu",
+                                                     "backend": "seq2seq"}, "limit": limit},
+            "lm_eval_version": version, "model_name": "/home/me/runs/tiny-t5/nlu"}
+
+
+def _write_lm_eval(folder: Path, stamp: str, *entries: dict) -> None:
+    merged: dict = {}
+    for entry in entries:
+        for key, value in entry.items():
+            merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
+    (folder / "__home__me__runs__tiny-t5__nlu").mkdir(parents=True, exist_ok=True)
+    (folder / "__home__me__runs__tiny-t5__nlu" / f"results_{stamp}.json").write_text(
+        json.dumps(merged))
+
+
+def test_card_shows_the_runs_lm_eval_results_with_the_same_figures(tmp_path):
+    """lm-eval results kept in the run's eval/lm-eval: a card section naming lm-eval's version,
+    the task names and splits, every metric formatted as the card's own table formats it; other
+    tasks' entries and lm-eval's local paths left out; the newest file of a task wins."""
+    from meditod_hub.publishing.model_card import HARNESS_FOLDER
+
+    run_dir = write_run(tmp_path / "run", model="tiny-t5", family="flan-t5", adapter=False,
+                        base_model="build/tiny-models/tiny-t5")
+    assert "lm-evaluation-harness" not in str(_render(run_dir))  # none kept: no section
+    folder = run_dir / HARNESS_FOLDER
+    old = {**NLU_RESULTS, "f1": 0.1}
+    _write_lm_eval(folder, "2026-01-01T00-00-00", lm_eval_results("nlu", old))
+    _write_lm_eval(folder, "2026-02-01T00-00-00", lm_eval_results("nlu", NLU_RESULTS),
+                   lm_eval_results("pol", POL_RESULTS))
+    _write_lm_eval(folder, "2026-02-02T00-00-00",  # --limit is a run's, so a file's
+                   lm_eval_results("nlu", NLU_RESULTS, split="test_ood", limit=4))
+    text = str(_render(run_dir))
+    table, section = text.split("### Through lm-evaluation-harness")
+    assert "lm-eval 0.4.13" in section and "`meditod_nlu_ood_ft` (--limit 4)" in section
+    for metric in TASKS["nlu"].metrics:
+        value = Results("nlu", "test", NLU_RESULTS).value(metric.key)
+        if value is None:
+            continue
+        shown = format(value, metric.fmt)
+        assert f"| {metric.name} | {shown} |" in table  # the card's own row, same figure
+        for name, split in (("meditod_nlu_ft", "test"), ("meditod_nlu_ood_ft", "test_ood")):
+            assert f"| `{name}` | {split} | supervised | {metric.name} | {shown} |" in section
+    assert "| `meditod_nlu_ft` | test | supervised | parse failures | 1 |" in section
+    assert "0.1000" not in section and "meditod_pol" not in section and "/home/me" not in text
+
+    # elsewhere: given as harness_results (`meditod publish --harness_results`)
+    elsewhere = tmp_path / "harness-results"
+    _write_lm_eval(elsewhere, "2026-03-01T00-00-00", lm_eval_results("nlu", old, version="0.4.9"))
+    assert "lm-eval 0.4.9" in str(_render(run_dir, harness_results=elsewhere))
+
+
 # --- no MediTOD data in cards -------------------------------------------------------------------
 
 def _strings(value) -> list[str]:
@@ -196,9 +273,9 @@ def _data_strings(release: Path) -> set[str]:
 
 @pytest.mark.parametrize("source", ["sample", "embedded"])
 def test_cards_and_published_results_carry_no_dataset_text_or_labels(request, tmp_path, source):
+    from meditod_hub.commands.evaluate import main as evaluate
     from meditod_hub.data.dataset import load_split
     from meditod_hub.errors import run_main
-    from meditod_hub.evaluation.evaluate import main as evaluate
 
     build = request.getfixturevalue(f"{source}_build")
     release = request.getfixturevalue(f"{source}_release")

@@ -20,14 +20,15 @@ from helpers import PUBLISH_REPO, make_run, offline_env, publish
 from hub_server import WRITE_TOKEN
 
 from meditod_hub import files as F
+from meditod_hub.commands import agreement as agreement_cmd
+from meditod_hub.commands import eval_cascade as eval_cascade_cmd
+from meditod_hub.commands import evaluate as evaluate_cmd
+from meditod_hub.commands import predict as predict_cmd
+from meditod_hub.commands import publish as publish_cmd
+from meditod_hub.commands import train as train_cmd
 from meditod_hub.data.dataset import load_split
 from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
-from meditod_hub.evaluation import agreement as A
-from meditod_hub.evaluation import eval_cascade as EC
-from meditod_hub.evaluation import evaluate as E
 from meditod_hub.hubclient import HubError
-from meditod_hub.models import predict as P
-from meditod_hub.models import train as T
 from meditod_hub.publishing import hub as H
 from meditod_hub.publishing import publish as U
 from meditod_hub.publishing.hub import refuse_secrets
@@ -76,9 +77,9 @@ def test_the_guards_own_record_is_no_output_of_any_command(embedded_build, tmp_p
     """(before: `predict --out d/.meditod-outputs.json` said "wrote", the file held the record)"""
     with pytest.raises(UsageError, match="the output guard's record"):
         F.output_path(tmp_path / F.RECORD, purpose="evaluate")
-    refused(P.main, ["--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1",
-                     "--family", "llama", "--task", "nlu", "--data", embedded_build,
-                     "--out", tmp_path / "d" / F.RECORD], capsys,
+    refused(predict_cmd.main, ["--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1",
+                               "--family", "llama", "--task", "nlu", "--data", embedded_build,
+                               "--out", tmp_path / "d" / F.RECORD], capsys,
             f"--out {tmp_path / 'd' / F.RECORD}: {F.RECORD} is the name of the output guard's")
     assert not (tmp_path / "d").exists()
 
@@ -112,16 +113,16 @@ def test_agreement_never_writes_over_an_annotators_labels(tmp_path, capsys):
     shutil.copytree(EMBEDDED, b)
     before = digests(a, b)
     for out in (a / "dialogs.json", b / "scores.json", a):
-        refused(A.main, ["--a", a, "--b", b, "--out", out], capsys,
+        refused(agreement_cmd.main, ["--a", a, "--b", b, "--out", out], capsys,
                 "input folder" if out != a else "is a folder")
     assert digests(a, b) == before
     users = tmp_path / "agreement.json"
     users.write_text("the user's notes")
-    refused(A.main, ["--a", a, "--b", b, "--out", users], capsys, "something other than this kit")
+    refused(agreement_cmd.main, ["--a", a, "--b", b, "--out", users], capsys, "something other than this kit")
     assert users.read_text() == "the user's notes"
     out = tmp_path / "scores" / "agreement.json"
     for _ in range(2):  # a rerun replaces its own results
-        assert run_main(A.main, ["--a", str(a), "--b", str(b), "--out", str(out)]) == EXIT_OK
+        assert run_main(agreement_cmd.main, ["--a", str(a), "--b", str(b), "--out", str(out)]) == EXIT_OK
     assert json.loads(out.read_text())["dialogues"] and F.written_by(out) == "agreement"
 
 
@@ -143,12 +144,12 @@ def test_evaluate_never_writes_into_its_data_or_over_another_file(embedded_build
     base = ["--task", "nlu", "--split", "test", "--data", data, "--predictions", predictions,
             "--no_chart"]
     parquet = data / "nlu" / "test-00000-of-00001.parquet"
-    refused(E.main, [*base, "--out", parquet], capsys, "inside the input folder")
-    refused(E.main, [*base, "--out", predictions], capsys, "also an input")
+    refused(evaluate_cmd.main, [*base, "--out", parquet], capsys, "inside the input folder")
+    refused(evaluate_cmd.main, [*base, "--out", predictions], capsys, "also an input")
     assert digests(data) == before
     results = tmp_path / "run" / "eval" / "test" / "results.json"
     for _ in range(2):
-        assert run_main(E.main, [str(a) for a in [*base, "--out", results]]) == EXIT_OK
+        assert run_main(evaluate_cmd.main, [str(a) for a in [*base, "--out", results]]) == EXIT_OK
     assert {F.written_by(p) for p in (results, results.with_suffix(".md"))} == {"evaluate"}
 
 
@@ -156,20 +157,20 @@ def test_eval_cascade_never_overwrites_a_runs_evaluation(embedded_build, tmp_pat
     """`--out` a run's eval/test folder: refused before any model loads, its results intact."""
     folder = tmp_path / "run" / "eval" / "test"
     predictions = _gold_predictions(embedded_build, tmp_path / "preds.jsonl")
-    assert run_main(E.main, ["--task", "nlu", "--split", "test", "--data", str(embedded_build),
-                             "--predictions", str(predictions), "--out",
-                             str(folder / "results.json")]) == EXIT_OK
+    assert run_main(evaluate_cmd.main, ["--task", "nlu", "--split", "test", "--data", str(embedded_build),
+                                        "--predictions", str(predictions), "--out",
+                                        str(folder / "results.json")]) == EXIT_OK
     capsys.readouterr()
     before = digests(folder)
     models = ["--nlu", "org/no-such-nlu", "--pol", "org/no-such-pol", "--nlg", "org/no-such-nlg"]
-    refused(EC.main, [*models, "--data", embedded_build, "--out", folder], capsys,
+    refused(eval_cascade_cmd.main, [*models, "--data", embedded_build, "--out", folder], capsys,
             "results.json exists and was written by `meditod evaluate`, not `meditod eval-cascade`")
-    refused(EC.main, [*models, "--data", embedded_build, "--out", embedded_build / "out"], capsys,
-            "inside the input folder")
+    refused(eval_cascade_cmd.main, [*models, "--data", embedded_build, "--out", embedded_build / "out"],
+            capsys, "inside the input folder")
     assert digests(folder) == before
     run = tmp_path / "run"  # (before: written into the NLU run it reads)
-    refused(EC.main, ["--nlu", run, "--pol", "org/no-such-pol", "--nlg", "org/no-such-nlg",
-                      "--data", embedded_build, "--out", run / "cascade"], capsys,
+    refused(eval_cascade_cmd.main, ["--nlu", run, "--pol", "org/no-such-pol", "--nlg", "org/no-such-nlg",
+                                    "--data", embedded_build, "--out", run / "cascade"], capsys,
             f"inside the input folder {run}")
     assert not (run / "cascade").exists()
 
@@ -178,9 +179,9 @@ def test_predict_never_writes_into_its_data(embedded_build, tmp_path, capsys):
     data = tmp_path / "meditod"
     shutil.copytree(embedded_build, data)
     before = digests(data)
-    refused(P.main, ["--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1",
-                     "--family", "llama", "--task", "nlu", "--data", data,
-                     "--out", data / "nlu" / "test-00000-of-00001.parquet"], capsys,
+    refused(predict_cmd.main, ["--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1",
+                               "--family", "llama", "--task", "nlu", "--data", data,
+                               "--out", data / "nlu" / "test-00000-of-00001.parquet"], capsys,
             "inside the input folder")
     assert digests(data) == before
 
@@ -188,7 +189,7 @@ def test_predict_never_writes_into_its_data(embedded_build, tmp_path, capsys):
 # --- tiny, train ---------------------------------------------------------------------------------
 
 def test_tiny_replaces_only_a_model_folder_it_wrote(embedded_build, tmp_path, capsys):
-    from meditod_hub.models import tiny
+    from meditod_hub.commands import tiny
 
     out = tmp_path / "models"
     for _ in range(2):  # a rerun replaces its own model
@@ -214,13 +215,13 @@ def test_train_never_writes_into_a_folder_it_did_not_make(embedded_build, tmp_pa
     before = digests(model)
     common = [recipe, f"--dataset_name={embedded_build}", f"--model_name_or_path={model}",
               "--max_steps=1"]
-    refused(T.main, [*common, f"--output_dir={model}"], capsys, "inside the input folder")
-    refused(T.main, [*common, f"--output_dir={model / 'run'}"], capsys, "inside the input folder")
+    refused(train_cmd.main, [*common, f"--output_dir={model}"], capsys, "inside the input folder")
+    refused(train_cmd.main, [*common, f"--output_dir={model / 'run'}"], capsys, "inside the input folder")
     other = tmp_path / "downloads"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
-    refused(T.main, [*common, f"--output_dir={other}"], capsys,
-            "holds files `meditod train` did not write (notes.txt)")
+    refused(train_cmd.main, [*common, f"--output_dir={other}"], capsys,
+                    "holds files `meditod train` did not write (notes.txt)")
     assert digests(model) == before and (other / "notes.txt").read_text() == "mine"
 
 
@@ -235,15 +236,15 @@ def test_publish_card_dir_never_overwrites_a_card_it_did_not_write(run, tmp_path
     card_dir = tmp_path / "site"
     card_dir.mkdir()
     (card_dir / "README.md").write_text("# my site")
-    refused(U.main, ["--run", run, "--repo", PUBLISH_REPO, "--dry_run", "--card_dir", card_dir], capsys,
-            "README.md exists and was written by something other than this kit")
+    refused(publish_cmd.main, ["--run", run, "--repo", PUBLISH_REPO, "--dry_run", "--card_dir", card_dir],
+            capsys, "README.md exists and was written by something other than this kit")
     assert (card_dir / "README.md").read_text() == "# my site"
-    refused(U.main, ["--run", run, "--repo", PUBLISH_REPO, "--dry_run", "--card_dir", run / "card"],
+    refused(publish_cmd.main, ["--run", run, "--repo", PUBLISH_REPO, "--dry_run", "--card_dir", run / "card"],
             capsys, "inside the input folder")
     fresh = tmp_path / "card"
     for _ in range(2):  # its own card is replaced on a rerun
-        assert run_main(U.main, [str(a) for a in ["--run", run, "--repo", PUBLISH_REPO, "--dry_run",
-                                                  "--card_dir", fresh]]) == EXIT_OK
+        assert run_main(publish_cmd.main, [str(a) for a in ["--run", run, "--repo", PUBLISH_REPO, "--dry_run",
+                                                            "--card_dir", fresh]]) == EXIT_OK
     assert F.written_by(fresh / "README.md") == "publish"
 
 
@@ -393,7 +394,7 @@ def test_upload_plan_replaces_and_deletes_only_what_the_kit_recorded(tmp_path):
 
 def test_fewshot_never_writes_into_its_data_or_over_an_evaluation(embedded_build, tmp_path,
                                                                   capsys):
-    from meditod_hub.evaluation.fewshot import run as FS
+    from meditod_hub.commands import fewshot as fewshot_cmd
 
     data = tmp_path / "meditod"
     shutil.copytree(embedded_build, data)
@@ -402,7 +403,32 @@ def test_fewshot_never_writes_into_its_data_or_over_an_evaluation(embedded_build
     before = digests(data, folder)
     base = ["--model", "stub-model", "--task", "nlu", "--endpoint", "http://127.0.0.1:9/v1",
             "--data", data, "--dry_run"]
-    refused(FS.main, [*base, "--out", data / "fewshot"], capsys, "inside the input folder")
-    refused(FS.main, [*base, "--out", folder], capsys,
+    refused(fewshot_cmd.main, [*base, "--out", data / "fewshot"], capsys, "inside the input folder")
+    refused(fewshot_cmd.main, [*base, "--out", folder], capsys,
             "results.json exists and was written by `meditod evaluate`, not `meditod fewshot`")
     assert digests(data, folder) == before
+
+
+def test_a_new_folder_takes_its_place_whole_or_not_at_all(tmp_path):
+    """files.new_folder, the folder writer the build and `meditod tiny` use: the old folder
+    stays whole until the new one is complete, and nothing is left beside it either way."""
+    from meditod_hub.files import new_folder
+
+    target = tmp_path / "out"
+    with new_folder(target) as partial:  # no folder there yet
+        (partial / "a").write_text("1")
+        assert not target.exists()
+    assert sorted(p.name for p in target.iterdir()) == ["a"]
+    with new_folder(target) as partial:  # a folder there: replaced only at the end
+        (partial / "b").write_text("2")
+        assert (target / "a").read_text() == "1"
+    assert sorted(p.name for p in target.iterdir()) == ["b"]
+    with pytest.raises(RuntimeError), new_folder(target) as partial:
+        (partial / "half").write_text("")
+        raise RuntimeError("killed mid-way")
+    assert sorted(p.name for p in target.iterdir()) == ["b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "no partial or previous folder left"
+    target.joinpath("b").unlink()
+    with new_folder(target) as partial:  # an empty folder there
+        (partial / "c").write_text("3")
+    assert sorted(p.name for p in target.iterdir()) == ["c"]

@@ -9,8 +9,9 @@ import json
 import pytest
 from datasets import load_dataset
 
+from meditod_hub.commands import predict as predict_cmd
+from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import run_main
-from meditod_hub.models import predict as P
 from meditod_hub.models import predictor as R
 from meditod_hub.models.families import FAMILIES
 from meditod_hub.models.records import read_predictions
@@ -24,12 +25,12 @@ def rows(data, task, split="test"):
 
 def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_build, tmp_path,
                                                           capsys):
-    from meditod_hub.evaluation.evaluate import main as evaluate
+    from meditod_hub.commands.evaluate import main as evaluate
 
     out = tmp_path / "eval" / "test" / "predictions.jsonl"
-    P.main(["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama", "--task", "pol",
-            "--data", str(embedded_build), "--split", "test", "--out", str(out),
-            "--max_new_tokens", "12"])
+    predict_cmd.main(["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama", "--task", "pol",
+                      "--data", str(embedded_build), "--split", "test", "--out", str(out),
+                      "--max_new_tokens", "12"])
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in lines] == [r["id"] for r in rows(embedded_build, "pol")]
     assert all(set(r) == {"id", "prediction", "raw", "parse_ok", "constrained"} for r in lines)
@@ -55,14 +56,14 @@ def test_a_run_directory_supplies_family_task_and_budgets(tiny_models, embedded_
         "budget": {"max_length": 40, "max_new_tokens": 5}}))
     (run / "recipe.yaml").write_text("max_source_length: 512\nmax_new_tokens: 512\n")
     out = tmp_path / "p.jsonl"
-    P.main(["--model_path", str(run), "--task", "nlg", "--data", str(embedded_build),
-            "--split", "validation", "--out", str(out)])
+    predict_cmd.main(["--model_path", str(run), "--task", "nlg", "--data", str(embedded_build),
+                      "--split", "validation", "--out", str(out)])
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == len(rows(embedded_build, "nlg", "validation"))
     assert all(isinstance(r["prediction"], str) for r in lines)
     assert " x input does not fit: example " in capsys.readouterr().err, "40 tokens are too few"
-    assert run_main(P.main, ["--model_path", str(run), "--task", "nlu", "--data",
-                             str(embedded_build), "--out", str(out)]) == 2  # trained for nlg
+    assert run_main(predict_cmd.main, ["--model_path", str(run), "--task", "nlu", "--data",
+                                       str(embedded_build), "--out", str(out)]) == 2  # trained for nlg
     assert "was trained for nlg, not nlu" in capsys.readouterr().err
 
 
@@ -102,7 +103,7 @@ def test_batched_generation_equals_one_example_at_a_time(tiny_models, embedded_b
     model = auto.from_pretrained(tiny_models / name)
     tok = AutoTokenizer.from_pretrained(tiny_models / name)
     family = FAMILIES[family]
-    prompts = [family.prompt(task, r, tok, family.default_budget).input_ids
+    prompts = [family.prompt(TASKS[task], r, tok, family.default_budget).input_ids
                for r in rows(embedded_build, task)]
     assert len({len(p) for p in prompts}) > 1
     stops = family.stop_token_ids(tok)
@@ -143,24 +144,24 @@ def test_cascade_rows_from_gold_upstream_equal_gold_inputs(embedded_build, tmp_p
     nlu_file, pol_file = tmp_path / "nlu.jsonl", tmp_path / "pol.jsonl"
     nlu_file.write_text("".join(_json.dumps({"id": r["id"], "prediction": r["nlu"]}) + "\n" for r in nlu))
     pol_file.write_text("".join(_json.dumps({"id": r["id"], "prediction": r["actions"]}) + "\n" for r in pol))
-    assert [r["state"] for r in cascade_rows("pol", pol, nlu_file)] == [r["state"] for r in pol]
-    assert [r["actions"] for r in cascade_rows("nlg", nlg, pol_file)] == [r["actions"] for r in nlg]
+    assert [r["state"] for r in cascade_rows(TASKS["pol"], pol, nlu_file)] == [r["state"] for r in pol]
+    assert [r["actions"] for r in cascade_rows(TASKS["nlg"], nlg, pol_file)] == [r["actions"] for r in nlg]
     nlu_file.write_text("".join(_json.dumps({"id": r["id"], "prediction": []}) + "\n" for r in nlu))
-    assert all(r["state"] == {} for r in cascade_rows("pol", pol, nlu_file))
+    assert all(r["state"] == {} for r in cascade_rows(TASKS["pol"], pol, nlu_file))
 
 
 def test_a_run_predicts_on_its_own_data_into_a_folder(tiny_runs, embedded_build, tmp_path, capsys):
     """`--data` defaults to the dataset the run was trained on (said), `--out` is a folder as
     Make's OUT, and --constrained gets its own file name there."""
     run = tiny_runs / "nlu"
-    assert run_main(P.main, ["--model_path", str(run), "--task", "nlu", "--limit", "2",
-                             "--out", str(tmp_path)]) == 0
+    assert run_main(predict_cmd.main, ["--model_path", str(run), "--task", "nlu", "--limit", "2",
+                                       "--out", str(tmp_path)]) == 0
     assert "(what the model was trained on)" in capsys.readouterr().err
     assert len(read_predictions(tmp_path / "predictions.jsonl")) == 2
-    assert run_main(P.main, ["--model_path", str(run), "--task", "nlu", "--limit", "1",
-                             "--out", str(tmp_path), "--constrained"]) == 0
+    assert run_main(predict_cmd.main, ["--model_path", str(run), "--task", "nlu", "--limit", "1",
+                                       "--out", str(tmp_path), "--constrained"]) == 0
     assert len(read_predictions(tmp_path / "predictions-constrained.jsonl")) == 1
-    assert run_main(P.main, ["--model_path", str(run), "--task", "nlu", "--limit", "1",
-                             "--out", str(tmp_path), "--data", str(tmp_path / "nope")]) != 0
-    assert run_main(P.main, ["--model_path", "org/some-model", "--task", "nlu"]) != 0
+    assert run_main(predict_cmd.main, ["--model_path", str(run), "--task", "nlu", "--limit", "1",
+                                       "--out", str(tmp_path), "--data", str(tmp_path / "nope")]) != 0
+    assert run_main(predict_cmd.main, ["--model_path", "org/some-model", "--task", "nlu"]) != 0
     assert "--out: give the folder for the predictions" in capsys.readouterr().err

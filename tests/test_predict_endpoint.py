@@ -8,8 +8,8 @@ import json
 
 from chat_server import ChatServer
 
+from meditod_hub.commands.predict import main
 from meditod_hub.errors import run_main
-from meditod_hub.models.predict import main
 
 
 def predict(embedded_build, url: str, out, *extra: str) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from meditod_hub.models import train as T
+from meditod_hub.commands import train as train_cmd
 from meditod_hub.models.families import FAMILIES, Budget
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 from meditod_hub.models.runs import RUN_INFO, budget_record, run_budget
@@ -36,7 +36,7 @@ def recipe_file(tmp_path: Path, family: str, **keys) -> Path:
     ("llama", {"max_new_tokens": 99}, Budget(None, 99)),
 ])
 def test_training_resolves_the_budget_that_prediction_reads_back(tmp_path, family, keys, expected):
-    recipe = T.parse_recipe([str(recipe_file(tmp_path, family, **keys))])
+    recipe = train_cmd.parse_recipe([str(recipe_file(tmp_path, family, **keys))])
     assert recipe.budget == expected
     info = {"family": family, "budget": budget_record(recipe.budget)}
     # a recipe that says otherwise beside the run does not change what prediction uses
@@ -67,9 +67,9 @@ def test_one_run_predicts_the_same_through_every_command(tiny_runs, embedded_bui
                                                          embedded_release, tmp_path):
     from meditod_hub.apps.annotate.serve import AnnotateArguments, build_settings
     from meditod_hub.apps.assistant import Assistant
+    from meditod_hub.commands.eval_cascade import main as eval_cascade
+    from meditod_hub.commands.predict import main as predict
     from meditod_hub.data.dataset import load_split
-    from meditod_hub.evaluation.eval_cascade import main as eval_cascade
-    from meditod_hub.models.predict import main as predict
 
     rows = {task: [r for r in load_split(embedded_build, task, "train")
                    if r["dialogue_id"] in DIALOGUES] for task in TASKS}
@@ -124,6 +124,7 @@ def test_one_run_predicts_the_same_through_every_command(tiny_runs, embedded_bui
     ("biogpt", ["Any", " fever?"], "Any fever?"),
 ])
 def test_a_streamed_reply_shows_the_answer_as_the_parser_reads_it(family, pieces, shown):
+    from meditod_hub.data.tasks import TASKS
     from meditod_hub.models.predictor import Predictor
 
     class Streaming(Predictor):
@@ -133,7 +134,7 @@ def test_a_streamed_reply_shows_the_answer_as_the_parser_reads_it(family, pieces
             return {0: "".join(pieces)}, {}
 
     seen = []
-    predictor = Streaming(FAMILIES[family], "nlg", Budget(None, 8))
+    predictor = Streaming(FAMILIES[family], TASKS["nlg"], Budget(None, 8))
     [record] = predictor.predict([{"id": "d-1"}], stream=seen.append)
     assert "".join(seen) == shown == record.prediction
     assert len(seen) >= 2, "pieces arrive as they are generated, not at the end"

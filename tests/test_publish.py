@@ -275,10 +275,10 @@ def test_full_weights_run_publishes_weights_and_refuses_merged(tmp_path, tiny_ru
 @pytest.mark.slow
 def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
     """Tiny Llama + LoRA trained for 2 steps on an invented corpus (meditod_hub.data.synthetic)."""
+    from meditod_hub.commands import evaluate, predict, train
     from meditod_hub.data import synthetic
     from meditod_hub.data.build import BuildArguments, build
-    from meditod_hub.evaluation import evaluate
-    from meditod_hub.models import predict, tiny, train
+    from meditod_hub.models import tiny
 
     data, run = tmp_path / "meditod", tmp_path / "run"
     release = synthetic.generate_release(tmp_path / "release", seed=0, dialogues=4)
@@ -305,7 +305,7 @@ def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
     outputs = {}
     for name, source in (("local", [str(run)]), ("hub", [REPO, "--family", "llama"])):
         outputs[name] = tmp_path / f"{name}-first-8.jsonl"
-        done = subprocess.run([sys.executable, "-m", "meditod_hub.models.predict", "--model_path", *source,
+        done = subprocess.run([sys.executable, "-m", "meditod_hub.commands.predict", "--model_path", *source,
                                *common, "--limit", "8", "--out", str(outputs[name])],
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr

@@ -1,6 +1,6 @@
 """Every recipe parses into the trainer's own dataclasses and states the paper's setup.
 
-No network, no training: recipes are parsed exactly as `python -m meditod_hub.models.train` parses them.
+No network, no training: recipes are parsed exactly as `meditod train` parses them.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from meditod_hub.commands.train import parse_recipe
 from meditod_hub.data import paper_results
 from meditod_hub.errors import UsageError
-from meditod_hub.models.train import parse_recipe
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 PAPER_MODELS = ("flan-t5-base", "biogpt", "pptod-base", "llama3-8b", "openbiollm-8b")

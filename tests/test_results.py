@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from helpers import HUB_DATASET, RESULTS, STRANGER, add_foreign_models, meditod, publish_tiny_runs, write_run
 
+from meditod_hub.commands import results as results_cmd
 from meditod_hub.data import paper_results
+from meditod_hub.errors import run_main
 from meditod_hub.evaluation import results as R
 from meditod_hub.files import RECORD
 
@@ -122,7 +124,7 @@ def test_a_run_with_a_damaged_run_info_is_skipped_and_named(tmp_path, capsys):
     write_run(runs / "tiny-llama" / "nlu", model="tiny-llama")
     broken = write_run(runs / "other" / "nlu", model="other")
     (broken / "run_info.json").write_text('{"model": "oth')
-    assert R.run_main(R.main, ["--runs", str(runs), "--out", str(tmp_path / "out")]) == 0
+    assert run_main(results_cmd.main, ["--runs", str(runs), "--out", str(tmp_path / "out")]) == 0
     captured = capsys.readouterr()
     [skipped] = [line for line in captured.err.splitlines() if line.startswith("skipped: ")]
     assert skipped.startswith(f"skipped: {broken / 'run_info.json'}: invalid JSON at line 1")
@@ -135,8 +137,7 @@ def test_a_run_with_a_damaged_run_info_is_skipped_and_named(tmp_path, capsys):
 @pytest.mark.usefixtures("one_thread")
 def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs, embedded_build,
                                                                      tmp_path):
-    from meditod_hub.evaluation import evaluate
-    from meditod_hub.models import predict
+    from meditod_hub.commands import evaluate, predict
 
     run = tmp_path / "runs" / "tiny-llama" / "nlu"
     shutil.copytree(tiny_runs / "nlu", run, ignore=shutil.ignore_patterns("checkpoints", "eval"))

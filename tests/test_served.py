@@ -24,10 +24,11 @@ import pytest
 import torch
 from helpers import stop_group, train_args
 
+from meditod_hub.commands import predict as predict_cmd
+from meditod_hub.commands import train as train_cmd
+from meditod_hub.commands.fewshot import main as fewshot
 from meditod_hub.errors import run_main
-from meditod_hub.evaluation.fewshot.run import main as fewshot
 from meditod_hub.files import RECORD
-from meditod_hub.models import predict as P
 from meditod_hub.models.endpoint import AnswerCache
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
@@ -70,13 +71,12 @@ def transformers_serve(tmp_path_factory):
 @pytest.fixture(scope="session")
 def nlu_run(tiny_models, embedded_build, tmp_path_factory):
     """A tiny Llama-shaped run trained briefly on NLU (full weights; enough for greedy tests)."""
-    from meditod_hub.models import train as T
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("served-run") / "tiny-llama-nlu"
-    T.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,
-                      "--max_steps=30", "--save_strategy=no", "--logging_steps=10"))
+    train_cmd.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,
+                              "--max_steps=30", "--save_strategy=no", "--logging_steps=10"))
     torch.set_num_threads(threads)
     return out
 
@@ -102,8 +102,8 @@ def test_served_greedy_predictions_equal_local_ones(transformers_serve, nlu_run,
     common = ["--model_path", str(model), "--family", family, "--task", task,
               "--data", str(embedded_build), "--split", "test", "--limit", "6",
               "--max_new_tokens", "40"]
-    assert P.main(common + ["--out", "local.jsonl"]) == 0
-    assert P.main(common + ["--out", "served.jsonl", "--endpoint", transformers_serve]) == 0
+    assert predict_cmd.main(common + ["--out", "local.jsonl"]) == 0
+    assert predict_cmd.main(common + ["--out", "served.jsonl", "--endpoint", transformers_serve]) == 0
     local, served = lines(in_tmp / "local.jsonl"), lines(in_tmp / "served.jsonl")
     assert len(local) == 6 and any(r["raw"] for r in local)
     assert served == local
@@ -111,9 +111,9 @@ def test_served_greedy_predictions_equal_local_ones(transformers_serve, nlu_run,
 
 def test_encoder_decoders_are_refused_with_one_line(transformers_serve, tiny_models,
                                                     embedded_build, in_tmp, capsys):
-    code = run_main(P.main, ["--model_path", str(tiny_models / "tiny-t5"), "--family", "flan-t5",
-                             "--task", "nlu", "--data", str(embedded_build), "--out", "p.jsonl",
-                             "--endpoint", transformers_serve])
+    code = run_main(predict_cmd.main, ["--model_path", str(tiny_models / "tiny-t5"), "--family", "flan-t5",
+                                       "--task", "nlu", "--data", str(embedded_build), "--out", "p.jsonl",
+                                       "--endpoint", transformers_serve])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0 and "encoder-decoder" in err
     assert "predict it locally" in err and not (in_tmp / "p.jsonl").exists()

@@ -33,7 +33,7 @@ def _files(folder):
 def test_same_seed_same_bytes_across_processes_and_hash_seeds(tmp_path, style):
     here = synthetic.generate_release(tmp_path / "here", seed=3, dialogues=6, style=style)
     env = {**os.environ, "PYTHONHASHSEED": "123"}
-    subprocess.run([sys.executable, "-m", "meditod_hub.data.synthetic", "--out", str(tmp_path / "there"),
+    subprocess.run([sys.executable, "-m", "meditod_hub.commands.synthetic", "--out", str(tmp_path / "there"),
                     "--seed", "3", "--dialogues", "6", "--style", style], check=True, env=env,
                    capture_output=True, cwd=Path(__file__).resolve().parent.parent)
     assert _files(here) == _files(tmp_path / "there")
@@ -173,7 +173,7 @@ def _patient_errors(utt: dict, doctor: dict) -> list[str]:
                 denies |= _denies(slot.base, slot.status, entry)
                 # a value not said comes from the question: "Any fever?" "No." / "When did the
                 # cough start?" "Two days ago." (a bare answer, or one that says details)
-                answers = len(entry) > 1 or any(f"{utt['text']} ".startswith(f"{short} ")
+                answers = len(entry) > 1 or any(f"{as_written(utt['text'])} ".startswith(f"{short} ")
                                                 for short in SHORT_ANSWERS)
                 if "value" in entry and not _says(utt["text"], slot.base, entry["value"]) and not (
                         answers and (slot.base, entry["value"]) in asked
@@ -188,6 +188,12 @@ def _patient_errors(utt: dict, doctor: dict) -> list[str]:
     return errors
 
 
+def as_written(text: str) -> str:
+    """A line typed into a chat box ("no, none of that") as the voice first wrote it."""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
 def _doctor_errors(utt: dict) -> list[str]:
     errors = []
     for act in utt["actions"]:
@@ -200,6 +206,21 @@ def _doctor_errors(utt: dict) -> list[str]:
                 errors += [f"{base} check {c['type']} {v!r} unsaid" for c in entry.get("checks", [])
                            for v in c.get("values", []) if not _says(utt["text"], c["type"], v)]
     return errors
+
+
+def test_realistic_patients_type_some_lines_and_describe_the_complaint_inline(realistic):
+    """About a quarter of patient lines come as typed into a chat box (no capital, no full stop:
+    what a user of the assistant writes), and a chief complaint may carry its quality before the
+    noun ("I've had a dry cough"): both say the same labels (the test above)."""
+    patients = [u for d in realistic.values() for u in d["utterances"] if "nlu" in u]
+    typed = [u["text"] for u in patients if not u["text"].endswith((".", "?", "!"))]
+    assert 0.15 < len(typed) / len(patients) < 0.35, (len(typed), len(patients))
+    assert any(t[0].islower() for t in typed)
+    complaints = [d["utterances"][1] for d in realistic.values()]
+    inline = [c for c in complaints if any(
+        re.search(rf"\b{word} cough", c["text"]) for word in ("dry", "productive", "barky"))]
+    assert inline and all(c["nlu"][0]["slots"]["positive_symptom"][0]["positive_characteristics"]
+                          for c in inline)
 
 
 def test_realistic_text_says_exactly_its_labels(realistic):

@@ -39,6 +39,24 @@ def test_no_module_outside_the_task_spec_branches_on_a_task_name():
                        f"(its columns, structured, item_slots): {found}")
 
 
+def test_the_task_spec_holds_per_task_behaviour_as_fields_not_branches_on_its_name():
+    """Task.score and Task.cascade_rows call the task's own functions (`scorer`,
+    `cascade_builder`): tasks.py never compares `self.name` nor looks a table up by it."""
+    tree = ast.parse((PACKAGE / "data" / "tasks.py").read_text(encoding="utf-8"))
+
+    def is_self_name(node):
+        return (isinstance(node, ast.Attribute) and node.attr == "name"
+                and isinstance(node.value, ast.Name) and node.value.id == "self")
+
+    found = [node.lineno for node in ast.walk(tree)
+             if (isinstance(node, ast.Compare) and any(map(is_self_name, [node.left, *node.comparators])))
+             or (isinstance(node, ast.Subscript) and is_self_name(node.slice))]
+    assert not found, f"data/tasks.py branches on self.name at lines {found}"
+    assert all(callable(get_task(name).scorer) for name in TASK_NAMES)
+    assert [name for name in TASK_NAMES if get_task(name).cascade_builder] == \
+        [name for name in TASK_NAMES if get_task(name).upstream]
+
+
 def test_the_guard_sees_the_branches_it_forbids():
     """The check above would catch each way the old code spelled a task branch."""
     for source in ('task == "nlu"', 'self.task != "nlg"', 'args.task in ("nlu", "pol")',

@@ -21,6 +21,8 @@ from datasets import load_dataset
 from helpers import RECIPES, train_args
 from safetensors.torch import load_file
 
+from meditod_hub.commands import train as train_cmd
+from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import UsageError
 from meditod_hub.models import train as T
 from meditod_hub.models.families import FAMILIES, Budget
@@ -56,7 +58,7 @@ def test_span_families_cut_context_never_target_and_count_it(tiny_models, embedd
     family = FAMILIES[family]
     tok = tokenizer_of(tiny_models, name)
     data = rows(embedded_build, "nlu")
-    encoded = T.encode(family, "nlu", data, tok, budget)
+    encoded = T.encode(family, TASKS["nlu"], data, tok, budget)
     kept = len(encoded.dataset) if encoded.dataset else 0
     assert kept + len(encoded.skipped) == len(data)
     assert encoded.truncated > 0, "a budget this small must cut some context"
@@ -66,7 +68,7 @@ def test_span_families_cut_context_never_target_and_count_it(tiny_models, embedd
         assert len(example["input_ids"]) <= budget.max_length  # BioGPT: prompt + target
         target = [t for t in example["labels"] if t != -100]
         text = tok.decode(target, skip_special_tokens=True)
-        assert text.strip() == family.target_text("nlu", by_id[row["id"]]).strip()
+        assert text.strip() == family.target_text(TASKS["nlu"], by_id[row["id"]]).strip()
 
 
 @pytest.mark.parametrize("name,family", [("tiny-llama", "llama"), ("tiny-biogpt", "biogpt"),
@@ -80,7 +82,7 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
     budget = Budget(2048, 500) if family.name == "llama" else family.default_budget
     for task in ("nlu", "pol", "nlg"):
         data = rows(sample_build, task)
-        encoded = T.encode(family, task, data, tok, budget)
+        encoded = T.encode(family, TASKS[task], data, tok, budget)
         assert len(encoded.dataset) + len(encoded.skipped) == len(data)
         assert len(encoded.dataset) > len(data) // 2
         assert encoded.truncated <= len(encoded.dataset)
@@ -89,13 +91,13 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
 def test_llama_examples_over_budget_are_skipped_and_named(tiny_models, embedded_build):
     tok = tokenizer_of(tiny_models, "tiny-llama")
     data = rows(embedded_build, "pol")
-    full = T.encode(FAMILIES["llama"], "pol", data, tok, Budget(None, 32))
+    full = T.encode(FAMILIES["llama"], TASKS["pol"], data, tok, Budget(None, 32))
     assert len(full.dataset) == len(data) and not full.skipped
     lengths = sorted(len(tok.apply_chat_template(
         [*e["prompt"], *e["completion"]], tokenize=True, return_dict=True)["input_ids"])
         for e in full.dataset)
     cut = lengths[len(lengths) // 2]
-    small = T.encode(FAMILIES["llama"], "pol", data, tok, Budget(cut, 32))
+    small = T.encode(FAMILIES["llama"], TASKS["pol"], data, tok, Budget(cut, 32))
     assert 0 < len(small.skipped) < len(data)
     assert len(small.dataset) + len(small.skipped) == len(data)
     assert set(small.skipped) <= {r["id"] for r in data}
@@ -106,8 +108,8 @@ def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, e
 
     tok = tokenizer_of(tiny_models, "tiny-llama")
     row = rows(embedded_build, "nlu")[0]
-    example = T.encode(FAMILIES["llama"], "nlu", [row], tok, Budget(1024, 32)).dataset[0]
-    assert example["completion"] == [{"role": "assistant", "content": chat.answer("nlu", row)}]
+    example = T.encode(FAMILIES["llama"], TASKS["nlu"], [row], tok, Budget(1024, 32)).dataset[0]
+    assert example["completion"] == [{"role": "assistant", "content": chat.answer(TASKS["nlu"], row)}]
     full = tok.apply_chat_template([*example["prompt"], *example["completion"]], tokenize=True,
                                    return_dict=True)["input_ids"]
     assert full[-1] == tok.convert_tokens_to_ids("<|eot_id|>") != tok.pad_token_id
@@ -125,10 +127,10 @@ def test_pad_token_is_made_distinct_from_eos(tiny_models):
 
 
 def test_padding_free_is_refused_for_biogpt_and_falls_back_without_cuda_flash():
-    recipe = T.parse_recipe([str(RECIPES / "biogpt-full" / "nlu.yaml"), "--padding_free=true"])
+    recipe = train_cmd.parse_recipe([str(RECIPES / "biogpt-full" / "nlu.yaml"), "--padding_free=true"])
     with pytest.raises(UsageError, match="position ids"):
         T.plan_batching(FAMILIES["biogpt"], recipe.training, recipe.model)
-    llama = T.parse_recipe([str(RECIPES / "llama3-8b" / "nlu.yaml")])
+    llama = train_cmd.parse_recipe([str(RECIPES / "llama3-8b" / "nlu.yaml")])
     assert llama.training.padding_free
     expected = "padding_free" if T.flash_varlen_available("flash_attention_2") else "padded"
     assert T.plan_batching(FAMILIES["llama"], llama.training, llama.model) == expected
@@ -151,7 +153,8 @@ def test_biogpt_examples_in_one_batch_cannot_see_each_other(tiny_models, embedde
 
     tok = tokenizer_of(tiny_models, "tiny-biogpt")
     model = AutoModelForCausalLM.from_pretrained(tiny_models / "tiny-biogpt").eval()
-    data = T.encode(FAMILIES["biogpt"], "nlu", rows(embedded_build, "nlu"), tok, Budget(512, 64)).dataset
+    data = T.encode(FAMILIES["biogpt"], TASKS["nlu"], rows(embedded_build, "nlu"), tok,
+                    Budget(512, 64)).dataset
     a, b1, b2 = data[0], data[1], data[2]
     assert len(b1["input_ids"]) != len(b2["input_ids"])
     padded = DataCollatorForLanguageModeling(pad_token_id=tok.pad_token_id)
@@ -187,16 +190,16 @@ def test_interrupted_run_resumes_to_the_same_global_step(tiny_models, embedded_b
 
     common = ["--max_steps=5", "--save_steps=2", "--save_total_limit=3", "--logging_steps=1"]
     whole = tmp_path / "whole"
-    T.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", whole,
-                      *common))
+    train_cmd.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", whole,
+                              *common))
     cut = tmp_path / "cut"
     argv = train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", cut,
                       *common)
     with pytest.raises(Interrupted):
-        T.main(argv, callbacks=[Steps(stop_at=3)])
+        train_cmd.main(argv, callbacks=[Steps(stop_at=3)])
     assert (cut / "checkpoints" / "checkpoint-2").is_dir() and not (cut / "run_info.json").exists()
     resumed = Steps()
-    T.main(argv, callbacks=[resumed])
+    train_cmd.main(argv, callbacks=[resumed])
     assert resumed.seen == [3, 4, 5], "steps 1-2 come from checkpoint-2"
     assert run_info(cut)["global_step"] == run_info(whole)["global_step"] == 5
 
@@ -207,7 +210,7 @@ def test_two_process_ddp_run_completes(tiny_models, embedded_build, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(PROJECT)}
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "torchrun"), "--nproc_per_node", "2",
-         "--standalone", "-m", "meditod_hub.models.train",
+         "--standalone", "-m", "meditod_hub.commands.train",
          *train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,
                      "--max_steps=2", "--save_strategy=no")],
         cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
@@ -228,11 +231,11 @@ def test_two_process_ddp_run_completes(tiny_models, embedded_build, tmp_path):
 def test_qlora_4bit_path_trains_the_adapter_on_cpu(tiny_models, embedded_build, tmp_path, recipe,
                                                    model, targets):
     out = tmp_path / "qlora"
-    T.main(train_args(recipe, embedded_build, tiny_models / model, out, "--max_steps=2",
-                      "--use_peft=true", "--load_in_4bit=true", "--use_bnb_nested_quant=true",
-                      "--lora_r=8", "--lora_alpha=16", "--learning_rate=1e-2",
-                      "--save_strategy=no", "--logging_steps=1", "--lora_target_modules",
-                      *targets.split()))
+    train_cmd.main(train_args(recipe, embedded_build, tiny_models / model, out, "--max_steps=2",
+                              "--use_peft=true", "--load_in_4bit=true", "--use_bnb_nested_quant=true",
+                              "--lora_r=8", "--lora_alpha=16", "--learning_rate=1e-2",
+                              "--save_strategy=no", "--logging_steps=1", "--lora_target_modules",
+                              *targets.split()))
     info = run_info(out)
     assert info["adapter"] is True and info["quantization"] == "nf4"
     config = json.loads((out / "adapter_config.json").read_text())
@@ -251,8 +254,8 @@ def test_qlora_4bit_path_trains_the_adapter_on_cpu(tiny_models, embedded_build, 
 def test_biogpt_and_pptod_families_train_through_the_same_entry_point(
         tiny_models, embedded_build, tmp_path, recipe, model, family):
     out = tmp_path / family
-    T.main(train_args(recipe, embedded_build, tiny_models / model, out, f"--family={family}",
-                      "--max_steps=3", "--save_strategy=no", "--logging_steps=1"))
+    train_cmd.main(train_args(recipe, embedded_build, tiny_models / model, out, f"--family={family}",
+                              "--max_steps=3", "--save_strategy=no", "--logging_steps=1"))
     info = run_info(out)
     assert info["family"] == family and info["global_step"] == 3
     assert info["train_examples"] + info["skipped_examples"] == len(rows(embedded_build, "nlu"))
@@ -269,8 +272,8 @@ SELECTION = ["--eval_strategy=steps", "--eval_steps=2", "--save_steps=2", "--sav
                                           ("tiny-t5/pol.yaml", "tiny-t5")])
 def test_validation_generates_and_scores_f1(tiny_models, embedded_build, tmp_path, recipe, model):
     out = tmp_path / "validate"
-    T.main(train_args(recipe, embedded_build, tiny_models / model, out, "--max_steps=2",
-                      *SELECTION))
+    train_cmd.main(train_args(recipe, embedded_build, tiny_models / model, out, "--max_steps=2",
+                              *SELECTION))
     state = json.loads((out / "checkpoints" / "trainer_state.json").read_text())
     [evaluation] = [e for e in state["log_history"] if "eval_f1" in e]
     assert 0.0 <= evaluation["eval_f1"] <= 1.0
@@ -285,8 +288,8 @@ def test_the_checkpoint_with_the_best_validation_f1_is_the_saved_model(
     monkeypatch.setattr(T.ValidationScorer, "__call__",
                         lambda self, model, accelerator: {"f1": next(scripted)})
     out = tmp_path / "select"
-    T.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,
-                      "--max_steps=6", *SELECTION))
+    train_cmd.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,
+                              "--max_steps=6", *SELECTION))
     state = json.loads((out / "checkpoints" / "trainer_state.json").read_text())
     assert [e["eval_f1"] for e in state["log_history"] if "eval_f1" in e] == [0.2, 0.7, 0.4]
     assert state["best_model_checkpoint"].endswith("checkpoint-4")
@@ -303,12 +306,12 @@ def test_the_checkpoint_with_the_best_validation_f1_is_the_saved_model(
 def test_tiny_model_memorises_the_training_split(tiny_models, embedded_build, tmp_path, recipe,
                                                  model):
     """Loss at least halves and train-split NLU F1 > 0.9: the whole path works and learns."""
-    from meditod_hub.evaluation.evaluate import main as evaluate
-    from meditod_hub.models.predict import main as predict
+    from meditod_hub.commands.evaluate import main as evaluate
+    from meditod_hub.commands.predict import main as predict
 
     out = tmp_path / "learn"
-    T.main(train_args(recipe, embedded_build, tiny_models / model, out, "--save_strategy=no",
-                      "--logging_steps=5"))
+    train_cmd.main(train_args(recipe, embedded_build, tiny_models / model, out, "--save_strategy=no",
+                              "--logging_steps=5"))
     assert run_info(out)["skipped_examples"] == 0
     state = json.loads((out / "checkpoints" / "trainer_state.json").read_text())
     losses = [e["loss"] for e in state["log_history"] if "loss" in e]
