@@ -443,7 +443,7 @@ def test_make_demo_runs_end_to_end(sandbox, install_untouched):
     """The README's first command: the whole pipeline on the embedded sample, as a newcomer runs it,
     with torch's own thread count (a newcomer's shell sets none; the suite's workers set one
     thread): the demo's check reads the real model's answers, and those follow the arithmetic,
-    which follows the thread count (with one thread, "no fever" came out as fever present)."""
+    which follows the thread count (it holds with one thread and with two)."""
     root, env, _ = sandbox
     env = {k: v for k, v in env.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     result = subprocess.run(["make", "demo"], cwd=root, env=env, capture_output=True, text=True,

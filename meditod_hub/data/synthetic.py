@@ -397,11 +397,14 @@ class _Interview:
     def _head(self, base: str) -> str | None:
         if not self._has_head(base):
             return None
-        if base == "symptom" and self.complaint is not None and self.rng.random() < 0.5:
-            # a doctor asks about the case's own symptoms as often as about others, so a
-            # realistic corpus has as many present symptoms as absent ones to learn from
-            return self.rng.choice(self.positives)
-        return self.rng.choice(_pool(self.domain, base))
+        pool = _pool(self.domain, base)
+        if base == "symptom" and self.complaint is not None:
+            # half the symptoms asked about or volunteered are the case's own, half are not (a
+            # pool-wide draw would also hit the case's own: 2 present to 1 absent), so a
+            # realistic corpus has as many denials as present symptoms to learn from
+            others = [s for s in pool if s not in self.positives]
+            return self.rng.choice(self.positives if self.rng.random() < 0.5 else others)
+        return self.rng.choice(pool)
 
     def _say(self, speaker: str, text: str, labels: dict) -> None:
         utterance = {"speaker": speaker, "uttr_id": len(self.utterances), "text": text,
