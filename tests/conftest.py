@@ -39,12 +39,15 @@ TRAINING_FIXTURES = {"tiny_runs", "tiny_t5_runs", "lora_runs", "nlu_run"}
 # `make test` runs pytest-xdist, a worker per core, with the scheduler below: a test file runs
 # whole on one worker (its module fixtures are made once), except the tests under OWN_GROUPS, each
 # a group of its own (the demo and every bench: long and independent). Groups start longest first
-# (LONGEST_FIRST, measured on 2 cores) so the workers end together. xdist's own `--dist
+# (LONGEST_FIRST, measured on 2 cores) so the workers end together, except the third: xdist
+# gives each worker a second group at once, which waits behind the first, so the demo's worker
+# gets a short one (of 3 tests or more, else xdist queues a third). xdist's own `--dist
 # loadgroup` cannot do this under pytest 9.2: its group marks rename Item._nodeid, which pytest
 # no longer reads, and the tests went out one by one.
 OWN_GROUPS = ("tests/test_docs.py::test_make_demo_runs_end_to_end", "tests/test_bench.py::")
 LONGEST_FIRST = ("tests/test_docs.py::test_make_demo_runs_end_to_end",
-                 "tests/test_bench.py::test_bench_runs_quick[bench_real_model]", "tests/test_docs.py",
+                 "tests/test_bench.py::test_bench_runs_quick[bench_real_model]",
+                 "tests/test_layers.py", "tests/test_docs.py",
                  "tests/test_bench.py::test_bench_runs_quick[bench_harness]", "tests/test_harness.py",
                  "tests/test_app.py", "tests/test_adapters.py", "tests/test_failure_paths.py",
                  "tests/test_constrained.py", "tests/test_train.py")
