@@ -216,9 +216,9 @@ def app_url(tiny_runs, tmp_path):  # noqa: F811
 # a browser wait's limit: it guards against a hang, far above a turn on a loaded CI machine (the
 # suite's other workers train and run real models beside it); not a speed check
 WAIT_MS = 300_000
-# In CI the page has twice lost a send under load: the typed line still in the box and the status
-# unchanged for minutes, where the same test takes 3 s alone. A send the app has not answered
-# (its first answer empties the box) is sent again after this long, so a taken send never repeats.
+# In CI a send has twice gone unanswered under load (the status unchanged for minutes, cause not
+# found), where the same test takes 3 s alone. A send the app has not answered (its first answer
+# empties the box) is sent again after this long, so a send it took is never repeated.
 RESEND_MS = 60_000
 
 
