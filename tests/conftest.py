@@ -41,14 +41,17 @@ TRAINING_FIXTURES = {"tiny_runs", "tiny_t5_runs", "lora_runs", "nlu_run"}
 # a group of its own (the demo and every bench: long and independent). Groups start longest first
 # (LONGEST_FIRST, measured on 2 cores) so the workers end together, except the third: xdist
 # gives each worker a second group at once, which waits behind the first, so the demo's worker
-# gets a short one (of 3 tests or more, else xdist queues a third). xdist's own `--dist
-# loadgroup` cannot do this under pytest 9.2: its group marks rename Item._nodeid, which pytest
-# no longer reads, and the tests went out one by one.
+# gets a short one (of 3 tests or more, else xdist queues a third), and the other worker's second
+# is test_harness.py, which uses all three shared training fixtures (tiny_runs, tiny_t5_runs,
+# lora_runs): they are trained while the demo runs, before two workers would want one at once
+# (one trains it, the other waits on its lock). xdist's own `--dist loadgroup` cannot do this
+# under pytest 9.2: its group marks rename Item._nodeid, which pytest no longer reads, and the
+# tests went out one by one.
 OWN_GROUPS = ("tests/test_docs.py::test_make_demo_runs_end_to_end", "tests/test_bench.py::")
 LONGEST_FIRST = ("tests/test_docs.py::test_make_demo_runs_end_to_end",
                  "tests/test_bench.py::test_bench_runs_quick[bench_real_model]",
-                 "tests/test_layers.py", "tests/test_docs.py",
-                 "tests/test_bench.py::test_bench_runs_quick[bench_harness]", "tests/test_harness.py",
+                 "tests/test_layers.py", "tests/test_harness.py", "tests/test_docs.py",
+                 "tests/test_bench.py::test_bench_runs_quick[bench_harness]",
                  "tests/test_app.py", "tests/test_adapters.py", "tests/test_failure_paths.py",
                  "tests/test_constrained.py", "tests/test_train.py")
 
@@ -175,7 +178,7 @@ def trained_once(tmp_path_factory, name: str, recipes: str, tasks: tuple[str, ..
     def train(out: Path) -> None:
         for task in tasks:
             assert train_cmd.main(train_args(f"{recipes}/{task}.yaml", data, base, out / task,
-                                             "--save_strategy=no", "--logging_steps=100",
+                                             "--save_strategy=no", "--logging_steps=5",
                                              *flags)) == 0
     return made_once(tmp_path_factory, name, train)
 

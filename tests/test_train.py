@@ -301,26 +301,29 @@ def test_the_checkpoint_with_the_best_validation_f1_is_the_saved_model(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe,model", [("tiny-llama/nlu.yaml", "tiny-llama"),
-                                          ("tiny-t5/nlu.yaml", "tiny-t5")])
-def test_tiny_model_memorises_the_training_split(tiny_models, embedded_build, tmp_path, recipe,
+@pytest.mark.parametrize("model", ["tiny-llama", "tiny-t5"])
+def test_tiny_model_memorises_the_training_split(request, tiny_models, embedded_build, tmp_path,
                                                  model):
-    """Loss at least halves and train-split NLU F1 > 0.9: the whole path works and learns."""
+    """Loss at least halves and train-split NLU F1 > 0.9 on its recipe (`<model>/nlu.yaml`): the
+    whole path works and learns. tiny-llama's is the session's run (`tiny_runs`: that recipe on
+    the same data and base); tiny-t5's session runs stop at 80 steps, so it trains its own."""
     from meditod_hub.commands.evaluate import main as evaluate
     from meditod_hub.commands.predict import main as predict
 
-    out = tmp_path / "learn"
-    train_cmd.main(train_args(recipe, embedded_build, tiny_models / model, out, "--save_strategy=no",
-                              "--logging_steps=5"))
-    assert run_info(out)["skipped_examples"] == 0
-    state = json.loads((out / "checkpoints" / "trainer_state.json").read_text())
+    if model == "tiny-llama":
+        run = request.getfixturevalue("tiny_runs") / "nlu"
+    else:
+        run = tmp_path / "learn"
+        train_cmd.main(train_args(f"{model}/nlu.yaml", embedded_build, tiny_models / model, run,
+                                  "--save_strategy=no", "--logging_steps=5"))
+    assert run_info(run)["skipped_examples"] == 0
+    state = json.loads((run / "checkpoints" / "trainer_state.json").read_text())
     losses = [e["loss"] for e in state["log_history"] if "loss" in e]
-    assert math.isfinite(losses[-1]) and losses[-1] <= losses[0] / 2
-    predictions = out / "eval" / "train" / "predictions.jsonl"
-    predict(["--model_path", str(out), "--task", "nlu", "--data", str(embedded_build),
+    assert len(losses) > 1 and math.isfinite(losses[-1]) and losses[-1] <= losses[0] / 2
+    predictions = tmp_path / "eval" / "train" / "predictions.jsonl"
+    predict(["--model_path", str(run), "--task", "nlu", "--data", str(embedded_build),
              "--split", "train", "--out", str(predictions)])
-    results = out / "eval" / "train" / "results.json"
+    results = tmp_path / "eval" / "train" / "results.json"
     evaluate(["--task", "nlu", "--data", str(embedded_build), "--split", "train",
               "--predictions", str(predictions), "--out", str(results)])
     assert json.loads(results.read_text())["f1"] > 0.9
-
