@@ -19,7 +19,9 @@
 #
 # About 12 minutes on 2 CPU cores. Everything goes under out/demo, which it replaces, except the
 # converted real model (build/pretrained/smollm2-135m, made once and reused). PYTHON (default
-# .venv/bin/python) runs it.
+# .venv/bin/python) runs it. TINY_RUNS=<folder> (the test suite's, which trains them once per
+# test run): step 2's three runs, trained by the same recipes on the same sample, copied in
+# instead of trained again (each must be a tiny-llama run of its task: checked, and said).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
@@ -60,11 +62,26 @@ evaluate() {  # evaluate RUN TASK DATA SPLIT EVAL_DIR
 
 echo "MediTOD pipeline demo on synthetic data (no MediTOD text), CPU only; logs in $logs" >&2
 stage build-sample "${meditod[@]}" build --source data/sample --out "$data"
-stage tiny-models "${meditod[@]}" tiny --data "$data" --out "$demo/tiny-models" --models tiny-llama
+[[ -n "${TINY_RUNS:-}" ]] || stage tiny-models "${meditod[@]}" tiny --data "$data" \
+  --out "$demo/tiny-models" --models tiny-llama
 for task in nlu pol nlg; do
   run=$demo/runs/tiny-llama/$task
-  stage "tiny-llama-$task-train" "${meditod[@]}" train "recipes/tiny-llama/$task.yaml" \
-    --dataset_name="$data" --model_name_or_path="$demo/tiny-models/tiny-llama" --output_dir="$run"
+  if [[ -n "${TINY_RUNS:-}" ]]; then
+    stage "tiny-llama-$task-copied-from-TINY_RUNS" "$python" - "$TINY_RUNS/$task" "$task" "$run" <<'PY'
+import json, shutil, sys
+from pathlib import Path
+source, task, run = sys.argv[1:]
+info = Path(source, "run_info.json")
+record = json.loads(info.read_text()) if info.is_file() else {}
+if (record.get("model"), record.get("task")) != ("tiny-llama", task):
+    sys.exit(f"TINY_RUNS: {source} is no run of recipes/tiny-llama/{task}.yaml (its run_info.json "
+             "is missing or names another model or task); unset TINY_RUNS to train it here")
+shutil.copytree(source, run)
+PY
+  else
+    stage "tiny-llama-$task-train" "${meditod[@]}" train "recipes/tiny-llama/$task.yaml" \
+      --dataset_name="$data" --model_name_or_path="$demo/tiny-models/tiny-llama" --output_dir="$run"
+  fi
   for split in train test; do
     evaluate "$run" "$task" "$data" "$split" "$run/eval/$split"
   done

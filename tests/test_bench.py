@@ -14,6 +14,9 @@ PROJECT = Path(__file__).resolve().parent.parent
 BENCHES = sorted(p.stem for p in (PROJECT / "bench").glob("bench_*.py"))
 # they train, or run trained or real models: slow
 TRAINS = {"bench_train", "bench_assistant", "bench_real_model", "bench_harness"}
+# they run the real SmolLM2 from build/pretrained: converted first, under the suite's lock
+# (`smollm2`), never by two processes at once
+REAL_MODEL = {"bench_real_model", "bench_harness"}
 
 
 def run_quick(name: str, *extra: str) -> subprocess.CompletedProcess:
@@ -31,7 +34,9 @@ def test_the_makefile_runs_every_bench():
 
 @pytest.mark.parametrize("name", [pytest.param(b, marks=pytest.mark.slow) if b in TRAINS else b
                                   for b in BENCHES if b != "bench_assistant"])
-def test_bench_runs_quick(name):
+def test_bench_runs_quick(name, request):
+    if name in REAL_MODEL:
+        request.getfixturevalue("smollm2")
     done = run_quick(name)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip(), "a bench prints its figures"

@@ -167,9 +167,10 @@ def test_the_readme_shows_the_multitask_recipe():
 
 # --- the sandbox ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory, embedded_release):
-    """A copy of the tracked files with a view of the project's venv, the placeholder folders,
-    an out-of-domain copy of the sample, a local Hub and a local chat server."""
+def sandbox(tmp_path_factory, embedded_release, smollm2):
+    """A copy of the tracked files with a view of the project's venv, its converted SmolLM2, the
+    placeholder folders, an out-of-domain copy of the sample, a local Hub and a local chat
+    server."""
     from chat_server import ChatServer
     from hub_server import HubServer
 
@@ -184,6 +185,7 @@ def sandbox(tmp_path_factory, embedded_release):
             shutil.copymode(source, root / rel)
     _venv_view(PROJECT / ".venv", root / ".venv")
     _wheel_cache_view(root)
+    _pretrained_view(smollm2, root)
     for name in PLACEHOLDER_FOLDERS:
         shutil.copytree(embedded_release, root / name)
     for name, text in PLACEHOLDER_FILES.items():
@@ -242,6 +244,16 @@ def _wheel_cache_view(root: Path) -> None:
     if (PROJECT / WHEEL_CACHE).is_dir():
         (root / WHEEL_CACHE).parent.mkdir(parents=True, exist_ok=True)
         (root / WHEEL_CACHE).symlink_to(PROJECT / WHEEL_CACHE)
+
+
+def _pretrained_view(converted: Path, root: Path) -> None:
+    """SmolLM2 as `make setup` and a first `meditod pretrained` leave it (the suite converts it
+    once, `conftest.smollm2`; tests/test_chat_family.py checks the conversion): `meditod
+    pretrained` and the demo then only check the folder, as on a newcomer's second run."""
+    from meditod_hub.models.pretrained import DEFAULT_OUT
+
+    (root / DEFAULT_OUT).mkdir(parents=True)
+    (root / DEFAULT_OUT / converted.name).symlink_to(converted)
 
 
 def _split_by_domain(release: Path, in_domain: Path, ood: Path) -> None:
@@ -439,17 +451,22 @@ def test_documented_block(block, sandbox, install_untouched):
 
 
 @pytest.mark.slow
-def test_make_demo_runs_end_to_end(sandbox, install_untouched):
-    """The README's first command: the whole pipeline on the embedded sample, as a newcomer runs it.
+def test_make_demo_runs_end_to_end(sandbox, install_untouched, tiny_runs):
+    """The README's first command: the whole pipeline on the embedded sample, as a newcomer runs it,
+    except that its three tiny-llama runs are the suite's (`TINY_RUNS`: the same recipes on the
+    same sample, trained once per test run; the README's `make tiny-runs` block and
+    recipes/tiny-llama's train them as written).
     Its check reads the real model's answers, which follow the arithmetic and so the thread count:
     it holds with torch's two threads on 2 cores (a newcomer's shell) and with one (the suite's
     workers set one, and two beside the other worker would oversubscribe the cores)."""
     root, env, _ = sandbox
-    result = subprocess.run(["make", "demo"], cwd=root, env=env, capture_output=True, text=True,
-                            timeout=DEMO_TIMEOUT, stdin=subprocess.DEVNULL)
+    result = subprocess.run(["make", "demo"], cwd=root, env={**env, "TINY_RUNS": str(tiny_runs)},
+                            capture_output=True, text=True, timeout=DEMO_TIMEOUT,
+                            stdin=subprocess.DEVNULL)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert (root / "out" / "demo" / "model-card" / "README.md").is_file()
     # its closing check ran on the real model's NLU run, and the summary says what is what
     assert "The demo's check holds" in result.stdout, result.stdout[-3000:]
     assert "no MediTOD data" in result.stdout and "make chat" in result.stdout
     assert (root / "out" / "demo" / "runs" / "smollm2-135m" / "nlu" / "LICENSE").is_file()
+    assert result.stderr.count("copied-from-TINY_RUNS") == 3, result.stderr[-3000:]
