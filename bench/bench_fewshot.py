@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from chat_server import ChatServer  # noqa: E402
 
-from meditod_hub.models.endpoint import Decoding, Endpoint, Request  # noqa: E402
+from meditod_hub.endpoint import Decoding, Endpoint, Request  # noqa: E402
 
 RATIO_TARGET = 6.0
 
@@ -123,10 +123,10 @@ def bench_retrieval(seed: int, dialogues: int) -> None:
 def bench_llama3_lengths(sample: Path) -> None:
     from meditod_hub.data.build import BuildArguments, build
     from meditod_hub.data.dataset import fingerprint, load_split
+    from meditod_hub.data.metrics.judges import bundled_minilm_path
     from meditod_hub.evaluation.fewshot import prompts
     from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool, Retriever
     from meditod_hub.evaluation.fewshot.run import PAPER_MAX_TOKENS, TokenCounter, estimated_tokens
-    from meditod_hub.evaluation.metrics.judges import bundled_minilm_path
     from meditod_hub.models.llama3 import llama3_tokenizer
 
     if not (sample / "dialogs.json").is_file():

@@ -57,11 +57,11 @@ def requests_of(release: Path, task: str, rows: int, shots: int, workdir: Path) 
     """The authors' messages for the first `rows` test rows, exemplars retrieved as in a run."""
     from meditod_hub.data.build import BuildArguments, build
     from meditod_hub.data.dataset import fingerprint, load_split
+    from meditod_hub.data.metrics.judges import bundled_minilm_path
     from meditod_hub.data.tasks import get_task
+    from meditod_hub.endpoint import Request
     from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool, Retriever
     from meditod_hub.evaluation.fewshot.run import build_prompts
-    from meditod_hub.evaluation.metrics.judges import bundled_minilm_path
-    from meditod_hub.models.endpoint import Request
 
     data = workdir / "built"
     build(BuildArguments(source=release, out=data))
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         args.rows, args.max_tokens = 2, 8
     import torch
 
-    from meditod_hub.models.endpoint import Decoding
+    from meditod_hub.endpoint import Decoding
     from meditod_hub.models.local_chat import LocalChat
 
     torch.set_num_threads(min(torch.get_num_threads(), 2))  # a shared machine: no oversubscription

@@ -29,9 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
-from meditod_hub.data.views import view_rows  # noqa: E402
-from meditod_hub.evaluation.metrics import (  # noqa: E402
+from meditod_hub.data.metrics import (  # noqa: E402
     bleu,
     nlu_f1,
     nlu_tuples,
@@ -40,6 +38,8 @@ from meditod_hub.evaluation.metrics import (  # noqa: E402
     pol_tuples,
     rouge,
 )
+from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
+from meditod_hub.data.views import view_rows  # noqa: E402
 
 SPLITS = ("test", "validation")
 TARGETS = {"NLU + POL": 1.0, "BLEU + ROUGE": 3.0}

@@ -6,10 +6,13 @@ itself, anything; it never imports a unit on a higher floor, and units of one fl
 each other both ways. tests/test_layers.py parses every module's imports (module-level and
 inside functions) and fails on an upward import or a cycle between units.
 
-    0  errors, files, quiet, arguments, hubclient   what every command stands on: one-line
-                                                    failures, atomic writes, silenced libraries,
-                                                    flag parsing, Hub HTTP deadlines
-    1  data         a release -> dialogues -> the tasks' rows -> the built dataset and its card
+    0  errors, files, quiet, arguments, hubclient,  what every command stands on: one-line
+       endpoint                                     failures, atomic writes, silenced libraries,
+                                                    flag parsing, Hub HTTP deadlines, the one
+                                                    OpenAI-compatible client (models, few-shot
+                                                    runs and the LLM judge all call it)
+    1  data         a release -> dialogues -> the tasks' rows -> the built dataset and its card;
+                    the tasks' metrics (`data/metrics`), which a task scores itself with
     2  models       formats, training, run folders, the Predictor, its prediction records, and
                     the one cascade NLU -> state -> POL -> NLG (the assistant and eval-cascade)
     3  evaluation   predictions -> the paper's metrics -> results
@@ -23,14 +26,14 @@ inside functions) and fails on an upward import or a cycle between units.
 A deferred (function-level) import is kept only where start-up time needs it (a heavy library or
 a module `meditod -h` must not load), with a comment giving the reason; never to break a circle.
 
-`UPWARD` names the imports that still point up, each with why and what removes it; the test
-fails on any other, and on one listed here that is gone (so the list only shrinks).
+tests/test_layers.py also imports each floor in a fresh interpreter and checks that nothing of
+a higher floor was loaded.
 """
 
 from __future__ import annotations
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "files", "quiet", "arguments", "hubclient", "layers"),
+    ("errors", "files", "quiet", "arguments", "hubclient", "endpoint", "layers"),
     ("data",),
     ("models",),
     ("evaluation",),
@@ -39,15 +42,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "commands"),
 )
 
-
-# (importing module, imported module) -> why it is still there, and what removes it.
-UPWARD: dict[tuple[str, str], str] = {
-    ("meditod_hub.data.tasks", "meditod_hub.evaluation.metrics"):
-        "Task.score: training-time validation (models/train.py) scores through it, so the "
-        "metrics must sit under models before it can move; that needs the LLM judge's client "
-        "(models/endpoint.py) on the ground floor and results' side files written outside "
-        "metrics/report.py",
-}
 
 
 def floor_of(unit: str) -> int:

@@ -310,7 +310,7 @@ def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_m
 # --- served models -----------------------------------------------------------------------------
 
 def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
-    from meditod_hub.models.endpoint import Endpoint
+    from meditod_hub.endpoint import Endpoint
 
     def predict_rows_via_endpoint(endpoint, fam, task, data, budget, server_kind=None):
         decode = DecodeOptions(constrained=server_kind is not None, server_kind=server_kind)
@@ -356,7 +356,7 @@ def test_openai_gets_a_wrapped_json_schema_and_its_answer_is_unwrapped():
 
 def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_build):
     from meditod_hub.evaluation.evaluate import EvaluateArguments, evaluate
-    from meditod_hub.evaluation.metrics.report import write_results
+    from meditod_hub.evaluation.report import write_results
     from meditod_hub.models.records import (
         Prediction,
         PredictionsError,

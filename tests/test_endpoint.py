@@ -9,7 +9,7 @@ import socket
 import pytest
 from chat_server import ChatServer, answer_for
 
-from meditod_hub.models.endpoint import (
+from meditod_hub.endpoint import (
     AnswerCache,
     Decoding,
     Endpoint,
@@ -197,7 +197,7 @@ def test_describe_names_the_host_only():
 def test_the_cache_file_holds_answers_not_prompts(tmp_path):
     cache = AnswerCache(tmp_path / "c.sqlite")
     request = chat_requests(1, tag="a private dialogue line ")[0]
-    from meditod_hub.models.endpoint import Answer
+    from meditod_hub.endpoint import Answer
 
     cache.put(request.key("http://127.0.0.1:8000/v1", "m", GREEDY), Answer("an answer", 3, 1, "stop"))
     cache.close()
@@ -372,7 +372,7 @@ def judge_pairs(n: int) -> list[tuple[str, str]]:
 
 
 def test_one_deadline_bounds_the_whole_judging(tmp_path):
-    from meditod_hub.evaluation.metrics import JudgeError, LLMJudge
+    from meditod_hub.data.metrics import JudgeError, LLMJudge
 
     with ChatServer(faults=["hang"] * 20) as server:
         judge = LLMJudge(server.url, "stub-model", tmp_path / "judge.sqlite", timeout=1.5,
@@ -385,7 +385,7 @@ def test_one_deadline_bounds_the_whole_judging(tmp_path):
 
 
 def test_the_judge_stops_at_the_first_dead_request_and_keeps_its_judgements(tmp_path):
-    from meditod_hub.evaluation.metrics import JudgeError, LLMJudge
+    from meditod_hub.data.metrics import JudgeError, LLMJudge
 
     cache = tmp_path / "judge.sqlite"
     with ChatServer(faults=["ok", "ok", "500"]) as server:

@@ -154,7 +154,7 @@ def test_a_chart_names_the_model_the_data_and_the_decoding():
     chart of zero scores had blank axes (now every bar is labelled, an all-slots row first)."""
     from PIL import Image
 
-    from meditod_hub.evaluation.metrics.report import chart_png, chart_title
+    from meditod_hub.evaluation.report import chart_png, chart_title
 
     results = {"task": "nlu", "split": "test", "f1": 0.0, "medical": {"f1": 0.0},
                "non_medical": {"f1": 0.0}, "per_slot": {}, "parse_failures": 7, "examples": 12,

@@ -14,9 +14,9 @@ import pytest
 from meditod_hub.commands.fewshot import main
 from meditod_hub.data.dataset import load_split
 from meditod_hub.data.tasks import TASKS
+from meditod_hub.endpoint import Decoding, Request
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation.fewshot import prompts as P
-from meditod_hub.models.endpoint import Decoding, Request
 from meditod_hub.models.local_chat import LocalChat, shared_prefix
 
 ROWS, MAX_TOKENS = 4, 12

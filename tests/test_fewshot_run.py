@@ -325,9 +325,9 @@ def test_the_default_out_of_a_served_folder_is_its_last_two_names(tmp_path, monk
 
 
 def test_a_retriever_that_is_not_on_this_machine_fails_at_once_naming_the_local_one():
+    from meditod_hub.data.metrics.judges import bundled_minilm_path
     from meditod_hub.errors import MeditodError
     from meditod_hub.evaluation.fewshot.retrieval import Retriever
-    from meditod_hub.evaluation.metrics.judges import bundled_minilm_path
 
     with pytest.raises(MeditodError) as failure:
         Retriever("meditod-tests/a-retriever-nobody-has")

@@ -13,9 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from meditod_hub.data.metrics import JudgeError, LLMJudge, make_judge, nlu_f1
+from meditod_hub.data.metrics.judges import PAPER_PROMPT
 from meditod_hub.errors import UsageError
-from meditod_hub.evaluation.metrics import JudgeError, LLMJudge, make_judge, nlu_f1
-from meditod_hub.evaluation.metrics.judges import PAPER_PROMPT
 
 SAME_MEANING = {("three days", "3 days"), ("every morning", "daily in the morning")}
 

@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
+from meditod_hub.data.metrics import bleu, nlg_scores, normalise, rouge, sacrebleu_score
 from meditod_hub.data.release import read_release
 from meditod_hub.data.views import view_rows
 from meditod_hub.errors import UsageError
-from meditod_hub.evaluation.metrics import bleu, nlg_scores, normalise, rouge, sacrebleu_score
 
 HYP, REF = "The cat sat on the mat.", "the cat sat on a mat ."
 

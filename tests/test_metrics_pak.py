@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from meditod_hub.data.metrics import pol_precision_at_k
 from meditod_hub.data.release import read_release
 from meditod_hub.data.views import view_rows
-from meditod_hub.evaluation.metrics import pol_precision_at_k
 
 
 def ask(*values, check=None):

@@ -32,7 +32,7 @@ def test_the_filter_is_installed_once():
 
 def test_unsmoothed_bleu_of_no_overlap_is_zero_without_nltks_warning():
     """(before: NLTK's "0 counts of n-gram overlaps" warning, three times per eval-cascade)"""
-    from meditod_hub.evaluation.metrics.nlg import bleu
+    from meditod_hub.data.metrics.nlg import bleu
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

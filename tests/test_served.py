@@ -27,9 +27,9 @@ from helpers import stop_group, train_args
 from meditod_hub.commands import predict as predict_cmd
 from meditod_hub.commands import train as train_cmd
 from meditod_hub.commands.fewshot import main as fewshot
+from meditod_hub.endpoint import AnswerCache
 from meditod_hub.errors import run_main
 from meditod_hub.files import RECORD
-from meditod_hub.models.endpoint import AnswerCache
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 START_TIMEOUT_S = 240
@@ -186,7 +186,7 @@ def test_fewshot_pol_and_nlg_write_every_output(fewshot_argv, in_tmp, task):
 
 def test_an_unknown_model_name_is_one_line_listing_the_served_ones(fewshot_argv, nlu_run,
                                                                    transformers_serve, capsys):
-    from meditod_hub.models.endpoint import Decoding, Endpoint, Request
+    from meditod_hub.endpoint import Decoding, Endpoint, Request
 
     loaded = Endpoint(transformers_serve, str(nlu_run), cache=None)  # so the server lists it
     loaded.complete([Request("warm-up", messages=[{"role": "user", "content": "hi"}])],

@@ -7,11 +7,11 @@ import sys
 
 from meditod_hub import quiet
 from meditod_hub.arguments import parse_args
+from meditod_hub.data.metrics.nlg import bertscore_setting
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation import eval_cascade
 from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments
-from meditod_hub.evaluation.metrics.nlg import bertscore_setting
 from meditod_hub.models.cascade import PipelineArguments
 from meditod_hub.models.runs import choose_data, trained_data
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 
 from meditod_hub.arguments import parse_args
+from meditod_hub.data.metrics.nlg import bertscore_setting
 from meditod_hub.data.tasks import get_task
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation import evaluate
 from meditod_hub.evaluation.evaluate import EvaluateArguments
-from meditod_hub.evaluation.metrics.nlg import bertscore_setting
-from meditod_hub.evaluation.metrics.report import write_results
+from meditod_hub.evaluation.report import write_results
 from meditod_hub.files import output_path
 from meditod_hub.models.records import file_in, results_name, side_files
 from meditod_hub.models.runs import choose_data, trained_data

@@ -10,7 +10,7 @@ which ones. Per-task wording (system messages, prefixes) is a format's table key
 A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
 (`actions`) or the doctor's text (`response`). Predictions handed to `score` are labels aligned
 with the gold rows; None marks one that did not parse (scored as empty, counted as a parse
-failure). Metrics are in docs/format.md ("Metrics") and `meditod_hub.evaluation.metrics`.
+failure). Metrics are in docs/format.md ("Metrics") and `meditod_hub.data.metrics`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from meditod_hub.data import views
+from meditod_hub.data.metrics import nlg_scores, nlu_f1, pol_f1, pol_precision_at_k
 from meditod_hub.errors import UsageError
 
 
@@ -49,17 +50,13 @@ _NLG = (Metric("bleu2", "bleu", "BLEU-2 (NLTK, x100)", ".2f"),
 # `Task.score`): a field of the task, so nothing here or elsewhere asks which task it is.
 def _score_nlu(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge,
                **_options) -> dict:
-    from meditod_hub.evaluation import metrics  # listed in layers.UPWARD (training-time scoring)
-
-    return metrics.nlu_f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
+    return nlu_f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
 
 
 def _score_pol(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge,
                pak_mode: str, **_options) -> dict:
-    from meditod_hub.evaluation import metrics  # listed in layers.UPWARD (training-time scoring)
-
-    results = metrics.pol_f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
-    results["precision_at_k"] = metrics.pol_precision_at_k(
+    results = pol_f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
+    results["precision_at_k"] = pol_precision_at_k(
         gold, predictions, [row["dialogue_id"] for row in gold_rows], mode=pak_mode)
     results["precision_at_k_mode"] = pak_mode
     return results
@@ -68,10 +65,8 @@ def _score_pol(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, 
 def _score_nlg(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *,
                bertscore_model: str | None, bertscore_layer: int | None, seed: int,
                **_options) -> dict:
-    from meditod_hub.evaluation import metrics  # listed in layers.UPWARD (training-time scoring)
-
     texts = [p if isinstance(p, str) else "" for p in predictions]
-    return {**metrics.nlg_scores(texts, gold, bertscore_model, bertscore_layer, seed),
+    return {**nlg_scores(texts, gold, bertscore_model, bertscore_layer, seed),
             "examples": len(gold),
             "parse_failures": sum(not isinstance(p, str) for p in predictions)}
 

@@ -99,7 +99,7 @@ def score(task: Task, gold_rows: list[dict], records: list[Prediction], args: Ev
 
 def actions_wrong(gold: list, predicted) -> bool:
     """A POL row is wrong unless its action tuples equal the gold ones (exact match)."""
-    from meditod_hub.evaluation.metrics import MalformedLabel, pol_tuples
+    from meditod_hub.data.metrics import MalformedLabel, pol_tuples
 
     try:
         return predicted is None or pol_tuples(predicted).all != pol_tuples(gold).all
@@ -188,7 +188,7 @@ def write_markdown(results: dict, path: Path) -> None:
 
 def write_chart(results: dict, path: Path) -> None:
     """Gold-input and cascaded bars per POL and NLG metric (BLEU scaled to 0-1 like the rest)."""
-    from meditod_hub.evaluation.metrics.report import bar_chart
+    from meditod_hub.evaluation.report import bar_chart
 
     rows = {}
     for spec in CASCADED_TASKS:
@@ -259,7 +259,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
                                          stage_prediction_files()),
                   purpose=PURPOSE, input_folders=[args.data, pipeline.nlu, pipeline.pol, pipeline.nlg])
-    from meditod_hub.evaluation.metrics import make_judge
+    from meditod_hub.data.metrics import make_judge
 
     judge = make_judge(args.judge, model=args.judge_model)
     rows = select_dialogues(load_split(args.data, args.split), args.limit)

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import provenance
+from meditod_hub.data.metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
+from meditod_hub.data.metrics.precision_at_k import MODES as PAK_MODES
 from meditod_hub.data.tasks import TASK_NAMES, Task
-from meditod_hub.evaluation.metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
-from meditod_hub.evaluation.metrics.precision_at_k import MODES as PAK_MODES
 from meditod_hub.models.records import (
     Results,
     align,

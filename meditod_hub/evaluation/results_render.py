@@ -14,7 +14,7 @@ from meditod_hub.data import paper_results
 from meditod_hub.data.paper_results import cell
 from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
 from meditod_hub.data.tasks import TASK_NAMES, TASKS, get_task
-from meditod_hub.evaluation.metrics.report import bar_chart
+from meditod_hub.evaluation.report import bar_chart
 from meditod_hub.evaluation.results_table import Report, Row, heading, table_metrics
 from meditod_hub.files import atomic_write, output_path
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data.tasks import CASCADED_TASKS, TASK_NAMES, TASKS, Task
+from meditod_hub.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.models.adapters import SharedModels
 from meditod_hub.models.constrained import (
@@ -28,7 +29,6 @@ from meditod_hub.models.constrained import (
     resolve_vocabulary,
     training_vocabulary,
 )
-from meditod_hub.models.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
 from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import trained_data

@@ -585,7 +585,7 @@ OPENAI_WRAPPER = "answer"  # OpenAI's json_schema needs an object at the root
 def server_kind_for(base_url: str, given: str | None) -> str:
     """`--server_kind`, or OpenAI's own hosts recognised; any other server must be named (vLLM,
     SGLang, TGI and llama.cpp all answer at the same OpenAI routes)."""
-    from meditod_hub.models.endpoint import AZURE_SUFFIXES, endpoint_host
+    from meditod_hub.endpoint import AZURE_SUFFIXES, endpoint_host
 
     if given:
         return given

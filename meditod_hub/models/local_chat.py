@@ -48,8 +48,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from meditod_hub.endpoint import DEFAULT_CACHE, Answer, AnswerCache, Decoding, Request, Stats
 from meditod_hub.errors import UsageError
-from meditod_hub.models.endpoint import DEFAULT_CACHE, Answer, AnswerCache, Decoding, Request, Stats
 
 if TYPE_CHECKING:
     from meditod_hub.models.constrained import Constraint

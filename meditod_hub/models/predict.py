@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data.tasks import TASK_NAMES, Task
+from meditod_hub.endpoint import DEFAULT_CACHE, DEFAULT_TIMEOUT_S
 from meditod_hub.errors import UsageError
-from meditod_hub.models.endpoint import DEFAULT_CACHE, DEFAULT_TIMEOUT_S
 from meditod_hub.models.families import FAMILY_NAMES
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec
 from meditod_hub.models.records import (

@@ -239,7 +239,7 @@ def load_predictor(spec: ModelSpec, task: str | Task,
                              "--endpoint)")
         from transformers import AutoTokenizer
 
-        from meditod_hub.models.endpoint import Endpoint
+        from meditod_hub.endpoint import Endpoint
         from meditod_hub.models.served import checkpoint_scope
 
         tokenizer = AutoTokenizer.from_pretrained(folder) \

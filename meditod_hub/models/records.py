@@ -12,7 +12,7 @@ setting, and its results record it.
 
 Results (evaluation -> cards, publishing, reports): `results.json` `{"task", "split", ...scores}`
 and, beside it and named after its stem, a Markdown table (`.md`) and a chart (`.png`), written by
-`meditod_hub.evaluation.metrics.report.write_results`.
+`meditod_hub.evaluation.report.write_results`.
 
 Here, on the models floor (`meditod_hub.layers`): the Predictor and the run folders that produce
 and hold these files sit on it, and evaluation above reads them.

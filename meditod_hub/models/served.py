@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from meditod_hub.data.tasks import Task
-from meditod_hub.models.endpoint import Decoding, Endpoint, Request
+from meditod_hub.endpoint import Decoding, Endpoint, Request
 from meditod_hub.models.families import Budget, Family
 from meditod_hub.models.formats.fit import BudgetError
 

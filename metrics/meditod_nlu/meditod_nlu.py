@@ -12,8 +12,8 @@ import datasets
 import evaluate
 
 from meditod_hub.data.about import CITATION
+from meditod_hub.data.metrics import make_judge
 from meditod_hub.data.tasks import get_task
-from meditod_hub.evaluation.metrics import make_judge
 
 _DESCRIPTION = ("MediTOD NLU precision, recall and F1 (medical, non-medical, overall) and joint "
                 "accuracy, by the authors' tuple unrolling; non-medical values go through a judge.")

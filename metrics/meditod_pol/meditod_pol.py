@@ -13,8 +13,8 @@ import datasets
 import evaluate
 
 from meditod_hub.data.about import CITATION
+from meditod_hub.data.metrics import make_judge
 from meditod_hub.data.tasks import get_task
-from meditod_hub.evaluation.metrics import make_judge
 
 _DESCRIPTION = ("MediTOD POL precision, recall and F1 (medical, non-medical, overall), joint "
                 "accuracy and Precision@K, by the authors' tuple unrolling.")

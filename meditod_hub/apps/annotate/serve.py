@@ -26,8 +26,8 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub.endpoint import is_local_host
 from meditod_hub.errors import MeditodError, UsageError
-from meditod_hub.models.endpoint import is_local_host
 
 
 @dataclass

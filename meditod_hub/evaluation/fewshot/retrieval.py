@@ -48,7 +48,7 @@ def model_signature(model: str) -> str:
 
 def not_loadable(model: str, exc: Exception) -> MeditodError:
     """Why a retriever did not load, and the local one to pass instead."""
-    from meditod_hub.evaluation.metrics.judges import JudgeError, bundled_minilm_path
+    from meditod_hub.data.metrics.judges import JudgeError, bundled_minilm_path
 
     try:
         local = (f", or pass --retriever {bundled_minilm_path()} (all-MiniLM-L6-v2, installed with "

@@ -47,19 +47,9 @@ from pathlib import Path
 from meditod_hub import quiet
 from meditod_hub.data import provenance
 from meditod_hub.data.dataset import fingerprint, load_split
+from meditod_hub.data.metrics.judges import JUDGE_TIMEOUT_S
 from meditod_hub.data.tasks import TASK_NAMES, Task, get_task
-from meditod_hub.errors import UsageError, name_ids
-from meditod_hub.evaluation.fewshot import prompts
-from meditod_hub.evaluation.fewshot.retrieval import (
-    DEFAULT_CACHE_DIR,
-    DEFAULT_RETRIEVER,
-    ExemplarPool,
-    Retriever,
-)
-from meditod_hub.evaluation.metrics.judges import JUDGE_TIMEOUT_S
-from meditod_hub.evaluation.metrics.report import write_results
-from meditod_hub.files import atomic_write, output_folder, read_json
-from meditod_hub.models.endpoint import (
+from meditod_hub.endpoint import (
     DEFAULT_CACHE,
     DEFAULT_TIMEOUT_S,
     PAPER_PRICES,
@@ -70,6 +60,16 @@ from meditod_hub.models.endpoint import (
     Request,
     endpoint_host,
 )
+from meditod_hub.errors import UsageError, name_ids
+from meditod_hub.evaluation.fewshot import prompts
+from meditod_hub.evaluation.fewshot.retrieval import (
+    DEFAULT_CACHE_DIR,
+    DEFAULT_RETRIEVER,
+    ExemplarPool,
+    Retriever,
+)
+from meditod_hub.evaluation.report import write_results
+from meditod_hub.files import atomic_write, output_folder, read_json
 from meditod_hub.models.local_chat import LocalChat, describe_constraint
 from meditod_hub.models.records import Prediction, Results, write_predictions
 from meditod_hub.models.runs import FEWSHOT_INFO
@@ -375,7 +375,7 @@ def structure_violations(task: Task, records: list[Prediction]) -> int:
 def score(args: FewshotArguments, task: Task, rows: list[dict], records: list[Prediction],
           out: Path) -> Results:
     """predictions.jsonl, then results.json/.md/.png through the task's `score`."""
-    from meditod_hub.evaluation.metrics import make_judge
+    from meditod_hub.data.metrics import make_judge
 
     write_predictions(records, out / "predictions.jsonl", purpose="fewshot")
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,

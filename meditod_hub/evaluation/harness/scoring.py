@@ -68,7 +68,7 @@ _SCORED: dict[str, dict] = {}
 def score(setting: str, task: str, rows: Sequence[dict], raws: Sequence[str],
           family: str | None = None) -> dict:
     """`Task.score` of the parsed answers against their rows (cached per exact input)."""
-    from meditod_hub.evaluation.metrics import make_judge
+    from meditod_hub.data.metrics import make_judge
 
     key = hashlib.sha256(json.dumps([setting, task, family, [r["id"] for r in rows], list(raws)])
                          .encode()).hexdigest()

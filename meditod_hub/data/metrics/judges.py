@@ -8,7 +8,7 @@ how it was judged.
 
 * `exact` (default): string equality; reproducible, and the only judge upstream can run without
   credentials.
-* `llm`: any OpenAI-compatible chat endpoint through the kit's one client (`meditod_hub.models.endpoint`)
+* `llm`: any OpenAI-compatible chat endpoint through the kit's one client (`meditod_hub.endpoint`)
   with the paper's prompt, sent as a single system message, temperature 0, `max_tokens` 10; a
   reply containing "positive" is a match. One deadline (`--judge_timeout`) bounds the whole
   judging, retries included, and the first request that fails for good stops it (the queued
@@ -64,7 +64,7 @@ class LLMJudge:
     def __init__(self, base_url: str, model: str, cache: str | Path | None,
                  api_key_env: str | None = None, timeout: float | None = JUDGE_TIMEOUT_S,
                  workers: int = 4, max_retries: int = 4):
-        from meditod_hub.models.endpoint import Endpoint, EndpointError
+        from meditod_hub.endpoint import Endpoint, EndpointError
 
         self.cache_path = Path(cache) if cache else None  # '': ask the server every time
         self.unparsed_answers = 0  # answers with neither "positive" nor "negative" in them
@@ -85,7 +85,7 @@ class LLMJudge:
         return self.endpoint.stats.cache_hits
 
     def equivalent(self, pairs: Sequence[Pair]) -> list[bool]:
-        from meditod_hub.models.endpoint import Decoding, EndpointError, Request
+        from meditod_hub.endpoint import Decoding, EndpointError, Request
 
         asked = [(g.lower(), p.lower()) for g, p in pairs]
         unique = sorted(set(asked))

@@ -20,7 +20,7 @@ import bisect
 from collections import defaultdict
 from collections.abc import Sequence
 
-from meditod_hub.evaluation.metrics.tuples import Tuples, pol_tuples, unroll_gold, unroll_predictions
+from meditod_hub.data.metrics.tuples import Tuples, pol_tuples, unroll_gold, unroll_predictions
 
 MODES = ("exact", "exact_medical", "medical_present")
 PAPER_KS = (1, 4, 8, None)  # None = infinity

@@ -5,8 +5,8 @@ evaluate`, training-time validation and the local `evaluate` modules (`metrics/m
 go through.
 """
 
-from meditod_hub.evaluation.metrics.f1 import Counts, F1Scores, nlu_f1, pol_f1
-from meditod_hub.evaluation.metrics.judges import (
+from meditod_hub.data.metrics.f1 import Counts, F1Scores, nlu_f1, pol_f1
+from meditod_hub.data.metrics.judges import (
     JUDGES,
     EmbeddingJudge,
     ExactJudge,
@@ -14,10 +14,10 @@ from meditod_hub.evaluation.metrics.judges import (
     LLMJudge,
     make_judge,
 )
-from meditod_hub.evaluation.metrics.nlg import bertscore, bleu, nlg_scores, normalise, rouge, sacrebleu_score
-from meditod_hub.evaluation.metrics.precision_at_k import MODES as PAK_MODES
-from meditod_hub.evaluation.metrics.precision_at_k import PAPER_KS, pol_precision_at_k, precision_at_k_tuples
-from meditod_hub.evaluation.metrics.tuples import MalformedLabel, Tuples, nlu_tuples, pol_tuples
+from meditod_hub.data.metrics.nlg import bertscore, bleu, nlg_scores, normalise, rouge, sacrebleu_score
+from meditod_hub.data.metrics.precision_at_k import MODES as PAK_MODES
+from meditod_hub.data.metrics.precision_at_k import PAPER_KS, pol_precision_at_k, precision_at_k_tuples
+from meditod_hub.data.metrics.tuples import MalformedLabel, Tuples, nlu_tuples, pol_tuples
 
 __all__ = [
     "Counts", "EmbeddingJudge", "ExactJudge", "F1Scores", "JUDGES", "JudgeError", "LLMJudge",

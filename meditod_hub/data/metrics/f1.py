@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 
 from meditod_hub.data import cmas
-from meditod_hub.evaluation.metrics.judges import ExactJudge
-from meditod_hub.evaluation.metrics.tuples import (
+from meditod_hub.data.metrics.judges import ExactJudge
+from meditod_hub.data.metrics.tuples import (
     Tuples,
     nlu_tuples,
     pol_tuples,
