@@ -76,7 +76,7 @@ def csv_text(report: Report) -> str:
 
 def chart_png(task: str, rows: list[Row]) -> bytes:
     """Horizontal bars: the task's headline metric per system, test then test_ood; the paper's
-    rows on a shaded band (the kit's one renderer, `metrics.report.bar_chart`)."""
+    rows on a shaded band (the kit's one renderer, `evaluation.report.bar_chart`)."""
     metric = TASKS[task].headline_metric
     shown = [r for split in EVAL_SPLITS for r in rows if r.split == split and r.value(metric.key)
              is not None]
