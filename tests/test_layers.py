@@ -141,23 +141,31 @@ def test_no_import_points_up():
     assert not upward, f"{len(upward)} upward import(s):\n" + "\n".join(upward)
 
 
-@pytest.mark.parametrize("floor", range(len(LAYERS) - 1))
-def test_loading_a_floor_loads_nothing_above_it(floor):
-    """What the reader of source cannot see (an import by name, a plugin): every module of the
-    floors up to this one, imported in a fresh interpreter, leaves no module of a higher floor
-    in sys.modules."""
-    modules = sorted(_module_name(p) for p in PACKAGE.rglob("*.py")
-                     if floor_of(_unit(_module_name(p))) <= floor)
+@pytest.fixture(scope="module")
+def loaded_by_floor() -> list[list[str]]:
+    """For each floor, the kit's modules in sys.modules once every module of that floor and the
+    ones under it is imported, floor by floor, in one fresh interpreter (imports only add, so
+    this is what a fresh interpreter importing floors 0..f alone would hold)."""
+    floors = [sorted(_module_name(p) for p in PACKAGE.rglob("*.py")
+                     if floor_of(_unit(_module_name(p))) == floor) for floor in range(len(LAYERS))]
     code = ("import importlib, json, sys\n"
-            f"for name in {modules!r}:\n"
-            "    try:\n        importlib.import_module(name)\n"
-            "    except ModuleNotFoundError as missing:  # an optional extra (lighteval) only\n"
-            "        if (missing.name or '').startswith('meditod_hub'):\n            raise\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('meditod_hub.'))))")
+            f"for modules in {floors!r}:\n"
+            "    for name in modules:\n"
+            "        try:\n            importlib.import_module(name)\n"
+            "        except ModuleNotFoundError as missing:  # an optional extra (lighteval) only\n"
+            "            if (missing.name or '').startswith('meditod_hub'):\n                raise\n"
+            "    print(json.dumps(sorted(m for m in sys.modules if m.startswith('meditod_hub.'))))")
     done = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE.parent, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    above = [m for m in json.loads(done.stdout.splitlines()[-1]) if floor_of(_unit(m)) > floor]
+    return [json.loads(line) for line in done.stdout.splitlines()[-len(LAYERS):]]
+
+
+@pytest.mark.parametrize("floor", range(len(LAYERS) - 1))
+def test_loading_a_floor_loads_nothing_above_it(floor, loaded_by_floor):
+    """What the reader of source cannot see (an import by name, a plugin): importing every
+    module of floors 0..f leaves no module of a higher floor in sys.modules."""
+    above = [m for m in loaded_by_floor[floor] if floor_of(_unit(m)) > floor]
     assert not above, f"loading floors 0-{floor} loads {above}"
 
 
