@@ -26,8 +26,8 @@ inside functions) and fails on an upward import or a cycle between units.
 A deferred (function-level) import is kept only where start-up time needs it (a heavy library or
 a module `meditod -h` must not load), with a comment giving the reason; never to break a circle.
 
-tests/test_layers.py also imports each floor in a fresh interpreter and checks that nothing of
-a higher floor was loaded.
+tests/test_layers.py also imports the floors one by one in a fresh interpreter and checks that,
+after floors 0..f, no module of a higher floor is loaded.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("apps",),
     ("cli", "commands"),
 )
-
 
 
 def floor_of(unit: str) -> int:

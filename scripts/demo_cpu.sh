@@ -68,14 +68,16 @@ for task in nlu pol nlg; do
   run=$demo/runs/tiny-llama/$task
   if [[ -n "${TINY_RUNS:-}" ]]; then
     stage "tiny-llama-$task-copied-from-TINY_RUNS" "$python" - "$TINY_RUNS/$task" "$task" "$run" <<'PY'
-import json, shutil, sys
-from pathlib import Path
+import shutil, sys
+from meditod_hub.models.runs import RunError, read_run
 source, task, run = sys.argv[1:]
-info = Path(source, "run_info.json")
-record = json.loads(info.read_text()) if info.is_file() else {}
-if (record.get("model"), record.get("task")) != ("tiny-llama", task):
-    sys.exit(f"TINY_RUNS: {source} is no run of recipes/tiny-llama/{task}.yaml (its run_info.json "
-             "is missing or names another model or task); unset TINY_RUNS to train it here")
+try:
+    found = read_run(source, require_results=False)
+except RunError as error:
+    sys.exit(f"TINY_RUNS: {error}")
+if (found.model, found.task) != ("tiny-llama", task):
+    sys.exit(f"TINY_RUNS: {source} is a {found.model} {found.task} run, not one of "
+             f"recipes/tiny-llama/{task}.yaml; unset TINY_RUNS to train it here")
 shutil.copytree(source, run)
 PY
   else
