@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                        "(.md/.csv/.json/.png)"),
     "eval-cascade": ("meditod_hub.commands.eval_cascade", "NLU -> state -> POL -> NLG on a split, scored "
                                                  "beside gold inputs"),
+    "eval-state": ("meditod_hub.commands.eval_state", "an NLU model's state accuracy on the kit's "
+                                                     "held-out patient lines"),
     "chat": ("meditod_hub.commands.chat", "talk to the three models as the patient (terminal)"),
     "app": ("meditod_hub.commands.app", "the chat app in the browser (Gradio, http://127.0.0.1:7860)"),
     "space": ("meditod_hub.commands.space", "upload the chat app (app.py) as a Hub Space, private"),

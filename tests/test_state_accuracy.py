@@ -1,0 +1,119 @@
+"""The held-out state accuracy (`meditod eval-state`): its lines are sound and held out, its
+scores fail where a state is wrong, and the command scores a run end to end. No network; the
+command test uses the session's tiny-llama NLU run."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from helpers import meditod, offline_env
+
+from meditod_hub.data.cmas import LIST_ATTRIBUTES, PATIENT_SLOT_KEYS, SLOT_ATTRIBUTES, split_slot_key
+from meditod_hub.data.synthetic import generate_dialogues
+from meditod_hub.evaluation.state_accuracy import fold, heldout_lines, line_rows, score
+
+LINES = heldout_lines()
+# What the issue asks the lines to cover, each by at least this many lines.
+COVERS = {"denial": 10, "onset": 3, "location": 1, "severity": 1, "medication": 4, "habit": 5,
+          "family_history": 4, "allergy": 2, "multi-slot": 5}
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def test_there_are_enough_lines_covering_what_a_patient_says():
+    assert len(LINES) >= 40
+    assert len({line["id"] for line in LINES}) == len(LINES)
+    for cover, least in COVERS.items():
+        assert sum(cover in line["covers"] for line in LINES) >= least, cover
+
+
+@pytest.mark.parametrize("line", LINES, ids=[line["id"] for line in LINES])
+def test_each_gold_state_is_a_state_the_fold_renders(line):
+    state = line["state"]
+    assert state and fold([{"intent": "inform", "slots": state}]) == state
+    for key, entries in state.items():
+        assert key in PATIENT_SLOT_KEYS
+        for entry in entries:
+            for name, value in entry.items():
+                assert name in SLOT_ATTRIBUTES[split_slot_key(key).base], (key, name)
+                assert isinstance(value, list) == (name in LIST_ATTRIBUTES), (key, name)
+
+
+def test_no_line_is_said_in_the_corpus_the_kit_trains_on():
+    """Held out: the realistic corpus (the demo's training data), even at the paper's size,
+    never says a held-out line."""
+    release = generate_dialogues(seed=0, dialogues=233, style="realistic")
+    said = {_words(u["text"]) for dialogue in release.values() for u in dialogue["utterances"]
+            if u["speaker"] == "patient"}
+    assert not said & {_words(line["patient"]) for line in LINES}
+
+
+def test_rows_are_one_exchange_each_read_by_the_nlu_view():
+    rows = line_rows(LINES)
+    assert len(rows) == len(LINES)
+    assert [(r["last_doctor_text"], r["patient_text"]) for r in rows] == \
+        [(line["doctor"], line["patient"]) for line in LINES]
+
+
+def test_right_states_score_one():
+    gold = [line["state"] for line in LINES]
+    results = score(gold, gold, [True] * len(gold))
+    assert results["exact_state_accuracy"] == results["denial_accuracy"] == 1.0
+    assert results["slots_precision"] == results["attributes_recall"] == 1.0
+    assert results["parse_failures"] == 0
+
+
+def test_an_invented_finding_or_a_flipped_denial_is_not_exact():
+    gold = [{"negative_habit": [{"value": "tobacco smoking"}]},
+            {"positive_symptom": [{"value": "coughing", "onset": "two weeks"}]}]
+    invented = [{**gold[0], "positive_habit": [{"value": "alcohol consumption"}]}, gold[1]]
+    results = score(gold, invented, [True, True])
+    assert results["exact_state_accuracy"] == 0.5
+    assert results["slots_recall"] == 1.0 and results["slots_precision"] == 2 / 3
+    assert results["denial_accuracy"] == 1.0
+    flipped = [{"positive_habit": [{"value": "tobacco smoking"}]}, gold[1]]
+    results = score(gold, flipped, [True, True])
+    assert results["denial_accuracy"] == 0.0 and results["exact_state_accuracy"] == 0.5
+    wrong_detail = [gold[0], {"positive_symptom": [{"value": "coughing", "onset": "last week"}]}]
+    results = score(gold, wrong_detail, [True, False])
+    assert results["slots_recall"] == 1.0 and results["attributes_recall"] == 0.0
+    assert results["exact_state_accuracy"] == 0.5 and results["parse_failures"] == 1
+
+
+def test_the_order_a_model_says_entries_in_does_not_matter():
+    gold = [{"negative_symptom": [{"value": "fever"}, {"value": "chills"}],
+             "positive_symptom": [{"value": "chest pain", "location": ["chest", "left side"]}]}]
+    said = [{"positive_symptom": [{"value": "chest pain", "location": ["left side", "chest"]}],
+             "negative_symptom": [{"value": "chills"}, {"value": "fever"}]}]
+    assert score(gold, said, [True])["exact_state_accuracy"] == 1.0
+
+
+def test_an_unparsed_answer_is_an_empty_state():
+    assert fold(None) == {}
+    results = score([LINES[0]["state"]], [fold(None)], [False])
+    assert results["exact_state_accuracy"] == 0.0 and results["parse_failures"] == 1
+
+
+@pytest.mark.slow
+def test_eval_state_scores_a_run_and_writes_each_line(tiny_runs, tmp_path):
+    """The tiny model knows nothing of these lines: every figure is low, none is a crash, and
+    every line's outcome is written beside the results."""
+    out = tmp_path / "state"
+    done = meditod(offline_env(tmp_path), "eval-state", "--nlu", str(tiny_runs / "nlu"),
+                   "--out", str(out), "--batch_size", "64")
+    assert done.returncode == 0, done.stderr
+    assert "exact state" in done.stdout and "not MediTOD" in done.stdout
+    results = json.loads((out / "state_accuracy.json").read_text())
+    assert results["lines"] == len(LINES) and results["constrained"] is True
+    assert 0.0 <= results["exact_state_accuracy"] < 0.5
+    outcomes = [json.loads(x) for x in (out / "state_lines.jsonl").read_text().splitlines()]
+    assert [o["id"] for o in outcomes] == [line["id"] for line in LINES]
+    assert sum(o["exact"] for o in outcomes) == results["exact_states"]
+    again = meditod(offline_env(tmp_path), "eval-state", "--nlu", str(tiny_runs / "nlu"),
+                    "--out", str(tmp_path), "--no_constrained", "--vocabulary", "none")
+    assert again.returncode == 2 and again.stderr.count("\n") == 1
+    assert "--vocabulary applies under the grammar" in again.stderr
