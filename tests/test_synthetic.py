@@ -149,7 +149,9 @@ SHORT_ANSWERS = {answer for answers in phrasings.SHORT_ANSWERS.values() for answ
 
 @pytest.fixture(scope="module")
 def realistic():
-    return synthetic.generate_dialogues(seed=0, dialogues=40, style="realistic")
+    # 40 dialogues in which even the rarest details occur (sputum's colour and volume, which fit
+    # one symptom only; at 40 dialogues some seeds draw neither)
+    return synthetic.generate_dialogues(seed=1, dialogues=40, style="realistic")
 
 
 def _says(text: str, key: str, value: str) -> bool:

@@ -66,7 +66,7 @@ _FACTORS = ("exertion", "lying flat", "cold air", "rest", "warm drinks", "climbi
 VALUES: dict = {
     "medical_history": ("asthma", "hypertensive disorder", "diabetes mellitus type 2",
                         "gastroesophageal reflux disease", "seasonal allergic rhinitis",
-                        "hypercholesterolemia", "other"),
+                        "hypercholesterolemia", "drug allergy", "other"),
     "family_history": ("asthma", "heart disease", "diabetes mellitus", "lung cancer",
                        "rheumatoid arthritis", "stroke"),
     "habit": ("tobacco smoking", "alcohol consumption", "cannabis use", "physical exercise",
