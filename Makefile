@@ -42,7 +42,7 @@ $(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a tar
 	into (e.g. OUT=$(patsubst %/,%,$(dir $(OUT)))); the file names inside it are fixed))
 
 .PHONY: setup lock demo test lint build infos bench bench-quick tiny train predict fewshot \
-	evaluate harness publish push published pretrained annotate agreement tiny-runs eval-cascade chat app space \
+	evaluate harness publish push published pretrained annotate agreement tiny-runs eval-cascade eval-state chat app space \
 	screenshot clean data eval push-data results leaderboard-space
 
 setup: $(STAMP)
@@ -89,7 +89,7 @@ lint: setup
 
 ## bench: every bench at full (paper) scale, figures beside a same-process baseline; bench-quick:
 ## each at a small scale that only checks it works (the test suite runs it: tests/test_bench.py)
-BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model harness
+BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model harness state_curve
 bench: setup
 	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
@@ -216,13 +216,19 @@ eval-cascade: setup
 	"$(MEDITOD)" eval-cascade --nlu "$(NLU)" --pol "$(POL)" --nlg "$(NLG)" $(DATA_GIVEN) \
 		--split "$(SPLIT)" $(if $(OUT),--out "$(OUT)") $(ARGS)
 
+## eval-state: the NLU model NLU's state accuracy on the kit's held-out patient lines (invented;
+## default model as chat's); writes NLU/eval/state (OUT to choose): state_accuracy.json and each
+## line's outcome in state_lines.jsonl
+eval-state: setup
+	"$(MEDITOD)" eval-state --nlu "$(or $(NLU),$(DEFAULT_NLU))" $(if $(OUT),--out "$(OUT)") $(ARGS)
+
 ## chat: talk to the NLU/POL/NLG models as the patient; ARGS=--show_state. Default: the demo's runs
-## after `make demo` (SmolLM2 NLU, tiny POL and NLG, under out/demo), else the tiny runs (make tiny-runs)
+## after `make demo` (SmolLM2 NLU, POL and NLG, under out/demo), else the tiny runs (make tiny-runs)
 DEMO_RUNS := out/demo/runs
-ifneq ($(wildcard $(DEMO_RUNS)/smollm2-135m/nlu/run_info.json),)
+ifneq ($(wildcard $(DEMO_RUNS)/smollm2-135m/nlg/run_info.json),)
 DEFAULT_NLU := $(DEMO_RUNS)/smollm2-135m/nlu
-DEFAULT_POL := $(DEMO_RUNS)/tiny-llama/pol
-DEFAULT_NLG := $(DEMO_RUNS)/tiny-llama/nlg
+DEFAULT_POL := $(DEMO_RUNS)/smollm2-135m/pol
+DEFAULT_NLG := $(DEMO_RUNS)/smollm2-135m/nlg
 APP_DEFAULTS := MEDITOD_NLU="$${MEDITOD_NLU:-$(DEFAULT_NLU)}" MEDITOD_POL="$${MEDITOD_POL:-$(DEFAULT_POL)}" \
 	MEDITOD_NLG="$${MEDITOD_NLG:-$(DEFAULT_NLG)}"
 else

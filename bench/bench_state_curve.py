@@ -1,0 +1,88 @@
+"""The assistant's learning curve: SmolLM2-135M-Instruct's state accuracy on the kit's held-out
+patient lines (`meditod eval-state`) after N LoRA steps of the NLU recipe on the realistic
+synthetic corpus, each point a run of its own (the cosine schedule ends at N, as the demo's does),
+beside the untrained model under the same grammar (0 steps: the baseline of the ratio column).
+
+    .venv/bin/python bench/bench_state_curve.py                   # 0 40 80 150 250 steps (~30 min)
+    .venv/bin/python bench/bench_state_curve.py --steps 0 150     # two points
+    .venv/bin/python bench/bench_state_curve.py --quick           # that it runs (1 step, 4 lines)
+
+Every command is the kit's own (`meditod synthetic`, `build`, `train`, `eval-state`), in its own
+process; the corpus is the demo's (scripts/demo_cpu.sh's DIALOGUES). Figures are about the
+invented held-out lines only: not MediTOD's, nor comparable with the paper's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = ROOT / "build/pretrained/smollm2-135m"
+COLUMNS = ("exact_state_accuracy", "slots_precision", "slots_recall", "attributes_precision",
+           "attributes_recall", "denial_accuracy")
+
+
+def run(*args: str) -> float:
+    """One command of the kit in its own process; its wall-clock seconds."""
+    print(f"[{time.strftime('%H:%M:%S')}] {' '.join(args[:3])} ...", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{' '.join(args[:3])} ... failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def point(steps: int, data: Path, work: Path, limit: list[str]) -> tuple[float, dict]:
+    """Train for `steps` (none: the base model) and score; (training minutes, results)."""
+    model, family, minutes = BASE, ["--family", "chat"], 0.0
+    if steps:
+        model, family = work / f"nlu-{steps}", []
+        minutes = run("-m", "meditod_hub.cli", "train", "recipes/smollm2-135m/nlu.yaml",
+                      f"--dataset_name={data}", f"--max_steps={steps}",
+                      f"--output_dir={model}") / 60
+    out = work / f"state-{steps}"
+    run("-m", "meditod_hub.cli", "eval-state", "--nlu", str(model), "--out", str(out),
+        *family, *limit)
+    return minutes, json.loads((out / "state_accuracy.json").read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, nargs="+", default=[0, 40, 80, 150, 250])
+    parser.add_argument("--dialogues", type=int, default=30, help="the realistic corpus' size")
+    parser.add_argument("--quick", action="store_true",
+                        help="1 step on 12 dialogues, the first 4 lines")
+    args = parser.parse_args()
+    steps, limit = ([0, 1], ["--limit", "4"]) if args.quick else (args.steps, [])
+    if args.quick:
+        args.dialogues = 12
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        run("-m", "meditod_hub.cli", "pretrained")
+        run("-m", "meditod_hub.commands.synthetic", "--out", str(work / "release"),
+            "--dialogues", str(args.dialogues), "--style", "realistic")
+        run("-m", "meditod_hub.cli", "build", "--source", str(work / "release"),
+            "--out", str(work / "realistic"))
+        points = [(n, *point(n, work / "realistic", work, limit)) for n in sorted(set(steps))]
+    lines = points[0][2]["lines"]
+    baseline = points[0][2]["exact_state_accuracy"]
+    print(f"SmolLM2-135M-Instruct NLU (LoRA, recipes/smollm2-135m/nlu.yaml) trained on a realistic "
+          f"synthetic corpus ({args.dialogues} dialogues, invented), scored on the kit's {lines} "
+          "held-out patient lines (invented; not MediTOD), under the CMAS grammar:")
+    print("| steps | train min | exact state | slots P | slots R | attr P | attr R | denials | "
+          f"exact vs {points[0][0]} steps |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, minutes, results in points:
+        ratio = results["exact_state_accuracy"] / baseline if baseline else float("nan")
+        print(f"| {n} | {minutes:.1f} | " + " | ".join(f"{results[c]:.3f}" for c in COLUMNS)
+              + f" | {ratio:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
