@@ -3,7 +3,7 @@ patient lines (`meditod eval-state`) after N LoRA steps of the NLU recipe on the
 synthetic corpus, each point a run of its own (the cosine schedule ends at N, as the demo's does),
 beside the untrained model under the same grammar (0 steps: the baseline of the ratio column).
 
-    .venv/bin/python bench/bench_state_curve.py                   # 0 40 80 150 250 steps (~30 min)
+    .venv/bin/python bench/bench_state_curve.py                   # 0 40 100 150 250 steps (~30 min)
     .venv/bin/python bench/bench_state_curve.py --steps 0 150     # two points
     .venv/bin/python bench/bench_state_curve.py --quick           # that it runs (1 step, 4 lines)
 
@@ -54,8 +54,8 @@ def point(steps: int, data: Path, work: Path, limit: list[str]) -> tuple[float, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, nargs="+", default=[0, 40, 80, 150, 250])
-    parser.add_argument("--dialogues", type=int, default=30, help="the realistic corpus' size")
+    parser.add_argument("--steps", type=int, nargs="+", default=[0, 40, 100, 150, 250])
+    parser.add_argument("--dialogues", type=int, default=16, help="the realistic corpus' size")
     parser.add_argument("--quick", action="store_true",
                         help="1 step on 12 dialogues, the first 4 lines")
     args = parser.parse_args()
