@@ -86,7 +86,7 @@ def bench_retrieval(seed: int, dialogues: int) -> None:
     from datasets import Dataset
 
     from meditod_hub.data.synthetic import generate_dialogues, split_ids
-    from meditod_hub.data.views import features, view_rows
+    from meditod_hub.data.tasks import features, view_rows
     from meditod_hub.evaluation.fewshot.prompts import last_turn
     from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool, Retriever
     from meditod_hub.models.tiny import build_retriever

@@ -26,8 +26,10 @@ from transformers import PreTrainedTokenizerFast
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues  # noqa: E402
-from meditod_hub.data.tasks import TASKS  # noqa: E402
-from meditod_hub.data.views import view_rows  # noqa: E402
+from meditod_hub.data.tasks import (
+    TASKS,  # noqa: E402
+    view_rows,  # noqa: E402
+)
 from meditod_hub.models.families import FAMILIES  # noqa: E402
 from meditod_hub.models.formats.fit import fit_to_budget  # noqa: E402
 

@@ -39,7 +39,7 @@ from meditod_hub.data.metrics import (  # noqa: E402
     rouge,
 )
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
-from meditod_hub.data.views import view_rows  # noqa: E402
+from meditod_hub.data.tasks import view_rows  # noqa: E402
 
 SPLITS = ("test", "validation")
 TARGETS = {"NLU + POL": 1.0, "BLEU + ROUGE": 3.0}

@@ -37,8 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meditod_hub.commands import train as train_cmd  # noqa: E402
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_dialogues, split_ids  # noqa: E402
-from meditod_hub.data.tasks import TASKS  # noqa: E402
-from meditod_hub.data.views import view_rows  # noqa: E402
+from meditod_hub.data.tasks import (
+    TASKS,  # noqa: E402
+    view_rows,  # noqa: E402
+)
 from meditod_hub.models import tiny  # noqa: E402
 from meditod_hub.models import train as T  # noqa: E402
 from meditod_hub.models.families import FAMILIES, Budget  # noqa: E402

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from meditod_hub.commands import agreement as agreement_cmd
-from meditod_hub.data.tasks import get_task
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import get_task, view_rows
 from meditod_hub.errors import MeditodError
 from meditod_hub.evaluation import agreement as A
 

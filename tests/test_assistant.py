@@ -17,7 +17,7 @@ from datasets import load_dataset
 from helpers import INPUT_COLUMNS, scripted_assistant, weights_digest
 
 from meditod_hub.apps.assistant import MAX_PATIENT_CHARS, NO_REPLY
-from meditod_hub.data.views import FEATURES
+from meditod_hub.data.tasks import FEATURES
 from meditod_hub.errors import UsageError
 from meditod_hub.models.predictor import ModelSpec, load_predictor
 

@@ -142,7 +142,7 @@ def test_parquet_schema_and_card_metadata_are_what_datasets_writes(config):
     from huggingface_hub import DatasetCardData
 
     from meditod_hub.data.build import arrow_schema, card_dataset_info
-    from meditod_hub.data.views import features
+    from meditod_hub.data.tasks import features
 
     theirs = features(config).arrow_schema
     ours = arrow_schema(config)

@@ -10,7 +10,8 @@ import copy
 import pytest
 
 from meditod_hub.data.release import read_release
-from meditod_hub.data.views import MissingPredictions, cascade_nlg_rows, cascade_pol_rows, view_rows
+from meditod_hub.data.tasks import view_rows
+from meditod_hub.data.views import MissingPredictions, cascade_nlg_rows, cascade_pol_rows
 
 
 def symptom(polarity, value):

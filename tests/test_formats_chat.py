@@ -9,8 +9,7 @@ import json
 import pytest
 
 from meditod_hub.data.release import read_release
-from meditod_hub.data.tasks import TASKS, get_task
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import TASKS, get_task, view_rows
 from meditod_hub.errors import UsageError
 from meditod_hub.models.formats import ParseResult, chat, context_lines
 
@@ -63,7 +62,7 @@ def test_answers_and_messages():
     assert chat.answer(TASKS["nlg"], POL_ROW) == "[answer] Does the Rash itch? [done]"
     roles = [m["role"] for m in chat.messages(TASKS["nlu"], FIRST_NLU_ROW)]
     assert roles == ["system", "user", "assistant"]
-    assert chat.messages(TASKS["nlu"], FIRST_NLU_ROW)[0]["content"] == chat.SYSTEM_MESSAGES["nlu"]
+    assert chat.messages(TASKS["nlu"], FIRST_NLU_ROW)[0]["content"] == TASKS["nlu"].system_message
     with pytest.raises(UsageError, match="unknown task"):  # refused where the name comes in
         chat.messages(get_task("dst"), FIRST_NLU_ROW)
     with pytest.raises(KeyError, match="'9-1'.*'response'"):

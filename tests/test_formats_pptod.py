@@ -11,7 +11,7 @@ import json
 import pytest
 
 from meditod_hub.data.release import read_release
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import view_rows
 from meditod_hub.models.formats import ParseResult
 from meditod_hub.models.formats.pptod import (
     SpanValueError,

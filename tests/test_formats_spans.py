@@ -15,8 +15,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
 from meditod_hub.data.release import read_release
-from meditod_hub.data.tasks import TASKS
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import TASKS, view_rows
 from meditod_hub.errors import UsageError
 from meditod_hub.models.families import FAMILIES, SPAN_FAMILIES, Budget, get_family
 from meditod_hub.models.formats import context_lines

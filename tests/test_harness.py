@@ -33,6 +33,7 @@ from test_served import transformers_serve  # noqa: F401  (the session's `transf
 
 from meditod_hub.commands.harness import main as harness
 from meditod_hub.data.dataset import load_split
+from meditod_hub.data.tasks import get_task
 from meditod_hub.evaluation.harness import scoring
 from meditod_hub.models.formats import chat
 
@@ -202,7 +203,7 @@ def sent(task_folder, tmp_path_factory) -> dict[str, list[dict]]:
     from meditod_hub.evaluation.fewshot import prompts
 
     systems = {prompts.system_prompt(t): f"{t}_icl" for t in TASKS}
-    systems[chat.SYSTEM_MESSAGES["nlu"]] = "nlu_ood_ft"
+    systems[get_task("nlu").system_message] = "nlu_ood_ft"
     cwd = tmp_path_factory.mktemp("sent")
     with ChatServer() as server:
         out = lm_eval("--model", "local-chat-completions", "--model_args",
@@ -547,7 +548,7 @@ def test_lighteval_fine_tuned_nlu_gives_predict_and_evaluates_numbers(task_folde
                      "--predictions", "kit/predictions.jsonl", "--no_chart"]) == 0
     kit = json.loads((in_tmp / "kit" / "results.json").read_text())
     config = in_tmp / "model.yaml"
-    config.write_text(lighteval_model(str(run), chat.SYSTEM_MESSAGES["nlu"]))
+    config.write_text(lighteval_model(str(run), get_task("nlu").system_message))
     done = subprocess.run([sys.executable, "-m", "lighteval", "accelerate", str(config),
                            "meditod_nlu_train_ft|0", "--custom-tasks",
                            str(task_folder / "lighteval_tasks.py"), "--output-dir", "lv"],

@@ -10,7 +10,7 @@ import pytest
 from meditod_hub.data.metrics import Counts, nlu_f1, nlu_tuples, pol_f1, pol_tuples
 from meditod_hub.data.metrics.tuples import MalformedLabel
 from meditod_hub.data.release import read_release
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import view_rows
 
 HEADACHE = {"intent": "inform", "slots": {"positive_symptom": [
     {"value": "headache", "location": ["forehead", "temple"], "duration": "three days"}]}}

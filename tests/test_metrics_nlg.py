@@ -13,7 +13,7 @@ import pytest
 
 from meditod_hub.data.metrics import bleu, nlg_scores, normalise, rouge, sacrebleu_score
 from meditod_hub.data.release import read_release
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import view_rows
 from meditod_hub.errors import UsageError
 
 HYP, REF = "The cat sat on the mat.", "the cat sat on a mat ."

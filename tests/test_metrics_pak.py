@@ -9,7 +9,7 @@ import pytest
 
 from meditod_hub.data.metrics import pol_precision_at_k
 from meditod_hub.data.release import read_release
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import view_rows
 
 
 def ask(*values, check=None):

@@ -143,7 +143,7 @@ def test_messages_never_quote_dialogue_text(tmp_path):
 
 def test_irregular_turn_taking_policy(tmp_path):
     """Two patient lines in a row and a patient-final dialogue load, warn, and map by speaker."""
-    from meditod_hub.data.views import view_rows
+    from meditod_hub.data.tasks import view_rows
 
     dialogue = _dialogue()
     extra = copy.deepcopy(dialogue["utterances"][3])

@@ -1,4 +1,4 @@
-"""The task spec (`meditod_hub.data.tasks`) owns what a task means: no other module branches on
+"""The task modules (`meditod_hub.data.tasks`, one per task) own what a task means: no other module branches on
 a task's name, and a label's shape is read from the spec."""
 
 import ast
@@ -9,6 +9,7 @@ import pytest
 from meditod_hub.data.tasks import TASK_NAMES, get_task
 
 PACKAGE = Path(__file__).resolve().parents[1] / "meditod_hub"
+TASK_MODULES = PACKAGE / "data" / "tasks"
 
 
 def _names_a_task(node: ast.expr) -> bool:
@@ -27,7 +28,7 @@ def _task_literal(node: ast.expr) -> bool:
 def test_no_module_outside_the_task_spec_branches_on_a_task_name():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "data" / "tasks.py":
+        if TASK_MODULES in path.parents:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Compare):
@@ -41,17 +42,19 @@ def test_no_module_outside_the_task_spec_branches_on_a_task_name():
 
 def test_the_task_spec_holds_per_task_behaviour_as_fields_not_branches_on_its_name():
     """Task.score and Task.cascade_rows call the task's own functions (`scorer`,
-    `cascade_builder`): tasks.py never compares `self.name` nor looks a table up by it."""
-    tree = ast.parse((PACKAGE / "data" / "tasks.py").read_text(encoding="utf-8"))
+    `cascade_builder`): data/tasks/ never compares `self.name` nor looks a table up by it."""
+    trees = [(path, ast.parse(path.read_text(encoding="utf-8")))
+             for path in sorted(TASK_MODULES.glob("*.py"))]
 
     def is_self_name(node):
         return (isinstance(node, ast.Attribute) and node.attr == "name"
                 and isinstance(node.value, ast.Name) and node.value.id == "self")
 
-    found = [node.lineno for node in ast.walk(tree)
+    found = [f"{path.name}:{node.lineno}" for path, tree in trees for node in ast.walk(tree)
              if (isinstance(node, ast.Compare) and any(map(is_self_name, [node.left, *node.comparators])))
              or (isinstance(node, ast.Subscript) and is_self_name(node.slice))]
-    assert not found, f"data/tasks.py branches on self.name at lines {found}"
+    assert len(trees) >= 5, "data/tasks/ holds no task modules"
+    assert not found, f"data/tasks/ branches on self.name at {found}"
     assert all(callable(get_task(name).scorer) for name in TASK_NAMES)
     assert [name for name in TASK_NAMES if get_task(name).cascade_builder] == \
         [name for name in TASK_NAMES if get_task(name).upstream]

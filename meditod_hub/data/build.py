@@ -19,7 +19,7 @@ Speed and memory: the release is read and validated once; each dialogue's rows g
 into Arrow columns (the `context` column is a gather over the dialogue's utterances, not one
 Python list per row) and Parquet row groups of a few dialogues, so memory is bounded by one
 dialogue however long a release is; `datasets` is not imported (the schema, infos and card
-metadata come from `views.FEATURES`, checked against `datasets` by the tests).
+metadata come from `tasks.FEATURES`, checked against `datasets` by the tests).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from meditod_hub.data.licence import KINDS as LICENCE_KINDS
 from meditod_hub.data.licence import OWN, SAMPLE_FINGERPRINT, Licence, licence_of
 from meditod_hub.data.provenance import Provenance
 from meditod_hub.data.release import DIALOGS_FILE, Release, read_release
-from meditod_hub.data.views import CONFIGS, FEATURES, JSON, dialogue_views
+from meditod_hub.data.tasks import CONFIGS, FEATURES, dialogue_views
+from meditod_hub.data.views import JSON
 from meditod_hub.errors import OS_HINTS, MeditodError, UsageError, name_ids
 from meditod_hub.files import PREVIOUS_MARK, new_folder, replaceable_folder
 

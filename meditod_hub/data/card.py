@@ -15,7 +15,7 @@ from meditod_hub.data import about, cmas
 from meditod_hub.data.licence import OWN, Licence
 from meditod_hub.data.paper_results import headline_markdown
 from meditod_hub.data.provenance import Provenance
-from meditod_hub.data.views import CONFIGS
+from meditod_hub.data.tasks import CONFIGS, TASK_NAMES
 
 GATING = {
     "extra_gated_prompt": about.LICENCE_NOTE,
@@ -48,11 +48,14 @@ def _slot_tree() -> list[dict]:
     return tree
 
 
+DEFAULT_CONFIG = TASK_NAMES[0]  # the config the viewer opens: the first task's (NLU)
+
+
 def splits_table(sizes: dict[str, dict[str, int]]) -> str:
-    rows = ["| split | dialogues | utterances | nlu rows | pol rows | nlg rows |",
-            "|---|---|---|---|---|---|"]
-    rows += [f"| {s} | {n['dialogues']} | {n['utterances']} | {n['nlu']} | {n['pol']} | {n['nlg']} |"
-             for s, n in sizes.items()]
+    columns = ["split", "dialogues", "utterances", *(f"{name} rows" for name in TASK_NAMES)]
+    rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    rows += ["| " + " | ".join([s, *(str(n[c]) for c in ("dialogues", "utterances", *TASK_NAMES))])
+             + " |" for s, n in sizes.items()]
     return "\n".join(rows)
 
 
@@ -69,13 +72,13 @@ def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int
                 "data_files": [{"split": split["name"],
                                 "path": f"{info['config_name']}/{split['name']}-*.parquet"}
                                for split in info["splits"]],
-                **({"default": True} if info["config_name"] == "nlu" else {})}
+                **({"default": True} if info["config_name"] == DEFAULT_CONFIG else {})}
                for info in sorted(dataset_info, key=lambda i: CONFIGS.index(i["config_name"]))]
     card_data = DatasetCardData(
         language="en", license=licence.license, pretty_name=pretty_name,
         task_categories=["text-generation", "token-classification"],
         tags=["medical", "dialogue", "task-oriented-dialogue"] + (["synthetic"] if synthetic else []),
-        size_categories="n<1K" if sum(n["nlu"] for n in sizes.values()) < 1000 else "10K<n<100K",
+        size_categories="n<1K" if sum(n[DEFAULT_CONFIG] for n in sizes.values()) < 1000 else "10K<n<100K",
         configs=configs, dataset_info=dataset_info, **(GATING if licence.gated else {}))
     return DatasetCard.from_template(
         card_data, template_path=str(card_template("dataset_card.md")),

@@ -24,11 +24,10 @@ from meditod_hub.data.release import label_errors
 from meditod_hub.data.state import DialogueState
 from meditod_hub.errors import MeditodError, name_ids
 
-CONFIGS = ("dialogues", "nlu", "pol", "nlg")
-
 # The columns of each config in `datasets.Features.to_dict()` form: one spec from which the build
 # derives the Parquet schema, dataset_infos.json and the card's `dataset_info` without importing
-# `datasets` (`features()` gives the `datasets.Features` object for users and tests).
+# `datasets` (`tasks.features()` gives the `datasets.Features` object for users and tests). Each
+# task holds its own (`Task.features`, `Task.view`); `tasks.FEATURES` has every config's.
 STRING = {"dtype": "string", "_type": "Value"}
 INT32 = {"dtype": "int32", "_type": "Value"}
 JSON = {"_type": "Json"}
@@ -40,37 +39,28 @@ def list_of(feature: dict) -> dict:
 
 _ROW_HEAD = {"id": STRING, "dialogue_id": STRING, "turn": INT32, "uttr_id": INT32,
              "context": list_of({"uttr_id": INT32, "speaker": STRING, "text": STRING})}
-FEATURES: dict[str, dict[str, dict]] = {
-    "dialogues": {
-        "dialogue_id": STRING,
-        "num_utterances": INT32,
-        "utterances": list_of(JSON),
-        "metadata": JSON,  # dialogue-level keys other than `utterances` (normally {})
-    },
-    "nlu": {
-        **_ROW_HEAD,
-        "last_doctor_text": STRING,  # the doctor line before the patient's (null if none)
-        "patient_text": STRING,
-        "intents": list_of(STRING),
-        "nlu": JSON,
-        "state": JSON,  # after this patient utterance
-    },
-    "pol": {
-        **_ROW_HEAD,
-        "last_patient_text": STRING,
-        "state": JSON,  # before this doctor utterance
-        "action_types": list_of(STRING),
-        "actions": JSON,
-    },
+DIALOGUE_FEATURES = {
+    "dialogue_id": STRING,
+    "num_utterances": INT32,
+    "utterances": list_of(JSON),
+    "metadata": JSON,  # dialogue-level keys other than `utterances` (normally {})
 }
-FEATURES["nlg"] = {**FEATURES["pol"], "response": STRING}
-
-
-def features(config: str):
-    """The `datasets.Features` of one config."""
-    from datasets import Features
-
-    return Features.from_dict(FEATURES[config])
+NLU_FEATURES = {
+    **_ROW_HEAD,
+    "last_doctor_text": STRING,  # the doctor line before the patient's (null if none)
+    "patient_text": STRING,
+    "intents": list_of(STRING),
+    "nlu": JSON,
+    "state": JSON,  # after this patient utterance
+}
+POL_FEATURES = {
+    **_ROW_HEAD,
+    "last_patient_text": STRING,
+    "state": JSON,  # before this doctor utterance
+    "action_types": list_of(STRING),
+    "actions": JSON,
+}
+NLG_FEATURES = {**POL_FEATURES, "response": STRING}
 
 
 def _context(utterances: list[dict]) -> list[dict]:
@@ -139,26 +129,11 @@ def to_nlg(dialogue_id: str, utterances: list[dict]) -> list[dict]:
 
 def pol_of(nlg_rows: list[dict]) -> list[dict]:
     """POL rows are the NLG rows without the target (`response`)."""
-    return [{k: row[k] for k in FEATURES["pol"]} for row in nlg_rows]
+    return [{k: row[k] for k in POL_FEATURES} for row in nlg_rows]
 
 
 def to_pol(dialogue_id: str, utterances: list[dict]) -> list[dict]:
     return pol_of(to_nlg(dialogue_id, utterances))
-
-
-def dialogue_views(dialogue_id: str, dialogue: dict) -> dict[str, list[dict]]:
-    """The rows of every config for one dialogue (what the build writes)."""
-    nlg = to_nlg(dialogue_id, dialogue["utterances"])
-    return {"dialogues": [to_dialogue(dialogue_id, dialogue)],
-            "nlu": to_nlu(dialogue_id, dialogue["utterances"]), "pol": pol_of(nlg), "nlg": nlg}
-
-
-def view_rows(config: str, dialogue_id: str, dialogue: dict) -> list[dict]:
-    """Rows of `config` for one dialogue."""
-    if config == "dialogues":
-        return [to_dialogue(dialogue_id, dialogue)]
-    return {"nlu": to_nlu, "pol": to_pol, "nlg": to_nlg}[config](dialogue_id,
-                                                              dialogue["utterances"])
 
 
 # --- cascaded rows: the pipeline reading of POL and NLG --------------------------------------

@@ -20,8 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from meditod_hub.data.release import ReleaseError, read_release
-from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task, view_rows
 from meditod_hub.errors import MeditodError
 
 SHOWN = 20  # disagreements printed; the file holds them all

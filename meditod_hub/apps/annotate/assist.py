@@ -2,7 +2,7 @@
 
 An NLU model suggests a patient utterance's `nlu` items, a POL model a doctor utterance's
 `actions` (`tasks.LABELLING_TASKS`). Each utterance becomes exactly the row the dataset builds for
-it (`views.view_rows` on the dialogue as currently labelled, states refolded), so a suggestion is
+it (`tasks.view_rows` on the dialogue as currently labelled, states refolded), so a suggestion is
 what `meditod predict` predicts for that row with the same `predictor.Predictor`: a run folder,
 a Hub id at a revision or a served endpoint (`load_predictor`, `serve.py`).
 """
@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from meditod_hub.data.tasks import LABELLING_TASKS
-from meditod_hub.data.views import view_rows
+from meditod_hub.data.tasks import LABELLING_TASKS, view_rows
 from meditod_hub.models.predictor import Predictor
 
 CACHE_SIZE = 512

@@ -169,41 +169,8 @@ SLOT_DEFINITIONS: tuple = (
 DISEASE_DEFINITION = ("disease", "A medical condition.", (
     ("value", "Name of the medical condition", ("viral pneumonia", "common cold")),))
 
-_EXPERT = "You are a professional medical {role} who is an expert in understanding doctor-patient dialogs. "
 _DEFINITIONS = ("Definitions for intent, slots, and related attributes are given below as Python "
                 "dictionaries.")
-_VALUE_RULE = ("3. Related attribute 'value' of the the slots symptom, medical_history, "
-               "family_history, habit, exposure, medication and medical_test must be a standard "
-               "medical concept.")
-HEADERS = {
-    "nlu": _EXPERT.format(role="scribe") + "The user will show you a dialog history between a "
-           "doctor and a patient and the last turn in their dialog. Your task is to identify the "
-           "patient's intent, slots, and related attributes (if applicable) from the given the "
-           "dialog history and the last turn. " + _DEFINITIONS,
-    "pol": _EXPERT.format(role="assistant") + "The user will show you current state of the "
-           "dialog between a doctor and a patient and the last turn in their dialog. Your task is "
-           "to suggest the doctor's action as a continuation of the dialog. Doctor's action "
-           "consists of intents, slots and related attributes (if applicable). " + _DEFINITIONS,
-    "nlg": _EXPERT.format(role="assistant") + "The user will show you the last turn of the dialog "
-           "between a doctor and a patient and the doctor's action. Your task is to suggest the "
-           "doctor's response as a continuation of the dialog.",
-}
-RULES = {
-    "nlu": ("1. Read the given definitions carefully.",
-            "2. For a given dialog history and last turn, only some of the intents, slots and "
-            "related attributes are applicable.", _VALUE_RULE,
-            "4. Expected output should contain intent, slot and related values from the last "
-            "turn. Dialog history is given as an additional context."),
-    "pol": ("1. Read the given definitions carefully.",
-            "2. For a given dialog state and last turn, only some of the intents, slots and "
-            "related attributes are applicable.", _VALUE_RULE,
-            "4. Make sure that the doctor's action is a continuation of the dialog. Dialog state "
-            "is given as an additional context."),
-    "nlg": ("1. Your suggested response must reflect the doctor's actions and form a natural "
-            "continuation of the dialog.",
-            "2. Your suggested response must be fluent, grammatically correct and empathetic.",
-            "3. Your suggested response must satisfy any queries made by the user."),
-}
 
 
 def _intents(intents: dict[str, str]) -> str:
@@ -235,11 +202,12 @@ DEFINITIONS = {
 def system_prompt(task: Task | str) -> str:
     """`task`: a Task, or its name (the entry points here that the harness exporters call)."""
     spec = as_task(task)
-    rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(RULES[spec.name])
+    rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(spec.fewshot_rules)
     if not spec.structured:
-        return HEADERS[spec.name] + "\n\n" + rules
+        return spec.fewshot_header + "\n\n" + rules
     intents, definitions = DEFINITIONS[spec.name]
-    return (f"{HEADERS[spec.name]}\n```\n{_intents(intents)}\n\n{_slots(definitions)}\n```\n{rules}")
+    return (f"{spec.fewshot_header}{_DEFINITIONS}\n```\n{_intents(intents)}\n\n"
+            f"{_slots(definitions)}\n```\n{rules}")
 
 
 # --- user messages and exemplar answers ----------------------------------------------------

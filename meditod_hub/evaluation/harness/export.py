@@ -31,14 +31,13 @@ from pathlib import Path
 
 from meditod_hub.data import provenance
 from meditod_hub.data.release import OOD_SPLIT
-from meditod_hub.data.tasks import TASK_NAMES, TASKS
+from meditod_hub.data.tasks import TASK_NAMES, TASKS, get_task
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.fewshot import prompts
 from meditod_hub.evaluation.harness import scoring
 from meditod_hub.evaluation.harness.rows import harness_rows, span_sources
 from meditod_hub.files import atomic_write
 from meditod_hub.models.families import Budget, Family, SpanFamily, get_family
-from meditod_hub.models.formats import chat
 
 PURPOSE = "harness"
 INFO = "harness.json"
@@ -112,7 +111,7 @@ def task_yaml(task: str, split: str, setting: str, data_file: Path, shots: int,
               max_gen_toks: int, meta: dict, family: Family | None = None) -> str:
     """One task's YAML; `family`: the fine-tuned model's (default the chat family)."""
     span = setting == "ft" and isinstance(family, SpanFamily)
-    system = prompts.system_prompt(task) if setting == "icl" else chat.SYSTEM_MESSAGES[task]
+    system = prompts.system_prompt(task) if setting == "icl" else get_task(task).system_message
     question = {"icl": "icl_question", "ft": "ft_source" if span else "ft_user"}[setting]
     lines = [f"task: {task_name(task, split, setting)}",
              "dataset_path: json",
@@ -248,10 +247,10 @@ def write(out: Path, data: str, splits: list[str], *, settings=("icl", "ft"), sh
     if "ft" in settings and not tuned.span:  # lighteval: the chat family's prompt only
         files["lighteval_tasks.py"] = LIGHTEVAL_MODULE
         for task in TASK_NAMES:
-            files[f"lighteval/{task}_ft.system.txt"] = chat.SYSTEM_MESSAGES[task]
+            files[f"lighteval/{task}_ft.system.txt"] = get_task(task).system_message
             if model:
                 files[f"lighteval/{task}_ft.model.yaml"] = lighteval_model(
-                    model, chat.SYSTEM_MESSAGES[task])
+                    model, get_task(task).system_message)
     info = {**meta, "splits": splits, "settings": list(settings),
             "retriever": pool.describe() if "icl" in settings else None,
             "max_gen_toks": {"icl": PAPER_MAX_TOKENS, "ft": ft_max_new_tokens},

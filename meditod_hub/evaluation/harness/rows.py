@@ -8,7 +8,7 @@
                       {icl_question, icl_answer}: exactly the exemplars `meditod fewshot` puts in
                       the row's prompt (same retriever, same pool, same search)
     ft_user           the chat family's user message (`formats.chat.user_message`), whose system
-                      message is the task's (`formats.chat.SYSTEM_MESSAGES`)
+                      message is the task's (`Task.system_message`)
     ft_source         a span family's model input (Flan-T5, BioGPT, PPTOD; only in a folder written
                       for one): the text of the ids `meditod predict` feeds the model, fitted to
                       the run's budget by its tokenizer (`span_sources`)
@@ -87,18 +87,3 @@ def harness_rows(task: str, rows: Sequence[dict], exemplars: Sequence[Sequence[d
         out.append(doc)
     return out
 
-
-def icl_messages(task: str, doc: dict, shots: int | None = None) -> list[dict]:
-    """The messages the in-context task asks for this harness row: `fewshot.prompts.messages`
-    rebuilt from the row's own fields (what a harness sends with a chat template)."""
-    out = [{"role": "system", "content": prompts.system_prompt(task)}]
-    for e in doc["exemplars"][:shots]:
-        out += [{"role": "user", "content": e["icl_question"]},
-                {"role": "assistant", "content": e["icl_answer"]}]
-    return out + [{"role": "user", "content": doc["icl_question"]}]
-
-
-def ft_messages(task: str, doc: dict) -> list[dict]:
-    """[system, user] of the chat family's fine-tuned prompt (`formats.chat.prompt`)."""
-    return [{"role": "system", "content": chat.SYSTEM_MESSAGES[task]},
-            {"role": "user", "content": doc["ft_user"]}]

@@ -29,14 +29,6 @@ import re
 from meditod_hub.data.tasks import Task, as_task
 from meditod_hub.models.formats import ParseResult, context_lines, row_field
 
-SYSTEM_MESSAGES = {
-    "nlu": "Given the dialog history and the last turn, identify the patient's intent, slots, "
-           "and related attributes.",
-    "pol": "Given the current state, history, and last turn of a dialog between a doctor and a "
-           "patient, suggest the doctor's action as a continuation of the dialog.",
-    "nlg": "Given the action, dialog history and last turn of a dialog between a doctor and a "
-           "patient, suggest the doctor's response as a continuation of the dialog.",
-}
 # What a task reads beside the dialogue (its input column) is shown first, under these headers.
 # Upstream's prompt that shows the actions (NLG) shows the last turn only, no history.
 INPUT_BLOCKS = {"state": "[dialog state]", "actions": "[action]"}
@@ -67,7 +59,7 @@ def answer(task: Task, row: dict) -> str:
 
 def prompt(task: Task, row: dict) -> list[dict]:
     """[system, user]: what the model is asked (the row needs no target)."""
-    return [{"role": "system", "content": SYSTEM_MESSAGES[task.name]},
+    return [{"role": "system", "content": task.system_message},
             {"role": "user", "content": user_message(task, row)}]
 
 

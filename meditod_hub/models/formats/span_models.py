@@ -27,7 +27,7 @@ NLG the action; gold ones, as everywhere upstream):
    model. Here the branch the flag meant: `actions: <action span> history: <last 4 lines>`, with
    its prefix kept verbatim (upstream words it "... to dialog act:").
 3. BioGPT POL / NLG: upstream configs give the history only; here the Flan-T5 bodies (+ trigger),
-   so every family sees what the paper says. Revert by editing PREFIXES / `source_parts`.
+   so every family sees what the paper says. Revert by editing the tasks' prefixes / `source_parts`.
 4. PPTOD: the fork is not released. Upstream PPTOD's prefixes and context markers, the whole
    context (`fit` cuts it), and the gold state / action as a span after the context, where
    upstream PPTOD puts its DB span.
@@ -53,12 +53,6 @@ from meditod_hub.models.formats.pptod import (
     wrap,
 )
 
-AUTHORS_PREFIXES = {"nlu": "convert dialog to dialog state:",
-                    "pol": "convert dialog state and history to dialog act:",
-                    "nlg": "convert dialog actions and history to dialog act:"}
-PPTOD_PREFIXES = {"nlu": "translate dialogue to belief state:",
-                  "pol": "translate dialogue to dialogue action:",
-                  "nlg": "translate dialogue to system response:"}
 HISTORY_WINDOW = 4          # context lines after `dst:` / `actions:` (upstream's branch)
 LAST_TURN = 2               # the doctor's line and the patient's: cut only after the state
 BIOGPT_TRIGGER = "answer:"  # upstream appends " answer: "; the spaces are not tokens
@@ -73,15 +67,15 @@ BIOGPT_REPAIRS = ((" _ ", "_"), ("@ ", "@"), (" @", "@"), (" = ", "="), (" / ", 
 class SpanStyle:
     """How one span-grammar family writes its inputs and reads its outputs."""
 
-    prefixes: dict[str, str]
+    pptod_prefixes: bool = False                # the task's PPTOD prefix, not the authors'
     markers: bool = False                       # PPTOD: every piece inside its span markers
     trigger: str = ""                           # appended after the body (BioGPT)
     repairs: tuple[tuple[str, str], ...] = ()   # applied to a generated span before parsing
 
 
-T5_STYLE = SpanStyle(AUTHORS_PREFIXES)
-BIOGPT_STYLE = SpanStyle(AUTHORS_PREFIXES, trigger=BIOGPT_TRIGGER, repairs=BIOGPT_REPAIRS)
-PPTOD_STYLE = SpanStyle(PPTOD_PREFIXES, markers=True)
+T5_STYLE = SpanStyle()
+BIOGPT_STYLE = SpanStyle(trigger=BIOGPT_TRIGGER, repairs=BIOGPT_REPAIRS)
+PPTOD_STYLE = SpanStyle(pptod_prefixes=True, markers=True)
 
 
 @dataclass(frozen=True)
@@ -120,7 +114,8 @@ def without_oldest(state: dict, k: int) -> dict:
 
 
 def source_parts(style: SpanStyle, task: Task, row: dict) -> SourceParts:
-    prefix, given = style.prefixes[task.name], task.input_column
+    prefix = task.pptod_prefix if style.pptod_prefixes else task.authors_prefix
+    given = task.input_column
     if style.markers:
         context = [wrap(USER_SPAN if speaker == "patient" else RESPONSE_SPAN, text)
                    for speaker, text in context_utterances(row)]

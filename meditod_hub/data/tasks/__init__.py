@@ -1,0 +1,101 @@
+"""The MediTOD tasks, one module each (`nlu.py`, `pol.py`, `nlg.py`), registered here in cascade
+order. A task module owns everything its task means (see `task.Task`): its view and features,
+its label's shape, its wording, its scorer and metrics, its cascade step. Nothing else branches
+on a task's name: callers take a `Task` (from `get_task` where a name comes in) and read its
+fields, or loop over `TASKS`.
+
+A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
+(`actions`) or the doctor's text (`response`). Predictions handed to `Task.score` are labels
+aligned with the gold rows; None marks one that did not parse (scored as empty, counted as a
+parse failure). Metrics are in docs/format.md ("Metrics") and `meditod_hub.data.metrics`.
+"""
+
+from __future__ import annotations
+
+from meditod_hub.data import views
+from meditod_hub.data.tasks import nlg, nlu, pol
+from meditod_hub.data.tasks.task import Metric, Task
+from meditod_hub.errors import UsageError
+
+__all__ = ["CASCADED_TASKS", "CASCADED_TASK_NAMES", "CONFIGS", "FEATURES", "LABELLED_TASKS",
+           "LABELLED_TASK_NAMES", "LABELLING_TASKS", "MULTITASK", "Metric", "TASKS", "TASK_NAMES",
+           "Task", "as_task", "dialogue_views", "features", "get_task", "register", "task_specs_of",
+           "tasks_of", "view_rows"]
+
+TASKS: dict[str, Task] = {}
+
+
+def register(task: Task) -> Task:
+    """Add a task to the registry (after the tasks it names as upstream): views, formats,
+    scoring and the cascade then take it by its name like the paper's three."""
+    if task.upstream is not None and task.upstream not in TASKS:
+        raise ValueError(f"task {task.name!r}: register its upstream {task.upstream!r} first")
+    TASKS[task.name] = task
+    return task
+
+
+for _module in (nlu, pol, nlg):
+    register(_module.TASK)
+
+TASK_NAMES = tuple(TASKS)
+LABELLED_TASKS = tuple(task for task in TASKS.values() if task.structured)  # NLU, POL
+CASCADED_TASKS = tuple(task for task in TASKS.values() if task.upstream)   # POL, NLG
+LABELLED_TASK_NAMES = tuple(task.name for task in LABELLED_TASKS)
+CASCADED_TASK_NAMES = tuple(task.name for task in CASCADED_TASKS)
+# A recipe's `task: multitask` trains one model on the three tasks' examples together (the chat
+# format tells them apart by their system message); it is not a task of its own.
+MULTITASK = "multitask"
+# speaker -> the task whose label that speaker's release utterances carry (patient: NLU, doctor:
+# POL), under the task's target column
+LABELLING_TASKS: dict[str, Task] = {task.speaker: task for task in LABELLED_TASKS}
+
+# The dataset's configs: the dialogues themselves, then one per task, with their columns.
+DIALOGUES = "dialogues"
+CONFIGS = (DIALOGUES, *TASK_NAMES)
+FEATURES: dict[str, dict[str, dict]] = {DIALOGUES: views.DIALOGUE_FEATURES,
+                                        **{task.name: task.features for task in TASKS.values()}}
+
+
+def tasks_of(recipe_task: str) -> tuple[str, ...]:
+    """The tasks a recipe's (or run's) `task` trains: all three for `multitask`."""
+    return tuple(task.name for task in task_specs_of(recipe_task))
+
+
+def task_specs_of(recipe_task: str) -> tuple[Task, ...]:
+    """The tasks a recipe's (or run's) `task` trains, as Tasks: all three for `multitask`."""
+    return tuple(TASKS.values()) if recipe_task == MULTITASK else (get_task(recipe_task),)
+
+
+def get_task(name: str) -> Task:
+    """The task named `name`: called where a name comes in (a command's flag, a recipe, a
+    results file, a public entry point); the task is passed on as this object."""
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise UsageError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}") from None
+
+
+def as_task(task: Task | str) -> Task:
+    """A public entry point that also takes a task's name (callers outside the kit, such as
+    the harness exporters and tests, pass names): a Task passes through untouched."""
+    return task if isinstance(task, Task) else get_task(task)
+
+
+def features(config: str):
+    """The `datasets.Features` of one config."""
+    # deferred: `datasets` loads only when a caller asks for Features, not with the registry
+    from datasets import Features
+
+    return Features.from_dict(FEATURES[config] if config == DIALOGUES else get_task(config).features)
+
+
+def view_rows(config: str, dialogue_id: str, dialogue: dict) -> list[dict]:
+    """Rows of `config` (a task's name or `dialogues`) for one dialogue."""
+    if config == DIALOGUES:
+        return [views.to_dialogue(dialogue_id, dialogue)]
+    return get_task(config).view(dialogue_id, dialogue["utterances"])
+
+
+def dialogue_views(dialogue_id: str, dialogue: dict) -> dict[str, list[dict]]:
+    """The rows of every config for one dialogue (what the build writes)."""
+    return {config: view_rows(config, dialogue_id, dialogue) for config in CONFIGS}

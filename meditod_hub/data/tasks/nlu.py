@@ -1,0 +1,43 @@
+"""NLU: from the dialogue so far and the patient's utterance, predict its CMAS labels (intents,
+slots and attributes). Its labels are the release's `nlu` items; their slots sit under `slots`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from meditod_hub.data import views
+from meditod_hub.data.metrics import nlu_f1
+from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, Task
+
+
+def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge,
+          **_options) -> dict:
+    return nlu_f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
+
+
+TASK = Task(
+    name="nlu", speaker="patient", target_column="nlu", item_head="intent", slots_key="slots",
+    description="from the dialogue so far and the patient's utterance, predict its intents, "
+                "slots and attributes (CMAS labels)",
+    view=views.to_nlu, features=views.NLU_FEATURES,
+    scorer=score, headline="f1", metrics=F1_METRICS + (JOINT_ACCURACY,),
+    chart_metrics=("f1", "medical.f1", "joint_accuracy"),
+    system_message="Given the dialog history and the last turn, identify the patient's intent, "
+                   "slots, and related attributes.",
+    authors_prefix="convert dialog to dialog state:",
+    pptod_prefix="translate dialogue to belief state:",
+    fewshot_header="You are a professional medical scribe who is an expert in understanding "
+                   "doctor-patient dialogs. "
+                   "The user will show you a dialog history between a doctor and a patient and "
+                   "the last turn in their dialog. Your task is to identify the patient's intent, "
+                   "slots, and related attributes (if applicable) from the given the dialog "
+                   "history and the last turn. ",
+    fewshot_rules=(
+        "1. Read the given definitions carefully.",
+        "2. For a given dialog history and last turn, only some of the intents, slots and "
+        "related attributes are applicable.",
+        "3. Related attribute 'value' of the the slots symptom, medical_history, family_history, "
+        "habit, exposure, medication and medical_test must be a standard medical concept.",
+        "4. Expected output should contain intent, slot and related values from the last "
+        "turn. Dialog history is given as an additional context."),
+)

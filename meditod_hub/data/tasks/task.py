@@ -1,0 +1,122 @@
+"""What a task is: the fields every task module (`nlu.py`, `pol.py`, `nlg.py`) fills in, so that
+views, formats, constrained decoding, few-shot prompts, cards, scoring and the cascade read a
+task's fields and never branch on its name. The registry is `meditod_hub.data.tasks`.
+
+A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
+(`actions`) or the doctor's text (`response`). Predictions handed to `score` are labels aligned
+with the gold rows; None marks one that did not parse (scored as empty, counted as a parse
+failure). Metrics are in docs/format.md ("Metrics") and `meditod_hub.data.metrics`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One reported number: where it sits in results.json and how cards show it."""
+
+    key: str    # path in results.json, nested keys joined with dots
+    type: str   # model-index metric id
+    name: str   # what a results table calls it
+    fmt: str = ".4f"
+
+
+F1_METRICS = tuple(Metric(f"{prefix}{stat}", stat, f"{label} {stat_name}")
+            for prefix, label in (("", "Overall"), ("medical.", "Medical"),
+                                  ("non_medical.", "Non-medical"))
+            for stat, stat_name in (("precision", "precision"), ("recall", "recall"), ("f1", "F1")))
+JOINT_ACCURACY = Metric("joint_accuracy", "accuracy", "Joint accuracy")
+PRECISION_AT_K = tuple(Metric(f"precision_at_k.{k}", "precision_at_k", f"P@{k}")
+                       for k in ("1", "4", "8", "inf"))
+NLG_METRICS = (Metric("bleu2", "bleu", "BLEU-2 (NLTK, x100)", ".2f"),
+        Metric("bleu4", "bleu", "BLEU-4 (NLTK, x100)", ".2f"),
+        Metric("rouge1", "rouge", "ROUGE-1"), Metric("rougeL", "rouge", "ROUGE-L"),
+        Metric("sacrebleu.score", "sacrebleu", "sacreBLEU", ".2f"),
+        Metric("bertscore.f1", "bertscore", "BERTScore F1"))
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Task:
+    """One task, all of its meaning in one place (its module under data/tasks/). A task is one
+    object, registered once: it compares and hashes by identity (its features are a dict)."""
+
+    name: str
+    speaker: str              # whose utterance the task predicts (a release utterance's speaker)
+    target_column: str        # the dataset column holding the label (NLU, POL: the utterance key)
+    item_head: str | None     # the key every label item carries (None: NLG's text)
+    description: str
+    # Its view: the rows of its dataset config for one dialogue (dialogue id, utterances), and
+    # their columns in `datasets.Features.to_dict()` form.
+    view: Callable[[str, list[dict]], list[dict]]
+    features: dict[str, dict]
+    # Its scoring (gold labels, predictions, gold rows, options -> the results dict): the
+    # headline, model-index and chart metrics of what it returns.
+    scorer: Callable[..., dict]
+    headline: str             # key of the metric a one-line summary reports
+    metrics: tuple[Metric, ...]
+    chart_metrics: tuple[str, ...]  # keys of the metrics a chart of this task shows
+    # Its wording: the chat format's system message, the span formats' task prefixes (the
+    # authors' flan-t5 / biogpt one and upstream PPTOD's), the few-shot prompt's header and rules.
+    system_message: str
+    authors_prefix: str
+    pptod_prefix: str
+    fewshot_header: str
+    fewshot_rules: tuple[str, ...]
+    # What the task reads beside the dialogue (POL: the state, NLG: the doctor's actions), and
+    # the task whose predicted labels a cascade builds it from (POL: NLU, NLG: POL), with how its
+    # rows are rebuilt from those labels (rows, upstream labels by row id -> rows).
+    input_column: str | None = None
+    upstream: str | None = None
+    cascade_builder: Callable[[Sequence[dict], dict], list[dict]] | None = None
+    # Where a label item keeps its slots: under this key (NLU items), or None for beside the
+    # head (a doctor action's slots are its other keys).
+    slots_key: str | None = None
+
+    @property
+    def structured(self) -> bool:
+        return self.item_head is not None
+
+    @property
+    def empty_label(self) -> list | str:
+        """What a prediction that did not parse (or was never made) holds."""
+        return [] if self.structured else ""
+
+    def item_slots(self, item: dict) -> dict:
+        """One label item's slots (slot key -> entries), wherever this task's labels keep them."""
+        if self.slots_key is not None:
+            slots = item.get(self.slots_key)
+            return slots if isinstance(slots, dict) else {}
+        return {key: value for key, value in item.items() if key != self.item_head}
+
+    @property
+    def headline_metric(self) -> Metric:
+        return next(m for m in self.metrics if m.key == self.headline)
+
+    def cascade_rows(self, rows: list[dict], upstream_labels: dict) -> list[dict]:
+        """Rows whose `input_column` is built from the upstream task's predicted labels (by row
+        id; None for one that did not parse): the paper's pipeline."""
+        if self.cascade_builder is None:
+            raise ValueError(f"{self.name} is not built from an upstream task's labels")
+        return self.cascade_builder(rows, upstream_labels)
+
+    def gold(self, rows: Sequence[dict]) -> list:
+        return [row[self.target_column] for row in rows]
+
+    def score(self, gold_rows: Sequence[dict], predictions: Sequence, *, judge=None,
+              pak_mode: str = "exact", bertscore_model: str | None = None,
+              bertscore_layer: int | None = None, seed: int = 0) -> dict:
+        """Every score of this task: the dict results.json holds (without task and split).
+
+        `gold_rows` need the target column and `id` (POL also `dialogue_id`, for P@K);
+        `predictions` are labels aligned with them, None for one that did not parse.
+        """
+        if len(predictions) != len(gold_rows):
+            raise ValueError(f"{len(predictions)} predictions for {len(gold_rows)} gold rows")
+        return self.scorer(self.gold(gold_rows), predictions, gold_rows, judge=judge,
+                           pak_mode=pak_mode, bertscore_model=bertscore_model,
+                           bertscore_layer=bertscore_layer, seed=seed)
+
+
