@@ -1,5 +1,5 @@
-"""The task modules (`meditod_hub.data.tasks`, one per task) own what a task means: no other module branches on
-a task's name, and a label's shape is read from the spec."""
+"""The task modules (`meditod_hub.data.tasks`, one per task) own what a task means: no other
+module branches on a task's name, and a label's shape is read from the task."""
 
 import ast
 from pathlib import Path

@@ -2,7 +2,7 @@
 
 NLU labels patient lines; POL reads the state folded from NLU's predicted labels
 (`views.cascade_pol_rows`, through `Task.cascade_rows`), NLG the actions POL predicted
-(`views.cascade_nlg_rows`), in the order of `tasks.CASCADED_TASK_NAMES`. Two callers, one
+(`views.cascade_nlg_rows`), walking the registered tasks by `Task.upstream` (`stages`). Two callers, one
 function: the assistant (`apps.assistant`) runs `cascade` on one turn of its conversations,
 eval-cascade (`evaluation.eval_cascade`) on a whole split beside gold inputs; tests hold that
 they give the same rows and records for the same runs.
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data.tasks import CASCADED_TASKS, TASK_NAMES, TASKS, Task
+from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task
 from meditod_hub.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.models.adapters import SharedModels
@@ -32,8 +32,6 @@ from meditod_hub.models.constrained import (
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, Predictor, load_predictor
 from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import trained_data
-
-FIRST = "nlu"  # the stage that reads only the dialogue; every other one has an upstream
 
 
 def _optional(help_: str):
@@ -163,6 +161,21 @@ def run_both(pipeline: Pipeline, task: Task, gold_rows: Sequence[dict],
     return {"gold_input": gold, "cascaded": cascaded}, seconds
 
 
+def stages() -> list[Task]:
+    """The registered tasks in cascade order: the one that reads only the dialogue first, then
+    each task after the task it names as `upstream` (the registry holds them in that order)."""
+    order = [task for task in TASKS.values() if task.upstream is None]
+    if len(order) != 1:
+        raise ValueError(f"a cascade starts at one task without upstream, not {len(order)}")
+    while len(order) < len(TASKS):
+        after = [t for t in TASKS.values() if t.upstream in {s.name for s in order}
+                 and t not in order]
+        if not after:
+            raise ValueError("a task's upstream is outside the cascade")
+        order += after
+    return order
+
+
 def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs: bool = True,
             earlier: Mapping[str, list | None] | None = None,
             stream: Callable[[str], None] | None = None) -> dict:
@@ -177,18 +190,19 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
     the last stage's text as it is generated (one row, without gold inputs). Returns {"nlu": records,
     "<task>_rows": cascaded rows, "<task>": {"cascaded": records[, "gold_input": records]},
     "seconds": {task: seconds}}."""
-    records, seconds = pipeline.run_stage(FIRST, list(rows[FIRST]))
-    run: dict = {FIRST: records, "seconds": {FIRST: seconds}}
-    labels = {FIRST: {**(earlier or {}), **{r.id: r.label for r in records}}}
+    first, *later = stages()
+    records, seconds = pipeline.run_stage(first.name, list(rows[first.name]))
+    run: dict = {first.name: records, "seconds": {first.name: seconds}}
+    labels = {first.name: {**(earlier or {}), **{r.id: r.label for r in records}}}
     carried: dict[str, dict] = {}  # row id -> the inputs the cascade built so far (POL's state)
-    for spec in CASCADED_TASKS:
-        task = spec.name
+    for stage in later:
+        task = stage.name
         rows_in = [{**row, **carried.get(row["id"], {})} for row in rows[task]]
-        run[f"{task}_rows"] = spec.cascade_rows(rows_in, labels[spec.upstream])
+        run[f"{task}_rows"] = stage.cascade_rows(rows_in, labels[stage.upstream])
         for row in run[f"{task}_rows"]:
-            carried.setdefault(row["id"], {})[spec.input_column] = row[spec.input_column]
-        last = spec is CASCADED_TASKS[-1]
-        run[task], run["seconds"][task] = run_both(pipeline, spec, rows[task],
+            carried.setdefault(row["id"], {})[stage.input_column] = row[stage.input_column]
+        last = stage is later[-1]
+        run[task], run["seconds"][task] = run_both(pipeline, stage, rows[task],
                                                    run[f"{task}_rows"], gold_inputs,
                                                    stream if last else None)
         labels[task] = {r.id: r.label for r in run[task]["cascaded"]}
