@@ -132,7 +132,7 @@ def cascaded_evaluation(runs: Path, dialogues: int, max_new_tokens: int, batch: 
             decode = DecodeOptions(batch, max_new_tokens=max_new_tokens)
             assistant = Assistant.load(*(ModelSpec(str(runs / t), decode=decode) for t in TASKS))
             run = cascade(assistant, rows, gold_inputs=False)
-            return assistant, {t: [r.raw for r in (run[t] if t == "nlu" else run[t]["cascaded"])]
+            return assistant, {t: [r.raw for r in run[t].cascaded]
                                for t in TASKS}
 
         cascade_s, (assistant, cascaded) = timed(one_process)

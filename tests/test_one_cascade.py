@@ -51,9 +51,8 @@ def test_the_assistant_and_eval_cascade_give_the_same_rows_and_records(embedded_
     rows = {task: [r for r in task_rows if r["dialogue_id"] in dialogues]
             for task, task_rows in load_split(str(embedded_build), "train").items()}
     run = cascade(split_models, rows, gold_inputs=False)
-    split_rows = {"nlu": rows["nlu"], "pol": run["pol_rows"], "nlg": run["nlg_rows"]}
-    split_records = {"nlu": run["nlu"], "pol": run["pol"]["cascaded"],
-                     "nlg": run["nlg"]["cascaded"]}
+    split_rows = {task: run[task].rows for task in TASK_NAMES}
+    split_records = {task: run[task].cascaded for task in TASK_NAMES}
 
     # the assistant's way: each dialogue as a conversation, one patient line per turn
     assistant, seen = models(embedded_build)
@@ -75,6 +74,6 @@ def test_the_assistant_and_eval_cascade_give_the_same_rows_and_records(embedded_
         assert mine == theirs, task
         assert answered[task] == {r.id: (r.raw, r.prediction, r.parse_ok)
                                   for r in split_records[task]}, task
-    differs = [r for r in run["pol_rows"] if r["state"] != next(
+    differs = [r for r in run["pol"].rows if r["state"] != next(
         g for g in rows["pol"] if g["id"] == r["id"])["state"]]
     assert differs, "the forgetful NLU changes some states: the test compares cascaded rows"

@@ -40,6 +40,37 @@ def test_no_module_outside_the_task_spec_branches_on_a_task_name():
                        f"(its columns, structured, item_slots): {found}")
 
 
+def _task_lookups(tree: ast.AST):
+    """(line, what) of every registry lookup by a task-name literal (`TASKS["nlu"]`,
+    `get_task("pol")`) and every table keyed by two or more task names (`{"nlu": ..., "pol": ...}`):
+    what a task's own field or a loop over the tasks says instead (issue 37)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _task_literal(node.slice) \
+                and isinstance(node.value, ast.Name) and node.value.id.endswith("TASKS"):
+            yield node.lineno, "a registry lookup by a task's name"
+        elif isinstance(node, ast.Call) and node.args and _task_literal(node.args[0]) \
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("get_task", "as_task"):
+            yield node.lineno, "a registry lookup by a task's name"
+        elif isinstance(node, ast.Dict) and len({k.value for k in node.keys if isinstance(
+                k, ast.Constant) and k.value in TASK_NAMES}) >= 2:
+            yield node.lineno, "a table keyed by task names"
+
+
+def test_no_module_outside_the_task_modules_looks_a_task_up_by_its_name():
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}: {what}"
+             for path in sorted(PACKAGE.rglob("*.py")) if TASK_MODULES not in path.parents
+             for line, what in _task_lookups(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not found, "read the task's field or loop over tasks.TASKS instead:\n" + "\n".join(found)
+
+
+def test_the_lookup_guard_sees_what_it_forbids():
+    for source in ('TASKS["nlu"].headline', 'get_task("pol")', 'tasks.as_task("nlg")',
+                   '{"nlu": "a", "pol": "b"}', 'CASCADED_TASKS["pol"]'):
+        assert list(_task_lookups(ast.parse(source))), source
+    for source in ('row["nlu"]', '{"nlu": items}', 'get_task(name)'):  # a release's `nlu` key
+        assert not list(_task_lookups(ast.parse(source))), source
+
+
 def test_the_task_spec_holds_per_task_behaviour_as_fields_not_branches_on_its_name():
     """Task.score and Task.cascade_rows call the task's own functions (`scorer`,
     `cascade_builder`): data/tasks/ never compares `self.name` nor looks a table up by it."""

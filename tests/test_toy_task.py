@@ -61,9 +61,9 @@ def test_the_cascade_walks_to_the_toy_task_after_its_upstream(toy):
     pipeline.predictors[toy.name] = ScriptedPredictor(script, toy.name)
     rows = {name: view_rows(name, "1", DIALOGUE) for name in TASKS}
     run = cascade(pipeline, rows, gold_inputs=False)
-    assert [r.label for r in run[toy.name]["cascaded"]] == ["short", "short"]
+    assert [r.label for r in run[toy].cascaded] == ["short", "short"]
     # its rows were built from POL's predicted actions, as NLG's are
-    assert [row["actions"] for row in run[f"{toy.name}_rows"]] == [[{"action": "chit-chat"}]] * 2
+    assert [row["actions"] for row in run[toy].rows] == [[{"action": "chit-chat"}]] * 2
     assert [task for task, _ in script.seen][-2:] == [toy.name, toy.name]
 
 

@@ -34,9 +34,8 @@ from dataclasses import asdict, dataclass, field
 
 from meditod_hub.data import provenance
 from meditod_hub.data.release import label_errors
-from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task
-from meditod_hub.data.views import to_nlg, to_nlu, to_pol
-from meditod_hub.models.cascade import Pipeline, cascade
+from meditod_hub.data.tasks import LABELLING_TASKS, TASK_NAMES, TASKS, Task
+from meditod_hub.models.cascade import Pipeline, StageRun, cascade
 from meditod_hub.models.predictor import ModelSpec, Predictor
 from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import run_settings
@@ -180,25 +179,22 @@ class Assistant(Pipeline):
         texts = [str(t)[:self.max_patient_chars] for t in patient_texts]
         cut = [len(str(t)) - len(x) for t, x in zip(patient_texts, texts)]
         for conversation, text in zip(conversations, texts):
-            conversation._add(TASKS["nlu"], text)
-            conversation._add(TASKS["pol"], "")  # the doctor line to predict: the POL and NLG row
+            conversation._add(LABELLING_TASKS["patient"], text)
+            # the doctor line to predict: the POL and NLG row
+            conversation._add(LABELLING_TASKS["doctor"], "")
 
         # this turn's rows of each task: the last of each conversation's views
-        rows = {task: [view(c.dialogue_id, c.utterances)[-1] for c in conversations]
-                for task, view in (("nlu", to_nlu), ("pol", to_pol), ("nlg", to_nlg))}
+        rows = {task.name: [task.view(c.dialogue_id, c.utterances)[-1] for c in conversations]
+                for task in TASKS.values()}
         earlier = {i: label for c in conversations for i, label in c.nlu_labels.items()}
         run = cascade(self, rows, gold_inputs=False, earlier=earlier, stream=stream)
-        for conversation, record in zip(conversations, run["nlu"]):
+        nlu, pol, nlg = run.stages.values()
+        for conversation, record in zip(conversations, nlu.cascaded):
             conversation.nlu_labels[record.id] = record.label
 
-        seconds = run["seconds"]
-        pol_records, nlg_records = run["pol"]["cascaded"], run["nlg"]["cascaded"]
         turns = []
         for n, conversation in enumerate(conversations):
-            turn = _turn(texts[n], cut[n], conversation.state,
-                         (run["nlu"][n], seconds["nlu"]), run["pol_rows"][n],
-                         (pol_records[n], seconds["pol"]), run["nlg_rows"][n],
-                         (nlg_records[n], seconds["nlg"]))
+            turn = _turn(texts[n], cut[n], conversation.state, nlu, pol, nlg, n)
             doctor = conversation.utterances[-1]
             doctor.update(text=turn.reply, actions=turn.actions)
             conversation.turns.append(turn)
@@ -210,20 +206,22 @@ def _usable(task: Task, record: Prediction) -> bool:
     return record.parse_ok and not label_errors(task.target_column, record.prediction)
 
 
-def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, pol: tuple,
-          nlg_row: dict, nlg: tuple) -> Turn:
-    (nlu_record, nlu_s), (pol_record, pol_s), (nlg_record, nlg_s) = nlu, pol, nlg
+def _turn(text: str, cut: int, state_before: dict, nlu: StageRun, pol: StageRun, nlg: StageRun,
+          n: int) -> Turn:
+    """The turn of the `n`th conversation from the cascade's three stages."""
+    nlu_record, pol_record, nlg_record = nlu.cascaded[n], pol.cascaded[n], nlg.cascaded[n]
+    pol_row, nlg_row = pol.rows[n], nlg.rows[n]
     notes = []
     if cut:
         notes.append(f"the patient's line was cut to its first {len(text)} characters "
                      f"({cut} more were not read)")
-    nlu_used = _usable(TASKS["nlu"], nlu_record)
+    nlu_used = _usable(nlu.task, nlu_record)
     if not nlu_used:
-        notes.append(f"NLU output unusable ({_why(nlu_record, TASKS['nlu'])}): the state is "
+        notes.append(f"NLU output unusable ({_why(nlu_record, nlu.task)}): the state is "
                      "unchanged")
-    pol_used = _usable(TASKS["pol"], pol_record)
+    pol_used = _usable(pol.task, pol_record)
     if not pol_used:
-        notes.append(f"POL output unusable ({_why(pol_record, TASKS['pol'])}): NLG got no "
+        notes.append(f"POL output unusable ({_why(pol_record, pol.task)}): NLG got no "
                      "actions")
     reply = nlg_record.prediction.strip() if isinstance(nlg_record.prediction, str) else ""
     if not nlg_record.parse_ok:
@@ -233,10 +231,10 @@ def _turn(text: str, cut: int, state_before: dict, nlu: tuple, pol_row: dict, po
         reply = NO_REPLY
     return Turn(
         patient_text=text, cut_chars=cut,
-        nlu=_stage(nlu_record, nlu_used, nlu_s), state=pol_row["state"],
+        nlu=_stage(nlu_record, nlu_used, nlu.seconds), state=pol_row["state"],
         state_changed=pol_row["state"] != state_before,
-        pol=_stage(pol_record, pol_used, pol_s), actions=nlg_row["actions"],
-        nlg=_stage(nlg_record, reply != NO_REPLY, nlg_s), reply=reply, notes=tuple(notes))
+        pol=_stage(pol_record, pol_used, pol.seconds), actions=nlg_row["actions"],
+        nlg=_stage(nlg_record, reply != NO_REPLY, nlg.seconds), reply=reply, notes=tuple(notes))
 
 
 def _why(record: Prediction, task: Task) -> str:

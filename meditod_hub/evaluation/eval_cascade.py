@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import provenance
-from meditod_hub.data.tasks import CASCADED_TASK_NAMES, CASCADED_TASKS, TASK_NAMES, TASKS, Task
+from meditod_hub.data.tasks import CASCADED_TASK_NAMES, CASCADED_TASKS, TASK_NAMES, Task
 from meditod_hub.errors import UsageError
 from meditod_hub.files import atomic_write, output_folder
-from meditod_hub.models.cascade import Pipeline, PipelineArguments, cascade
+from meditod_hub.models.cascade import CascadeRun, Pipeline, PipelineArguments, cascade
 from meditod_hub.models.records import Prediction, value_at, write_predictions
 from meditod_hub.models.runs import (
     RunError,
@@ -108,14 +108,14 @@ def actions_wrong(gold: list, predicted) -> bool:
 
 
 # --- attribution ---------------------------------------------------------------------------
-def attribution(rows: dict[str, list[dict]], run: dict) -> dict:
+def attribution(rows: dict[str, list[dict]], run: CascadeRun) -> dict:
     """How much of the drop the upstream modules explain, as counts over the POL/NLG rows."""
     gold_pol = rows["pol"]
-    state_differs = [c["state"] != g["state"] for g, c in zip(gold_pol, run["pol_rows"])]
+    state_differs = [c["state"] != g["state"] for g, c in zip(gold_pol, run["pol"].rows)]
     wrong = {column: [actions_wrong(g["actions"], r.label)
-                      for g, r in zip(gold_pol, run["pol"][column])] for column in COLUMNS}
+                      for g, r in zip(gold_pol, getattr(run["pol"], column))] for column in COLUMNS}
     cascaded_wrong = wrong["cascaded"]
-    actions_differ = [c["actions"] != g["actions"] for g, c in zip(rows["nlg"], run["nlg_rows"])]
+    actions_differ = [c["actions"] != g["actions"] for g, c in zip(rows["nlg"], run["nlg"].rows)]
     return {
         "pol_rows": len(gold_pol),
         "pol_rows_state_differs": sum(state_differs),
@@ -244,9 +244,9 @@ def stage_prediction_files() -> list[str]:
                             for column in COLUMNS]
 
 
-def write_stage_predictions(run: dict, folder: Path) -> None:
+def write_stage_predictions(run: CascadeRun, folder: Path) -> None:
     """One predictions file per stage and input (gold or cascaded), in the records format."""
-    records = [run["nlu"]] + [run[task][column] for task in CASCADED_TASK_NAMES
+    records = [run.first.cascaded] + [getattr(run[task], column) for task in CASCADED_TASK_NAMES
                               for column in COLUMNS]
     for name, stage in zip(stage_prediction_files(), records):
         write_predictions(stage, folder / name, purpose=PURPOSE)
@@ -279,11 +279,12 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
                               getattr(models.predictors[task], "folder", None))}
                    for task, spec in zip(TASK_NAMES, specs)},
         "constrained": specs[0].decode.constrained,
-        "nlu": score(TASKS["nlu"], rows["nlu"], run["nlu"], args, judge),
-        **{spec.name: {column: score(spec, rows[spec.name], run[spec.name][column], args, judge)
+        run.first.task.name: score(run.first.task, rows[run.first.task.name], run.first.cascaded,
+                                   args, judge),
+        **{spec.name: {column: score(spec, rows[spec.name], getattr(run[spec], column), args, judge)
                        for column in COLUMNS} for spec in CASCADED_TASKS},
         "attribution": attribution(rows, run),
-        "seconds": {"load": loaded - start, **run["seconds"]},
+        "seconds": {"load": loaded - start, **run.seconds},
     }
     write_stage_predictions(run, out / "predictions")
     atomic_write(out / "results.json", json.dumps(results, indent=2) + "\n", purpose=PURPOSE)

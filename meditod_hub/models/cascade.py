@@ -119,7 +119,7 @@ class Pipeline:
 
     def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
                  loading: Sequence[str] = ()):
-        self.predictors = {"nlu": nlu, "pol": pol, "nlg": nlg}
+        self.predictors = dict(zip(TASK_NAMES, (nlu, pol, nlg)))
         self.loading = tuple(loading)  # how the models were loaded (shared base or why not)
 
     @classmethod
@@ -143,22 +143,50 @@ class Pipeline:
         return records, time.perf_counter() - start
 
 
+@dataclass
+class StageRun:
+    """One stage of a cascade: the rows it ran on and its records."""
+
+    task: Task
+    rows: list[dict]             # its cascaded inputs (the first stage: the rows it was given)
+    cascaded: list[Prediction]   # its records on those rows
+    seconds: float               # its generation wall time
+    gold_input: list[Prediction] | None = None  # with gold inputs: its records on the gold rows
+
+
+@dataclass
+class CascadeRun:
+    """Every stage of one cascade, by task name in cascade order (`stages`)."""
+
+    stages: dict[str, StageRun]
+
+    def __getitem__(self, task: Task | str) -> StageRun:
+        return self.stages[task if isinstance(task, str) else task.name]
+
+    @property
+    def first(self) -> StageRun:
+        return next(iter(self.stages.values()))
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        return {name: stage.seconds for name, stage in self.stages.items()}
+
+
 def run_both(pipeline: Pipeline, task: Task, gold_rows: Sequence[dict],
              cascaded_rows: Sequence[dict], gold_inputs: bool = True,
-             stream: Callable[[str], None] | None = None,
-             ) -> tuple[dict[str, list[Prediction]], float]:
+             stream: Callable[[str], None] | None = None) -> StageRun:
     """Gold-input and cascaded records of one module, each distinct input generated once
     (only the cascaded ones without `gold_inputs`)."""
     if not gold_inputs:
         records, seconds = pipeline.run_stage(task.name, list(cascaded_rows), stream)
-        return {"cascaded": records}, seconds
+        return StageRun(task, list(cascaded_rows), records, seconds)
     column = task.input_column
     differs = [c[column] != g[column] for g, c in zip(gold_rows, cascaded_rows)]
     extra = [c for c, d in zip(cascaded_rows, differs) if d]
     records, seconds = pipeline.run_stage(task.name, list(gold_rows) + extra)
     gold, rest = records[:len(gold_rows)], iter(records[len(gold_rows):])
     cascaded = [next(rest) if d else g for g, d in zip(gold, differs)]
-    return {"gold_input": gold, "cascaded": cascaded}, seconds
+    return StageRun(task, list(cascaded_rows), cascaded, seconds, gold_input=gold)
 
 
 def stages() -> list[Task]:
@@ -178,7 +206,7 @@ def stages() -> list[Task]:
 
 def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs: bool = True,
             earlier: Mapping[str, list | None] | None = None,
-            stream: Callable[[str], None] | None = None) -> dict:
+            stream: Callable[[str], None] | None = None) -> CascadeRun:
     """Every stage's records: NLU on its rows; each later stage (POL, NLG) on cascaded (and,
     with `gold_inputs`, gold) inputs built from its upstream stage's cascaded labels
     (`Prediction.label`: None for an output that did not parse).
@@ -187,23 +215,18 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
     turns), by row id; rows of one dialogue_id are one dialogue. A cascaded row also carries
     the inputs built upstream for its id (an NLG row, the state its POL row saw: NLG does not
     read it, so no output changes, but no row mixes gold and predicted inputs). `stream` gets
-    the last stage's text as it is generated (one row, without gold inputs). Returns {"nlu": records,
-    "<task>_rows": cascaded rows, "<task>": {"cascaded": records[, "gold_input": records]},
-    "seconds": {task: seconds}}."""
+    the last stage's text as it is generated (one row, without gold inputs)."""
     first, *later = stages()
     records, seconds = pipeline.run_stage(first.name, list(rows[first.name]))
-    run: dict = {first.name: records, "seconds": {first.name: seconds}}
+    run = CascadeRun({first.name: StageRun(first, list(rows[first.name]), records, seconds)})
     labels = {first.name: {**(earlier or {}), **{r.id: r.label for r in records}}}
     carried: dict[str, dict] = {}  # row id -> the inputs the cascade built so far (POL's state)
     for stage in later:
-        task = stage.name
-        rows_in = [{**row, **carried.get(row["id"], {})} for row in rows[task]]
-        run[f"{task}_rows"] = stage.cascade_rows(rows_in, labels[stage.upstream])
-        for row in run[f"{task}_rows"]:
+        rows_in = [{**row, **carried.get(row["id"], {})} for row in rows[stage.name]]
+        built = stage.cascade_rows(rows_in, labels[stage.upstream])
+        for row in built:
             carried.setdefault(row["id"], {})[stage.input_column] = row[stage.input_column]
-        last = stage is later[-1]
-        run[task], run["seconds"][task] = run_both(pipeline, stage, rows[task],
-                                                   run[f"{task}_rows"], gold_inputs,
-                                                   stream if last else None)
-        labels[task] = {r.id: r.label for r in run[task]["cascaded"]}
+        run.stages[stage.name] = run_both(pipeline, stage, rows[stage.name], built, gold_inputs,
+                                          stream if stage is later[-1] else None)
+        labels[stage.name] = {r.id: r.label for r in run[stage].cascaded}
     return run

@@ -190,7 +190,8 @@ def build(board: Board):
     with gr.Blocks(title=TITLE) as demo:
         gr.Markdown(header_markdown(board.config), elem_id="header")
         with gr.Row():
-            task = gr.Radio([(t.upper(), t) for t in TASK_NAMES], value="nlu", label="Task",
+            first = next(iter(TASKS.values()))  # the board opens on the first task (NLU)
+            task = gr.Radio([(t.upper(), t) for t in TASK_NAMES], value=first.name, label="Task",
                             elem_id="task")
             split = gr.Radio([(SPLIT_LABELS[s], s) for s in EVAL_SPLITS], value="test", label="Split",
                              elem_id="split")
@@ -198,7 +199,7 @@ def build(board: Board):
             setting = gr.Radio(list(SETTING_CHOICES), value=ANY, label="Setting",
                                elem_id="setting")
             family = gr.Radio([ANY, *families], value=ANY, label="Model family", elem_id="family")
-        sort = gr.Radio(metric_choices(TASKS["nlu"]), value=TASKS["nlu"].headline,
+        sort = gr.Radio(metric_choices(first), value=first.headline,
                         label="Sort by (best first)", elem_id="sort")
         table = gr.HTML(elem_id="board")
         status = gr.Markdown(elem_id="status")

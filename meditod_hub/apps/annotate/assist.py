@@ -30,7 +30,7 @@ class LabelSuggester:
     """Suggestions for one utterance from the NLU and POL predictors (either may be absent)."""
 
     def __init__(self, nlu: Predictor | None = None, pol: Predictor | None = None):
-        self.predictors = {"nlu": nlu, "pol": pol}
+        self.predictors = {LABELLING_TASKS["patient"].name: nlu, LABELLING_TASKS["doctor"].name: pol}
         self._cache: OrderedDict[tuple, Suggestion] = OrderedDict()
 
     def describe(self) -> dict:

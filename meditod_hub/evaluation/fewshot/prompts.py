@@ -190,12 +190,12 @@ def _slots(definitions) -> str:
     return "slots = [" + ", ".join(blocks) + "]"
 
 
-# The intents and slots a structured task's prompt defines: the doctor's slots have no status
-# and add the disease.
+# The intents and slots a structured task's prompt defines, by the speaker whose labels they are
+# (`Task.speaker`): the doctor's slots have no status and add the disease.
 DEFINITIONS = {
-    "nlu": (NLU_INTENTS, SLOT_DEFINITIONS),
-    "pol": (POL_INTENTS, tuple((s, d, tuple(a for a in attrs if a[0] != "status"))
-                               for s, d, attrs in SLOT_DEFINITIONS) + (DISEASE_DEFINITION,)),
+    "patient": (NLU_INTENTS, SLOT_DEFINITIONS),
+    "doctor": (POL_INTENTS, tuple((s, d, tuple(a for a in attrs if a[0] != "status"))
+                                  for s, d, attrs in SLOT_DEFINITIONS) + (DISEASE_DEFINITION,)),
 }
 
 
@@ -205,7 +205,7 @@ def system_prompt(task: Task | str) -> str:
     rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(spec.fewshot_rules)
     if not spec.structured:
         return spec.fewshot_header + "\n\n" + rules
-    intents, definitions = DEFINITIONS[spec.name]
+    intents, definitions = DEFINITIONS[spec.speaker]
     return (f"{spec.fewshot_header}{_DEFINITIONS}\n```\n{_intents(intents)}\n\n"
             f"{_slots(definitions)}\n```\n{rules}")
 
