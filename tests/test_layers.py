@@ -179,6 +179,46 @@ def test_no_cycle_between_units():
         pytest.fail(f"{len(groups)} import cycle(s) between units:\n" + "\n".join(lines))
 
 
+def _type_checking_lines() -> set[tuple[str, int]]:
+    """(file, line) of the imports under `if TYPE_CHECKING:`: annotations only, never run."""
+    lines = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+                lines |= {(str(path.relative_to(PACKAGE.parent)), child.lineno)
+                          for stmt in node.body for child in ast.walk(stmt)
+                          if isinstance(child, (ast.Import, ast.ImportFrom))}
+    return lines
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the modules of its own unit it imports when it runs (module level or in a
+    function; `if TYPE_CHECKING:` imports left out)."""
+    skip = _type_checking_lines()
+    graph: dict[str, set[str]] = defaultdict(set)
+    for file, line, module, target, _ in imports():
+        if _unit(module) == _unit(target) and module != target and (file, line) not in skip:
+            graph[module].add(target)
+    return graph
+
+
+def test_no_cycle_between_modules_of_one_unit():
+    """Inside a unit too, imports run one way: a deferred import never breaks a circle (the layer
+    rule), so a circle shows here even when one side imports inside a function (issue 37)."""
+    graph = module_graph()
+    assert graph["meditod_hub.data.tasks"], "the reader sees no unit-internal import"
+    groups = cycles(graph)
+    assert not groups, f"{len(groups)} import cycle(s) inside a unit:\n" + "\n".join(
+        f"{' <-> '.join(group)}: " + "; ".join(
+            f"{a} -> {b}" for a in group for b in sorted(graph[a]) if b in group)
+        for group in groups)
+
+
+def test_the_cycle_reader_sees_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
 # ---- the annotation portal's scripts: ES modules, every import one way -------------------------
 
 STATIC = PACKAGE / "apps" / "annotate" / "static"

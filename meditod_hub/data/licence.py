@@ -24,12 +24,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from meditod_hub.data.release import Release
+from meditod_hub.data.release import GENERATOR, Release
 from meditod_hub.errors import name_ids
 
 SYNTHETIC, OWN, MEDITOD = "synthetic", "own", "meditod"
 KINDS = (SYNTHETIC, OWN, MEDITOD)
-GENERATOR = "meditod_hub.data.synthetic"
 # content_fingerprint of data/sample (tests/test_licence.py checks it); editing any file of the
 # sample changes it, and the sample is then licence-restricted until this is updated.
 SAMPLE_FINGERPRINT = "04a6f1a55e58e499cfe2427d337f1bb08f7c2e684ed03aa97588f6b9627bf7b3"

@@ -32,6 +32,7 @@ DIALOGS_FILE = "dialogs.json"
 # Optional: {"name", "description", "license" (declares the dialogues your own), "generator"
 # (written by meditod_hub.data.synthetic)}; what it proves is `licence.licence_of`'s to decide.
 METADATA_FILE = "release.json"
+GENERATOR = "meditod_hub.data.synthetic"  # release.json's generator name for the kit's own corpus
 # Dialogue-level flag the annotation app (`meditod annotate`) sets on a dialogue saved while its
 # labels do not validate; the build reports it like any other problem.
 DRAFT_KEY = "draft"

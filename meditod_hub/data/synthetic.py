@@ -27,9 +27,14 @@ import random
 from pathlib import Path
 
 from meditod_hub.data import cmas
-from meditod_hub.data.licence import GENERATOR
 from meditod_hub.data.phrasings import RealisticVoice
-from meditod_hub.data.release import DIALOGS_FILE, OOD_SPLIT, OOD_SPLIT_FILES, SPLIT_FILES
+from meditod_hub.data.release import (
+    DIALOGS_FILE,
+    GENERATOR,
+    OOD_SPLIT,
+    OOD_SPLIT_FILES,
+    SPLIT_FILES,
+)
 from meditod_hub.data.state import DialogueState
 from meditod_hub.errors import UsageError, name_ids
 from meditod_hub.files import new_folder, replaceable_folder
