@@ -8,7 +8,7 @@ import sys
 from meditod_hub import quiet
 from meditod_hub.arguments import parse_args
 from meditod_hub.data.metrics.nlg import bertscore_setting
-from meditod_hub.data.tasks import TASK_NAMES
+from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation import eval_cascade
 from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments
@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
     if args.bertscore_model:
         bertscore_setting(args.bertscore_model, args.bertscore_layer)
     results = eval_cascade.evaluate_cascade(pipeline, args)
-    pol, nlg = results["pol"], results["nlg"]
+    pol, nlg = (results[task] for task in CASCADED_TASK_NAMES)
     print(f"POL F1 {pol['gold_input']['f1']:.4f} -> {pol['cascaded']['f1']:.4f} cascaded; "
           f"NLG BLEU-4 {nlg['gold_input']['bleu4']:.2f} -> {nlg['cascaded']['bleu4']:.2f}; "
           f"wrote {results['out']}/results.json, .md, .png")

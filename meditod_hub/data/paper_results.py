@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
-from meditod_hub.data.tasks import TASKS, Metric
+from meditod_hub.data.tasks import TASK_NAMES, TASKS, Metric
 
 SOURCE = ("MediTOD paper (arXiv 2410.14204): in-domain NLU, POL (P/R/F1, P@K) and NLG tables, and "
           "its out-of-domain (musculoskeletal) results")
@@ -116,9 +116,12 @@ _NLG_OOD = {
     "in-context-chatgpt": (17.8, 7.029, 0.340, 0.297, 0.893),
     "in-context-gpt-4-turbo": (18.9, 7.0, 0.342, 0.295, 0.892),
 }
-_TABLES = {("nlu", "test"): (_PRF, _NLU_TEST), ("pol", "test"): (_PRF + _PAK, _POL_TEST),
-           ("nlg", "test"): (_NLG, _NLG_TEST), ("nlu", OOD_SPLIT): (_F1, _NLU_OOD),
-           ("pol", OOD_SPLIT): (_F1, _POL_OOD), ("nlg", OOD_SPLIT): (_NLG, _NLG_OOD)}
+# each task's tables (in the registry's order: NLU, POL, NLG) on the test, then the OOD split
+_BY_TASK = (((_PRF, _NLU_TEST), (_F1, _NLU_OOD)),
+            ((_PRF + _PAK, _POL_TEST), (_F1, _POL_OOD)),
+            ((_NLG, _NLG_TEST), (_NLG, _NLG_OOD)))
+_TABLES = {(task, split): tables[n] for n, split in enumerate(("test", OOD_SPLIT))
+           for task, tables in zip(TASK_NAMES, _BY_TASK)}
 
 # (model, task, split) -> {metric key: value}, in the paper's row order
 RESULTS: dict[tuple[str, str, str], dict[str, float]] = {

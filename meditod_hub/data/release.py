@@ -29,6 +29,9 @@ OOD_SPLIT = "test_ood"  # the out-of-domain (musculoskeletal) test split: named 
 SPLIT_FILES = {"train": "train_ids.json", "validation": "valid_ids.json", "test": "test_ids.json"}
 OOD_SPLIT_FILES = ("ood_ids.json", f"{OOD_SPLIT}_ids.json")
 DIALOGS_FILE = "dialogs.json"
+# The utterance keys of a release's labels: a patient line's CMAS items (what NLU predicts), a
+# doctor line's actions (what POL predicts).
+PATIENT_LABELS, DOCTOR_LABELS = "nlu", "actions"
 # Optional: {"name", "description", "license" (declares the dialogues your own), "generator"
 # (written by meditod_hub.data.synthetic)}; what it proves is `licence.licence_of`'s to decide.
 METADATA_FILE = "release.json"
@@ -267,7 +270,7 @@ class _Checker:
         if speaker not in cmas.SPEAKERS:
             self.add(f"unknown speaker {speaker!r} (expected doctor or patient)", did, index)
         elif speaker == "doctor":
-            for key in ("nlu", "dialog_state"):
+            for key in (PATIENT_LABELS, "dialog_state"):
                 if key in utt:
                     self.add(f"`{key}` on a doctor utterance (patient-only field)", did, index)
             if not isinstance(utt.get("actions"), list):
@@ -277,10 +280,10 @@ class _Checker:
         else:
             if "actions" in utt:
                 self.add("`actions` on a patient utterance (doctor-only field)", did, index)
-            if not isinstance(utt.get("nlu"), list):
+            if not isinstance(utt.get(PATIENT_LABELS), list):
                 self.add("patient utterance without an `nlu` list", did, index)
             else:
-                self.nlu(did, index, utt["nlu"])
+                self.nlu(did, index, utt[PATIENT_LABELS])
             if "dialog_state" in utt and not isinstance(utt["dialog_state"], dict):
                 self.add("`dialog_state` is not an object", did, index)
         return not any(p.error for p in self.problems[before:])
@@ -384,7 +387,7 @@ class _Checker:
         for utt in utterances:
             if utt["speaker"] != "patient":
                 continue
-            rendered = state.update(utt["nlu"]).render()
+            rendered = state.update(utt[PATIENT_LABELS]).render()
             if "dialog_state" not in utt:
                 self.add("`dialog_state` missing; the recomputed state is used", did,
                          utt["uttr_id"], error=False)
@@ -413,7 +416,7 @@ def label_errors(kind: str, label) -> list[str]:
         return [f"expected a list, got {type(label).__name__}"]
     problems: list[Problem] = []
     checker = _Checker("<label>", problems)
-    (checker.nlu if kind == "nlu" else checker.actions)(None, None, label)
+    (checker.nlu if kind == PATIENT_LABELS else checker.actions)(None, None, label)
     return [p.message for p in problems if p.error]
 
 

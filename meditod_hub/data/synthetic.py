@@ -33,6 +33,7 @@ from meditod_hub.data.release import (
     GENERATOR,
     OOD_SPLIT,
     OOD_SPLIT_FILES,
+    PATIENT_LABELS,
     SPLIT_FILES,
 )
 from meditod_hub.data.state import DialogueState
@@ -321,7 +322,7 @@ class _Interview:
         if self.complaint is not None and not any(u["speaker"] == "patient"
                                                   for u in self.utterances):
             items = [self._chief_complaint()]
-            self._say("patient", self.voice.complaint(items[0]), {"nlu": items})
+            self._say("patient", self.voice.complaint(items[0]), {PATIENT_LABELS: items})
             return
         asked = [(base, entry) for act in doctor_actions if act["action"] == cmas.INQUIRE_ACTION
                  for base, entries in act.items() if base != "action" for entry in entries]
@@ -332,7 +333,7 @@ class _Interview:
         items = [self._inform(asked if i == 0 else []) if intent == cmas.INFORM_INTENT
                  else {"intent": intent} for i, intent in enumerate(intents)]
         questions = {(base, entry["value"]): "checks" in entry for base, entry in asked}
-        self._say("patient", self.voice.patient(items, questions), {"nlu": items})
+        self._say("patient", self.voice.patient(items, questions), {PATIENT_LABELS: items})
 
     def _inform(self, asked: list[tuple[str, dict]]) -> dict:
         answers = [(base, entry["value"], entry.get("checks", [])) for base, entry in asked]
@@ -415,7 +416,7 @@ class _Interview:
         utterance = {"speaker": speaker, "uttr_id": len(self.utterances), "text": text,
                      "keywords": []}
         if speaker == "patient":
-            utterance["dialog_state"] = self.state.update(labels["nlu"]).render()
+            utterance["dialog_state"] = self.state.update(labels[PATIENT_LABELS]).render()
         self.utterances.append({**utterance, **labels})
 
 

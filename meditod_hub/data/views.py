@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from meditod_hub.data.release import label_errors
+from meditod_hub.data.release import PATIENT_LABELS, label_errors
 from meditod_hub.data.state import DialogueState
 from meditod_hub.errors import MeditodError, name_ids
 
@@ -50,7 +50,7 @@ NLU_FEATURES = {
     "last_doctor_text": STRING,  # the doctor line before the patient's (null if none)
     "patient_text": STRING,
     "intents": list_of(STRING),
-    "nlu": JSON,
+    PATIENT_LABELS: JSON,
     "state": JSON,  # after this patient utterance
 }
 POL_FEATURES = {
@@ -70,7 +70,7 @@ def _context(utterances: list[dict]) -> list[dict]:
 def _state(utt: dict, state: DialogueState) -> dict:
     # The release's own state is the gold one; a recomputed state only fills a missing field
     # (rendered only then: rendering every turn was the build's hot path).
-    state.update(utt["nlu"])
+    state.update(utt[PATIENT_LABELS])
     return utt["dialog_state"] if "dialog_state" in utt else state.render()
 
 
@@ -98,8 +98,8 @@ def to_nlu(dialogue_id: str, utterances: list[dict]) -> list[dict]:
             **_row_head(dialogue_id, utt, len(rows), context[:index]),
             "last_doctor_text": last_doctor,
             "patient_text": utt["text"],
-            "intents": [item["intent"] for item in utt["nlu"]],
-            "nlu": utt["nlu"],
+            "intents": [item["intent"] for item in utt[PATIENT_LABELS]],
+            PATIENT_LABELS: utt[PATIENT_LABELS],
             "state": _state(utt, state),
         })
     return rows
@@ -175,7 +175,7 @@ def cascade_pol_rows(pol_rows: Sequence[dict],
         done = folded.setdefault(row["dialogue_id"], set())
         for pid in patient_ids[index]:
             if pid not in done:
-                state.update(_usable("nlu", nlu_predictions[pid]))
+                state.update(_usable(PATIENT_LABELS, nlu_predictions[pid]))
                 done.add(pid)
         out[index] = {**row, "state": state.render()}
     return out

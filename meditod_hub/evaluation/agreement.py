@@ -19,7 +19,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from meditod_hub.data.release import ReleaseError, read_release
+from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS, ReleaseError, read_release
 from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task, view_rows
 from meditod_hub.errors import MeditodError
 
@@ -94,7 +94,7 @@ def _action_paths(entry: dict):
         yield (f"check:{check.get('type')}",), head + json.dumps(check.get("values"))
 
 
-ENTRY_PATHS = {"nlu": _attribute_paths, "actions": _action_paths}  # by the label's column
+ENTRY_PATHS = {PATIENT_LABELS: _attribute_paths, DOCTOR_LABELS: _action_paths}  # by the label's column
 
 
 def disagreements(task: Task, rows_a: list[dict], labels_b: list) -> list[dict]:

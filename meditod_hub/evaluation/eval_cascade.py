@@ -40,6 +40,10 @@ from meditod_hub.models.runs import (
 
 PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
 OUT_FILES = ("results.json", "results.md", "results.png")
+# The stages this report names: the first (its rows are the patient lines replayed) and the two
+# the drop is attributed over, POL (reads the state) then NLG (reads the actions).
+FIRST = TASK_NAMES[0]
+POL, NLG = CASCADED_TASK_NAMES
 COLUMNS = ("gold_input", "cascaded")
 COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
 
@@ -78,7 +82,7 @@ def default_out(args: PipelineArguments, split: str) -> Path:
 def select_dialogues(rows: dict[str, list[dict]], limit: int | None) -> dict[str, list[dict]]:
     if limit is None:
         return rows
-    keep = list(dict.fromkeys(r["dialogue_id"] for r in rows["nlu"]))[:limit]
+    keep = list(dict.fromkeys(r["dialogue_id"] for r in rows[FIRST]))[:limit]
     return {task: [r for r in task_rows if r["dialogue_id"] in set(keep)]
             for task, task_rows in rows.items()}
 
@@ -110,12 +114,12 @@ def actions_wrong(gold: list, predicted) -> bool:
 # --- attribution ---------------------------------------------------------------------------
 def attribution(rows: dict[str, list[dict]], run: CascadeRun) -> dict:
     """How much of the drop the upstream modules explain, as counts over the POL/NLG rows."""
-    gold_pol = rows["pol"]
-    state_differs = [c["state"] != g["state"] for g, c in zip(gold_pol, run["pol"].rows)]
+    gold_pol = rows[POL]
+    state_differs = [c["state"] != g["state"] for g, c in zip(gold_pol, run[POL].rows)]
     wrong = {column: [actions_wrong(g["actions"], r.label)
-                      for g, r in zip(gold_pol, getattr(run["pol"], column))] for column in COLUMNS}
+                      for g, r in zip(gold_pol, getattr(run[POL], column))] for column in COLUMNS}
     cascaded_wrong = wrong["cascaded"]
-    actions_differ = [c["actions"] != g["actions"] for g, c in zip(rows["nlg"], run["nlg"].rows)]
+    actions_differ = [c["actions"] != g["actions"] for g, c in zip(rows[NLG], run[NLG].rows)]
     return {
         "pol_rows": len(gold_pol),
         "pol_rows_state_differs": sum(state_differs),
@@ -123,7 +127,7 @@ def attribution(rows: dict[str, list[dict]], run: CascadeRun) -> dict:
         "pol_errors_cascaded": sum(cascaded_wrong),
         "pol_errors_cascaded_state_differs": sum(w and d for w, d in zip(cascaded_wrong,
                                                                           state_differs)),
-        "nlg_rows": len(rows["nlg"]),
+        "nlg_rows": len(rows[NLG]),
         "nlg_rows_actions_differ": sum(actions_differ),
     }
 
@@ -165,7 +169,7 @@ def models_line(models: dict) -> str:
 
 
 def write_markdown(results: dict, path: Path) -> None:
-    nlu = results["nlu"]
+    nlu = results[FIRST]
     lines = [f"# MediTOD cascaded evaluation ({results['split']})", "",
              f"Models: {models_line(results['models'])}. Real patient utterances and dialogue "
              "history; POL sees the state folded from predicted NLU, NLG the predicted actions. "
@@ -231,7 +235,7 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
         raise RunError(f"{results_file}: its {task.upper()} model ({used.get('label')}) is not the "
                        f"run {run_path}; give the cascade these three runs were evaluated in")
     section = {"split": results["split"], "models": models_line(results["models"]),
-               "nlu_f1": results["nlu"]["f1"], "rows": table_rows(results),
+               "nlu_f1": results[FIRST]["f1"], "rows": table_rows(results),
                "lines": attribution_lines(results["attribution"])}
     files = {f"eval/cascade/{name}": Path(folder) / name
              for name in OUT_FILES if (Path(folder) / name).is_file()}
@@ -263,7 +267,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
 
     judge = make_judge(args.judge, model=args.judge_model)
     rows = select_dialogues(load_split(args.data, args.split), args.limit)
-    if not rows["nlu"]:
+    if not rows[FIRST]:
         raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
     start = time.perf_counter()
     specs = pipeline.specs(constrained=False)  # the paper's setting unless --constrained
@@ -271,7 +275,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     loaded = time.perf_counter()
     run = cascade(models, rows)
     results = {
-        "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows["nlu"]}),
+        "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows[FIRST]}),
         "provenance": provenance.read(args.data).as_json(),
         "models": {task: {"label": model_label(spec.source, models.predictors[task]),
                           "revision": spec.revision,

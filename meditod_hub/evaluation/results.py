@@ -135,8 +135,8 @@ def local_rows(folders: Iterable[str | Path]) -> tuple[list[Row], list[str]]:
             if is_lm_eval(data):  # an lm-evaluation-harness results file (`meditod harness`)
                 rows += _harness_rows(path, data)
                 continue
-            if isinstance(data.get("models"), dict) and isinstance(data.get("pol"), dict) \
-                    and "cascaded" in data["pol"]:
+            if isinstance(data.get("models"), dict) and isinstance(data.get(CASCADED_TASK_NAMES[0]), dict) \
+                    and "cascaded" in data[CASCADED_TASK_NAMES[0]]:
                 rows += _cascade_rows(path, data)
                 continue
             try:

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import cmas
+from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
 from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task
 from meditod_hub.errors import UsageError
 
@@ -140,7 +141,7 @@ def check_types(slot: str) -> tuple[str, ...]:
 
 
 # The heads and slots of each structured label, by the label's column.
-LABEL_LANGUAGES = {"nlu": _nlu_language, "actions": _actions_language}
+LABEL_LANGUAGES = {PATIENT_LABELS: _nlu_language, DOCTOR_LABELS: _actions_language}
 
 
 # --- vocabularies -------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub.data.tasks import LABELLING_TASKS
 from meditod_hub.endpoint import is_local_host
 from meditod_hub.errors import MeditodError, UsageError
 
@@ -117,7 +118,8 @@ def build_settings(args: AnnotateArguments):
                                  getattr(args, f"{task}_revision"),
                                  decode=DecodeOptions(constrained=True)), task)
         if source else None
-        for task, source in (("nlu", args.nlu_model), ("pol", args.pol_model))))
+        for task, source in ((LABELLING_TASKS["patient"].name, args.nlu_model),
+                             (LABELLING_TASKS["doctor"].name, args.pol_model))))
     source = Path(args.source)
     vocabulary = read_vocabulary(args.vocabulary) if args.vocabulary else frozenset()
     if not args.space:

@@ -30,6 +30,7 @@ from meditod_hub.data.release import (
     DRAFT_KEY,
     OOD_SPLIT,
     OOD_SPLIT_FILES,
+    PATIENT_LABELS,
     SPLIT_FILES,
     Problem,
     dialogue_problems,
@@ -93,7 +94,7 @@ def parse_transcript(text: str, name: str) -> list[dict]:
 
 
 def label_of(utterance: dict) -> list:
-    return utterance.get(LABEL_KEY.get(utterance.get("speaker"), "nlu"), [])
+    return utterance.get(LABEL_KEY.get(utterance.get("speaker"), PATIENT_LABELS), [])
 
 
 def with_labels(dialogue_id: str, dialogue: dict, labels: list) -> tuple[dict, list[Problem]]:
@@ -119,7 +120,7 @@ def with_labels(dialogue_id: str, dialogue: dict, labels: list) -> tuple[dict, l
         new[DRAFT_KEY] = True
     else:
         patients = [u for u in new["utterances"] if u["speaker"] == "patient"]
-        for utt, state in zip(patients, fold_states(u["nlu"] for u in patients)):
+        for utt, state in zip(patients, fold_states(u[PATIENT_LABELS] for u in patients)):
             _set_state(utt, state)
     return new, dialogue_problems(dialogue_id, new)
 
@@ -130,7 +131,7 @@ def _set_state(utterance: dict, state: dict) -> None:
         utterance["dialog_state"] = state
         return
     items = list(utterance.items())
-    at = next((i for i, (k, _) in enumerate(items) if k == "nlu"), len(items))
+    at = next((i for i, (k, _) in enumerate(items) if k == PATIENT_LABELS), len(items))
     utterance.clear()
     utterance.update(items[:at] + [("dialog_state", state)] + items[at:])
 
@@ -139,7 +140,7 @@ def states_after(dialogue: dict) -> list[dict]:
     """The patient's state after each utterance (a doctor's: the state after the last patient
     utterance before it), as the dataset's state fold computes it."""
     utterances = dialogue["utterances"]
-    folded = iter(fold_states(u["nlu"] for u in utterances if u["speaker"] == "patient"))
+    folded = iter(fold_states(u[PATIENT_LABELS] for u in utterances if u["speaker"] == "patient"))
     out, current = [], {}
     for utt in utterances:
         if utt["speaker"] == "patient":
@@ -522,7 +523,7 @@ def known_values(dialogues: dict) -> dict:
     doctor: dict[str, dict[str, set]] = {}
     for dialogue in dialogues.values():
         for utt in dialogue.get("utterances", []) if isinstance(dialogue, dict) else []:
-            for item in (utt.get("nlu") or []) if isinstance(utt, dict) else []:
+            for item in (utt.get(PATIENT_LABELS) or []) if isinstance(utt, dict) else []:
                 for key, entries in ((item.get("slots") or {}) if isinstance(item, dict)
                                      else {}).items():
                     parsed = cmas.split_slot_key(key)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 
 from meditod_hub.data import cmas
+from meditod_hub.data.release import PATIENT_LABELS
 from meditod_hub.data.tasks import Task, as_task
 from meditod_hub.models.formats import ParseResult, row_field
 
@@ -317,7 +318,7 @@ def from_status_attributes(items: list) -> list[dict]:
 
 
 # An answer's view of a label, by the label's column, and back: NLU's status is an attribute.
-ANSWER_VIEWS = {"nlu": (to_status_attributes, from_status_attributes)}
+ANSWER_VIEWS = {PATIENT_LABELS: (to_status_attributes, from_status_attributes)}
 
 
 def _same(items: list) -> list:

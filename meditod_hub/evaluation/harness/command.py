@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
+from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.evaluation.fewshot.retrieval import DEFAULT_CACHE_DIR, DEFAULT_RETRIEVER
 from meditod_hub.evaluation.harness import export
 
@@ -59,10 +60,10 @@ def splits_of(data: str) -> list[str]:
 
     path = Path(data)
     if path.is_dir():
-        have = set(available_splits(path, "nlu"))
+        have = set(available_splits(path, TASK_NAMES[0]))
         return [s for s in EVAL_SPLITS if s in have]
     try:
-        load_split(data, "nlu", OOD_SPLIT)
+        load_split(data, TASK_NAMES[0], OOD_SPLIT)
     except DatasetError:
         return ["test"]
     return list(EVAL_SPLITS)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from meditod_hub.data.cmas import is_list_attribute
+from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
 from meditod_hub.models.formats import ParseResult
 
 NLU_SPAN = ("<sos_b>", "<eos_b>")
@@ -313,8 +314,8 @@ class SpanColumn:
 # Keyed by column name (`meditod_hub.data.tasks`: target and input columns). The state is
 # written as slot spans inside the belief markers, where PPTOD's belief state sits.
 SPAN_COLUMNS = {
-    "nlu": SpanColumn(NLU_SPAN, _nlu_text, parse_nlu),
-    "actions": SpanColumn(ACTION_SPAN, _actions_text, parse_actions),
+    PATIENT_LABELS: SpanColumn(NLU_SPAN, _nlu_text, parse_nlu),
+    DOCTOR_LABELS: SpanColumn(ACTION_SPAN, _actions_text, parse_actions),
     "response": SpanColumn(RESPONSE_SPAN, str, parse_response),
     "state": SpanColumn(NLU_SPAN, serialise_state),
 }
