@@ -35,7 +35,9 @@ from importlib import resources
 from pathlib import Path
 
 from meditod_hub.data import provenance
+from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
 from meditod_hub.data.state import DialogueState
+from meditod_hub.data.tasks import LABELLING_TASKS
 from meditod_hub.data.views import to_nlu
 from meditod_hub.errors import UsageError
 from meditod_hub.files import atomic_write, output_folder
@@ -79,8 +81,8 @@ def line_rows(lines: Sequence[dict]) -> list[dict]:
     patient's line), built by the dataset's own view."""
     rows = []
     for line in lines:
-        utterances = [{"uttr_id": 0, "speaker": "doctor", "text": line["doctor"], "actions": []},
-                      {"uttr_id": 1, "speaker": "patient", "text": line["patient"], "nlu": []}]
+        utterances = [{"uttr_id": 0, "speaker": "doctor", "text": line["doctor"], DOCTOR_LABELS: []},
+                      {"uttr_id": 1, "speaker": "patient", "text": line["patient"], PATIENT_LABELS: []}]
         rows.extend(to_nlu(f"heldout-{line['id']}", utterances))
     return rows
 
@@ -164,7 +166,7 @@ def evaluate_state(args: EvalStateArguments) -> dict:
             else resolve_vocabulary(args.vocabulary, None)
     spec = ModelSpec(args.nlu, args.family, decode=DecodeOptions(
         args.batch_size, constrained=args.constrained, vocabulary=vocabulary))
-    predictor = load_predictor(spec, "nlu")
+    predictor = load_predictor(spec, LABELLING_TASKS["patient"].name)  # NLU
     lines = heldout_lines()[:args.limit]
     records = predictor.predict(line_rows(lines))
     gold = [line["state"] for line in lines]
