@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"meditod {version()}")
         return EXIT_OK
     name, rest = argv[0], argv[1:]
+    quiet.command_warnings_off()
     if name not in COMMANDS:
         print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return EXIT_USAGE

@@ -16,6 +16,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from meditod_hub import quiet
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEBUG_FLAG, DEBUG_ENV = "--debug", "MEDITOD_DEBUG"
 
@@ -93,8 +95,10 @@ def open_standard_streams() -> None:
 
 
 def run_main(main: Callable[[list[str]], int], argv: list[str]) -> int:
-    """Run a command's `main(argv)`; known failures become one line on stderr and an exit code."""
+    """Run a command's `main(argv)`; known failures become one line on stderr and an exit code;
+    libraries' deprecation warnings stay out of its output (`quiet.command_warnings_off`)."""
     open_standard_streams()
+    quiet.command_warnings_off()
     debug = debug_requested(argv)
     argv = [a for a in argv if a != DEBUG_FLAG]
     try:

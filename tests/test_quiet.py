@@ -70,3 +70,46 @@ def test_the_app_prints_its_address_and_never_gradios_share_hint():
     assert "share=True" not in done.stdout + done.stderr
     assert "public link" not in done.stdout + done.stderr
     assert f"the assistant is at {url}" in done.stderr
+
+
+def test_a_command_drops_library_deprecation_warnings_unless_the_user_asks():
+    """(before: torch's and transformers' FutureWarning/DeprecationWarning lines in command
+    output, naming APIs the user never called)"""
+    code = ("import warnings\nfrom meditod_hub import quiet\nquiet.command_warnings_off()\n"
+            "warnings.warn('old api', DeprecationWarning)\nwarnings.warn('new default', FutureWarning)\n"
+            "warnings.warn('kept', UserWarning)\n")
+    done = _fresh(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "kept" in done.stderr
+    assert "old api" not in done.stderr and "new default" not in done.stderr
+    asked = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
+                           text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert "old api" in asked.stderr and "new default" in asked.stderr
+
+
+def test_loading_a_model_or_a_hub_dataset_turns_their_bars_off():
+    """(before: `meditod predict` printed transformers' "Loading weights" bars: only commands
+    that imported transformers up front had them off)"""
+    done = _fresh("import datasets\nfrom transformers.utils import logging\n"
+                  "from meditod_hub.models.families import get_family\n"
+                  "logging.enable_progress_bar()\n"
+                  "get_family('llama').auto_model()\n"
+                  "assert not logging.is_progress_bar_enabled()\n"
+                  "from meditod_hub import quiet\n"
+                  "datasets.enable_progress_bars()\n"
+                  "quiet.data_bars_off()\n"
+                  "assert not datasets.is_progress_bar_enabled()\n")
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_predict_prints_its_own_lines_and_no_library_bars(tiny_runs, embedded_build, tmp_path):
+    from helpers import meditod
+
+    done = meditod(None, "predict", "--model_path", str(tiny_runs / "nlu"), "--task", "nlu",
+                   "--data", str(embedded_build), "--split", "test", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    output = done.stdout + done.stderr
+    assert "predictions" in output
+    for noise in ("Loading weights", "Loading checkpoint shards", "Map:", "Generating ",
+                  "Warning:"):
+        assert noise not in output, noise

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from meditod_hub import quiet
 from meditod_hub.data.release import SPLITS
 from meditod_hub.errors import MeditodError, UsageError
 
@@ -109,9 +110,9 @@ def load_split(data: str | Path, config: str, split: str) -> list[dict]:
     if not hub_shaped(str(data)):
         raise UsageError(f"no such folder: {path} (build one with `meditod build --out {path}`, "
                          "or give a Hub dataset id ORG/NAME)")
-    from datasets import disable_progress_bars, load_dataset
+    from datasets import load_dataset
 
-    disable_progress_bars()
+    quiet.data_bars_off()
     try:
         return list(load_dataset(str(data), config, split=split))
     except ValueError as exc:  # an unknown split or config

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from meditod_hub import quiet
 from meditod_hub.data.tasks import Task, as_task
 from meditod_hub.errors import UsageError
 from meditod_hub.models.formats import ParseResult, chat, span_models
@@ -77,7 +78,9 @@ class Family:
         raise NotImplementedError
 
     def auto_model(self, adapter: bool = False):
-        """The Auto class that loads this family's weights (the PEFT one for an adapter)."""
+        """The Auto class that loads this family's weights (the PEFT one for an adapter); its
+        loading bars are off (`quiet`)."""
+        quiet.model_bars_off()
         if adapter:
             import peft
 
