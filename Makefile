@@ -7,7 +7,10 @@
 # Variables mean one thing in every target: DATA is the built dataset folder (`make build`
 # writes it, the others read it); OUT is the folder a target writes into (its default is named
 # beside each target); HOST and PORT are the address a server target (annotate, app) listens on;
-# SPLIT, TASK, MODEL, REPO as in the `meditod` flags of the same name.
+# SPLIT, TASK, MODEL, REPO as in the `meditod` flags of the same name. LICENSE and NAME (build
+# only, read from the command line alone: shells set NAME) declare SOURCE the user's own
+# dialogues under that licence id and give the card its title: `make build SOURCE=annotation
+# LICENSE=cc-by-4.0 NAME="Ward 3 interviews"` (`meditod build --license --name`).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -31,8 +34,8 @@ PYTEST_ARGS ?=
 # run a command (SOURCE='x"; rm -rf ~; "'), so such a value stops make before any target runs;
 # its raw text is read ($(value)), never expanded, so a $(shell ...) in it runs nothing either.
 QUOTED_VARIABLES := A B ACCELERATE_CONFIG CASCADE DATA ENDPOINT HOST HUB_DATASET LEADERBOARD \
-	LOCAL_MODEL MODEL MODEL_PATH NLG NLU NLU_MODEL OOD_SOURCE OUT POL POL_MODEL PREDICTIONS \
-	REFRESH REPO RETRIEVER RUN SHOTS SOURCE SPLIT TASK VOCABULARY
+	LICENSE LOCAL_MODEL MODEL MODEL_PATH NAME NLG NLU NLU_MODEL OOD_SOURCE OUT POL POL_MODEL \
+	PREDICTIONS REFRESH REPO RETRIEVER RUN SHOTS SOURCE SPLIT TASK VOCABULARY
 $(foreach v,$(QUOTED_VARIABLES),$(if $(or $(findstring ",$(value $(v))),$(findstring $$,$(value \
 	$(v))),$(findstring `,$(value $(v))),$(findstring \,$(value $(v)))),$(error $(v) holds a \
 	", $$, ` or \, which the shell would read as the end of a quote or a command: rename that \
@@ -62,9 +65,12 @@ $(STAMP): pyproject.toml $(LOCK)
 lock: setup
 	$(PY) scripts/lock.py --out $(LOCK)
 
-## build: build SOURCE (a release folder; default the embedded sample) into ./$(DATA)
+## build: build SOURCE (a release folder; default the embedded sample) into ./$(DATA); LICENSE=<id>
+## declares the dialogues your own under that licence, NAME="..." titles the card
+GIVEN = $(if $(filter command line,$(origin $(1))),$(2) "$($(1))")
 build: setup
-	"$(MEDITOD)" build --source "$(SOURCE)" $(if $(OOD_SOURCE),--ood_source "$(OOD_SOURCE)") --out "$(DATA)"
+	"$(MEDITOD)" build --source "$(SOURCE)" $(if $(OOD_SOURCE),--ood_source "$(OOD_SOURCE)") --out "$(DATA)" \
+		$(call GIVEN,LICENSE,--license) $(call GIVEN,NAME,--name)
 
 ## infos: regenerate the top-level dataset_infos.json from the embedded sample
 infos: setup

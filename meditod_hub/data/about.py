@@ -1,4 +1,6 @@
-"""What MediTOD is and how to cite it: constants shared by the dataset and model cards."""
+"""What MediTOD is and how to cite it: constants shared by the dataset and model cards. Only
+pages about MediTOD's own data show SUMMARY, LICENCE_NOTE and SOURCE_CITATION
+(`provenance.Provenance.meditod` decides); other data cites the paper for its schema alone."""
 
 PRETTY_NAME = "MediTOD"
 PAPER = "https://arxiv.org/abs/2410.14204"
@@ -14,6 +16,10 @@ LICENCE_NOTE = (
     "The canonical labels are UMLS-derived: the authors release the full data only to UMLS "
     "licensees through a request form. Any copy of the real data must stay gated behind the same "
     "condition. The source dialogues are the simulated interviews of Fareez et al. (2022)."
+)
+SCHEMA_NOTE = (
+    "Labelled with the Comprehensive Medical Attribute Schema (CMAS) of the MediTOD paper, cited "
+    "for the schema; the dialogues are not MediTOD's."
 )
 CITATION = """@article{saley2024meditod,
   title   = {MediTOD: An English Dialogue Dataset for Medical History Taking with Comprehensive Annotations},

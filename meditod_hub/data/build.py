@@ -150,9 +150,12 @@ def card_dataset_info(counts: dict[str, dict[str, int]],
     return info
 
 
-def infos_json(counts: dict[str, dict[str, int]]) -> dict:
-    """dataset_infos.json: features and row counts per config (no byte sizes: deterministic)."""
-    return {config: {"config_name": config, "features": FEATURES[config],
+def infos_json(counts: dict[str, dict[str, int]], origin: Provenance, license: str) -> dict:
+    """dataset_infos.json: what the data is (`Provenance.description`, its citations, its
+    licence), features and row counts per config (no byte sizes: deterministic)."""
+    about = {"description": origin.description(), "citation": "\n\n".join(origin.citations()),
+             "license": license}
+    return {config: {"config_name": config, **about, "features": FEATURES[config],
                      "splits": {s: {"name": s, "num_examples": n} for s, n in counts[config].items()}}
             for config in CONFIGS}
 
@@ -538,8 +541,9 @@ def build(args: BuildArguments) -> Built:
                 with new_folder(out, prefix=f".{out.name}{BUILD_MARK}") as tmp:
                     counts, parquet_sizes = write_parquet(release, tmp)
                     sizes = split_sizes(release, counts)
-                    (tmp / "dataset_infos.json").write_text(
-                        json.dumps(infos_json(counts), indent=2) + "\n", encoding="utf-8")
+                    infos = infos_json(counts, origin, licence.license)
+                    (tmp / "dataset_infos.json").write_text(json.dumps(infos, indent=2) + "\n",
+                                                            encoding="utf-8")
                     render_dataset_card(card_dataset_info(counts, parquet_sizes), sizes, metadata,
                                         licence, release.has_ood, origin, Path(args.source).name
                                         ).save(tmp / "README.md")

@@ -1,8 +1,9 @@
 """Render the dataset card from what was built: schema from CMAS, sizes from the release, and
-the identity its licence allows: MediTOD's name, statistics and citations for MediTOD data and
-the synthetic builds shaped like it; the release's own name, description and licence for a
-user's own dialogues. Every card cites CMAS (the MediTOD paper) for the schema; MediTOD's card
-shows the paper's headline table (`paper_results.headline_markdown`)."""
+the identity its provenance allows: MediTOD's description, statistics, licence text and both
+citations for MediTOD's data only; a synthetic build says what it is, and a user's own
+dialogues carry the release's own name, description and licence. Every card cites CMAS (the
+MediTOD paper) for the schema; MediTOD's card shows the paper's headline table
+(`paper_results.headline_markdown`)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int
     --description and --license; an own dataset without a name takes its folder's. `origin`
     says what this build holds, in its own counts (never the paper's)."""
     synthetic, own = licence.synthetic, licence.kind == OWN
-    pretty_name = metadata.get("name") or (folder_name if own else about.PRETTY_NAME)
+    pretty_name = metadata.get("name") or (folder_name if own else origin.name)
     configs = [{"config_name": info["config_name"],
                 "data_files": [{"split": split["name"],
                                 "path": f"{info['config_name']}/{split['name']}-*.parquet"}
@@ -83,11 +84,11 @@ def render_dataset_card(dataset_info: list[dict], sizes: dict[str, dict[str, int
     return DatasetCard.from_template(
         card_data, template_path=str(card_template("dataset_card.md")),
         pretty_name=pretty_name, this_build=origin.describe(), synthetic=synthetic, own=own,
-        license=licence.license,
+        meditod=origin.meditod, license=licence.license, schema_note=about.SCHEMA_NOTE,
         description=metadata.get("description", ""), summary=about.SUMMARY,
         paper=about.PAPER, homepage=about.HOMEPAGE, splits_table=splits_table(sizes),
         has_ood=has_ood, intents=", ".join(f"`{i}`" for i in cmas.PATIENT_INTENTS),
         action_types=", ".join(f"`{a}`" for a in cmas.ACTION_TYPES),
         action_slots=", ".join(f"`{s}`" for s in cmas.ACTION_SLOTS),
         slots=_slot_tree(), licence_note=about.LICENCE_NOTE, headline_table=headline_markdown(),
-        citation=about.CITATION, source_citation=about.SOURCE_CITATION)
+        citations=origin.citations())

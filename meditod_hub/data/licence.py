@@ -31,7 +31,7 @@ SYNTHETIC, OWN, MEDITOD = "synthetic", "own", "meditod"
 KINDS = (SYNTHETIC, OWN, MEDITOD)
 # content_fingerprint of data/sample (tests/test_licence.py checks it); editing any file of the
 # sample changes it, and the sample is then licence-restricted until this is updated.
-SAMPLE_FINGERPRINT = "04a6f1a55e58e499cfe2427d337f1bb08f7c2e684ed03aa97588f6b9627bf7b3"
+SAMPLE_FINGERPRINT = "47c99c9cba415aaa99dcf689d450f8c17341198ae0be24f8f22ab50a5efc3c9e"
 
 
 @dataclass(frozen=True)

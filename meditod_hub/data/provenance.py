@@ -11,7 +11,10 @@ scored on. Four kinds:
 - `own`: dialogues the user declared their own under a licence;
 - `meditod`: everything else, MediTOD's licence-restricted data (or a copy of it).
 
-Only `meditod` builds stand beside the paper's rows; the others are never called MediTOD.
+Only `meditod` builds stand beside the paper's rows; the others are never called MediTOD: every
+page (dataset card and infos, model card and its model-index, Spaces, results tables and charts)
+takes what it says about the data from here, so MediTOD's description, citations and licence
+text appear only on MediTOD's data.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from meditod_hub.data import about
 from meditod_hub.data.dataset import MANIFEST, hub_shaped
 
 EMBEDDED_SAMPLE, SYNTHETIC_CORPUS, OWN, MEDITOD = (
@@ -45,6 +49,22 @@ class Provenance:
         content this kit cannot see (said as unknown wherever it is shown)."""
         return self.kind in (MEDITOD, UNKNOWN)
 
+    @property
+    def meditod(self) -> bool:
+        """Whether this is the authors' data (or a copy of it): what MediTOD's text describes."""
+        return self.kind == MEDITOD
+
+    def index_type(self, hub: str | None) -> str:
+        """A model-index `dataset.type`: the Hub id when there is one, else `meditod` for what
+        stands beside the paper's rows (MediTOD's data, or a run that recorded none); synthetic
+        and own data are typed by their kind (`embedded-sample`, `synthetic-corpus`, `own`)."""
+        return hub or (MEDITOD if self.comparable else self.kind)
+
+    def index_name(self) -> str:
+        """A model-index `dataset.name`: MediTOD for what stands beside the paper's rows (the
+        leaderboard reads it so), else what the data is."""
+        return about.PRETTY_NAME if self.comparable else self.short()
+
     def short(self) -> str:
         """A table cell: what it is in a few words."""
         what = {EMBEDDED_SAMPLE: "synthetic sample (embedded)",
@@ -65,6 +85,18 @@ class Provenance:
         if self.kind == MEDITOD:
             return f"{self.name or 'MediTOD'} (licence-restricted MediTOD data, {size})"
         return f"{self.name} (no build manifest of this kit: what it holds is not recorded)"
+
+    def description(self) -> str:
+        """dataset_infos.json's description: MediTOD's summary and licence for MediTOD's data;
+        other data says what it is and that only its schema is MediTOD's."""
+        if self.meditod:
+            return f"{about.SUMMARY} {about.LICENCE_NOTE} This build: {self.describe()}."
+        return (f"This build: {self.describe()}. {about.SCHEMA_NOTE}")
+
+    def citations(self) -> list[str]:
+        """BibTeX entries: the MediTOD paper (CMAS, the schema) always; the source dialogues'
+        paper for MediTOD's data only."""
+        return [about.CITATION, about.SOURCE_CITATION] if self.meditod else [about.CITATION]
 
     def as_json(self) -> dict:
         return asdict(self)

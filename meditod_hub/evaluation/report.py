@@ -54,8 +54,14 @@ def _nlg_markdown(results: dict) -> list[str]:
 
 
 def markdown(results: dict, task: Task) -> str:
-    """The results table of `results` (a results.json's content) of `task`."""
-    title = f"# MediTOD {task.name.upper()} results ({results['split']})"
+    """The results table of `results` (a results.json's content) of `task`, titled with what
+    it was scored on (MediTOD only for MediTOD's data)."""
+    from meditod_hub.data.provenance import Provenance
+
+    data = Provenance.from_json(results.get("provenance"))
+    title = (f"# MediTOD {task.name.upper()} results ({results['split']})"
+             if data is None or data.comparable else
+             f"# {task.name.upper()} results ({results['split']}) on {data.short()}")
     body = _f1_markdown(results) if task.structured else _nlg_markdown(results)
     if "constrained" in results:  # the decoding setting that produced the predictions
         setting = "constrained (CMAS grammar)" if results["constrained"] else "unconstrained"

@@ -40,7 +40,7 @@ from meditod_hub.evaluation.results_hub import hub_rows
 from meditod_hub.evaluation.results_table import Report, Row, paper_rows
 from meditod_hub.files import read_json
 from meditod_hub.models.records import Results, is_results_name, value_at
-from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO
+from meditod_hub.models.runs import FEWSHOT_INFO, RUN_INFO, family_label
 
 
 def _scores(task: str, scores: dict) -> dict[str, float]:
@@ -91,7 +91,7 @@ def _bare_row(path: Path, results: Results) -> tuple[Row, dict]:
         info = read_json(run_info, fix=f"its results {path} are not listed until it is fixed")
         return Row(results.task, results.split, str(info.get("model", path.parent.parent.parent.name)),
                    "local", "supervised", _constrained(results.scores, info),
-                   str(info.get("family", "")), _scores(results.task, results.scores), str(path),
+                   family_label(info), _scores(results.task, results.scores), str(path),
                    f"run {path.parent.parent.parent}"), info
     if beside.is_file() and "shots" in (info := _json(beside)):  # a `meditod fewshot` output
         paper_model = paper_results.MODELS.get(str(info.get("paper_row")).removeprefix(

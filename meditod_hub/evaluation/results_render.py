@@ -15,7 +15,7 @@ from meditod_hub.data.paper_results import cell
 from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
 from meditod_hub.data.tasks import TASK_NAMES, TASKS, get_task
 from meditod_hub.evaluation.report import bar_chart
-from meditod_hub.evaluation.results_table import Report, Row, heading, table_metrics
+from meditod_hub.evaluation.results_table import PAPER_DATASET, Report, Row, heading, table_metrics
 from meditod_hub.files import atomic_write, output_path
 
 CSV_FIELDS = ("task", "split", "system", "dataset", "setting", "source", "constrained", "family",
@@ -74,6 +74,15 @@ def csv_text(report: Report) -> str:
     return buffer.getvalue()
 
 
+def chart_heading(task: str, metric: str, rows: list[Row]) -> str:
+    """The chart's title says what its bars were scored on: MediTOD only when every bar was
+    (the paper's rows, runs on MediTOD or on a Hub dataset), else each dataset by name."""
+    if all(r.comparable for r in rows):
+        return f"MediTOD {task.upper()}: {metric} by system"
+    datasets = list(dict.fromkeys(PAPER_DATASET if r.comparable else r.dataset for r in rows))
+    return f"{task.upper()}: {metric} by system, on {' and '.join(datasets)}"
+
+
 def chart_png(task: str, rows: list[Row]) -> bytes:
     """Horizontal bars: the task's headline metric per system, test then test_ood; the paper's
     rows on a shaded band (the kit's one renderer, `evaluation.report.bar_chart`)."""
@@ -85,7 +94,7 @@ def chart_png(task: str, rows: list[Row]) -> bytes:
               + ("" if r.comparable else f" on {r.dataset}") for r in shown]
     top_value = max([r.value(metric.key) for r in shown] + [1e-9])
     axis_max = 1.0 if top_value <= 1 else math.ceil(top_value / 10) * 10
-    return bar_chart(f"MediTOD {task.upper()}: {metric.name} by system",
+    return bar_chart(chart_heading(task, metric.name, shown),
                      "grey band: the paper's rows · blue: local runs · orange: Hub models",
                      [(label, {metric.name: r.value(metric.key)}) for r, label in zip(shown, labels)],
                      [metric.name], metric.name, axis_max=axis_max, fmt=metric.fmt,

@@ -25,7 +25,7 @@ from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import MULTITASK, TASKS, Task, task_specs_of, tasks_of
 from meditod_hub.errors import MeditodError
 from meditod_hub.files import atomic_write, read_json
-from meditod_hub.models.families import Budget, Family, get_family
+from meditod_hub.models.families import FAMILY_ALIASES, Budget, Family, get_family
 from meditod_hub.models.records import Results, ResultsError
 
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
@@ -92,6 +92,10 @@ class Run:
     @property
     def family(self) -> Family:
         return get_family(self.info["family"])
+
+    @property
+    def family_label(self) -> str:
+        return family_label(self.info)
 
     @property
     def recipe(self) -> dict:
@@ -175,6 +179,16 @@ def _read_recipe(path: Path) -> dict:
 def budget_record(budget: Budget) -> dict:
     """run_info.json's `budget`: the token budget training resolved (`Family.budget`)."""
     return asdict(budget)
+
+
+def family_label(info: dict) -> str:
+    """How a run's family is shown: as its recipe named it (`chat` for SmolLM2's recipes, whose
+    runs record the registry name `llama` under `family`), else the recorded name."""
+    named = info.get("recipe_family")
+    recorded = str(info.get("family", ""))
+    if named in FAMILY_ALIASES and FAMILY_ALIASES[named] == recorded:
+        return named
+    return recorded
 
 
 def run_budget(info: dict, recipe: dict, family: Family) -> Budget:

@@ -185,7 +185,7 @@ def build(board: Board):
                           sort if sort in keys else spec.headline)
         return table_html(task, rows), status_markdown(board, report)
 
-    families = sorted({r.family for r in paper_rows() if r.family} | {"llama", "biogpt",
+    families = sorted({r.family for r in paper_rows() if r.family} | {"llama", "chat", "biogpt",
                                                                       "flan-t5", "pptod"})
     with gr.Blocks(title=TITLE) as demo:
         gr.Markdown(header_markdown(board.config), elem_id="header")

@@ -123,9 +123,8 @@ def paper_row(run: Run, split: str, task: str | None = None) -> dict[str, float]
 
 
 def eval_results(run: Run) -> list[EvalResult]:
-    dataset = hub_id(run.info.get("dataset")) or "meditod"
     origin = provenance.of_run(run.info)
-    name = about.PRETTY_NAME if origin.comparable else origin.short()
+    dataset, name = origin.index_type(hub_id(run.info.get("dataset"))), origin.index_name()
     return [EvalResult(task_type=run.family.pipeline_tag, task_name=f"MediTOD {task.upper()}",
                        dataset_type=dataset, dataset_name=name,
                        dataset_config=task, dataset_split=split,
@@ -214,6 +213,14 @@ def harness_section(run: Run, folder: Path | None = None) -> dict | None:
             "rows": rows, "notes": notes}
 
 
+def _data_note(origin: provenance.Provenance) -> str:
+    """The card's word on the training data's licence, for data that is not MediTOD's."""
+    if origin.synthetic:
+        return "The training data was invented by the kit: no licensed data went into the weights."
+    return ("The training dialogues are their authors' own (not MediTOD's), under the licence "
+            "their dataset card states.")
+
+
 def _wall_clock(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"
@@ -297,7 +304,7 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         license=base.license if base else None, language="en",
         datasets=[d] if (d := hub_id(info.get("dataset"))) else None,
         tags=["meditod", *(f"meditod-{t}" for t in run.tasks), "medical", "dialogue",
-              "task-oriented-dialogue", info["family"]] + (["lora"] if info["adapter"] else [])
+              "task-oriented-dialogue", run.family_label] + (["lora"] if info["adapter"] else [])
         + (["multitask"] if run.multitask else []),
         metrics=sorted({m.type for t in run.task_specs for m in t.metrics}),
         eval_results=eval_results(run),
@@ -319,7 +326,8 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
                           if run.multitask else "") + "; ".join(t.description
                                                                 for t in run.task_specs),
         paper=about.PAPER,
-        run_id=run_id, revision=revision, licence_note=about.LICENCE_NOTE,
+        run_id=run_id, revision=revision, family=run.family_label,
+        licence_note=about.LICENCE_NOTE if origin.comparable else _data_note(origin),
         load_text=load_text, load_code=load_code,
         predict_command="\n".join(_predict_command(repo_id, revision, t) for t in run.tasks),
         splits=splits, results_rows=_results_rows(run, splits),

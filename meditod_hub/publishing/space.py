@@ -24,7 +24,7 @@ from fnmatch import fnmatch
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from meditod_hub.data import about
+from meditod_hub.data import about, provenance
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import UsageError
 from meditod_hub.models.runs import (
@@ -79,7 +79,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
     files: dict[str, Path | bytes] = {"app.py": PROJECT / "app.py",
                                       "requirements.txt": REQUIREMENTS}
     files.update(package_files())
-    settings, shown = {}, []
+    settings, shown, trained_on = {}, [], []
     for task in TASK_NAMES:
         source = getattr(args, task) or f"runs/tiny-llama/{task}"  # where `make tiny-runs` puts them
         revision = getattr(args, f"{task}_revision")
@@ -89,6 +89,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
             files.update({f"models/{task}/{name}": path
                           for name, path in _model_files(Path(source)).items()})
             settings[task] = {"source": f"models/{task}"}
+            trained_on.append(provenance.of_run(run_settings(source)[0]).describe())
         elif hub_id(source):
             settings[task] = {"source": source, **({"revision": revision} if revision else {})}
         else:
@@ -96,7 +97,8 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
                              "tiny offline models run `make tiny-runs` first)")
         shown.append((task.upper(), base_label(source)))
     files["meditod_app.json"] = (json.dumps(settings, indent=2) + "\n").encode()
-    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASK_NAMES))
+    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASK_NAMES),
+                              trained_on=list(dict.fromkeys(trained_on)))
     return files, settings
 
 
@@ -109,7 +111,10 @@ def gradio_version() -> str:
                          "Space's sdk_version)") from None
 
 
-def card(repo: str, models: list[tuple[str, str]], tiny: bool) -> bytes:
+def card(repo: str, models: list[tuple[str, str]], tiny: bool, trained_on: list[str] = ()
+         ) -> bytes:
+    """The Space's README; `trained_on`: what the uploaded runs were trained on, each said as
+    its provenance says it (`Provenance.describe`)."""
     from huggingface_hub import SpaceCard, SpaceCardData
 
     data = SpaceCardData(title="MediTOD assistant", sdk="gradio", sdk_version=gradio_version(),
@@ -120,7 +125,7 @@ def card(repo: str, models: list[tuple[str, str]], tiny: bool) -> bytes:
                          emoji="🩺", colorFrom="blue", colorTo="green", pinned=False)
     text = SpaceCard.from_template(data, template_path=str(TEMPLATE), title=f"MediTOD assistant "
                                    f"({repo.split('/')[-1]})", paper=about.PAPER, models=models,
-                                   tiny=tiny, citation=about.CITATION)
+                                   tiny=tiny, trained_on=trained_on, citation=about.CITATION)
     return str(text).encode()
 
 

@@ -1,0 +1,148 @@
+"""Every page says what its data is (issue 35, item 4): a synthetic or own build's dataset card,
+dataset_infos.json and the model card of a run trained on it carry none of MediTOD's own text
+(its size, specialties, source dialogues, licence) and no `dataset.type: meditod`; the authors'
+sample still gets all of it; charts and tables title their data; SmolLM2's family reads `chat`.
+No network, no training: builds of a few dialogues and runs written as files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import write_release, write_run
+from huggingface_hub import ModelCard
+
+from meditod_hub.data import provenance, synthetic
+from meditod_hub.data.build import BuildArguments, build
+from meditod_hub.evaluation.report import markdown as results_markdown
+from meditod_hub.evaluation.results import local_rows
+from meditod_hub.evaluation.results_render import chart_heading
+from meditod_hub.evaluation.results_table import Row
+from meditod_hub.models.runs import family_label, read_run
+from meditod_hub.publishing.model_card import render_model_card
+
+# What only MediTOD's own data may say: its size, specialties, source dialogues and licence.
+MEDITOD_ONLY = ("233", "22.5k", "respiratory", "musculoskeletal", "Fareez", "fareez2022",
+                "simulated", "UMLS")
+
+
+def _leaks(text: str) -> list[str]:
+    return [phrase for phrase in MEDITOD_ONLY if phrase in text]
+
+
+def _pages(folder: Path) -> dict[str, str]:
+    return {name: (folder / name).read_text(encoding="utf-8")
+            for name in ("README.md", "dataset_infos.json")}
+
+
+def _model_card(tmp_path: Path, data: Path) -> ModelCard:
+    """The card of a POL run trained and scored on the build `data`."""
+    run = write_run(tmp_path / "run", task="pol", dataset=str(data),
+                    provenance=provenance.read(data).as_json())
+    return render_model_card(read_run(run), run_id="tester/run", repo_id="tester/run")
+
+
+@pytest.fixture(scope="module")
+def synthetic_build(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("synthetic")
+    build(BuildArguments(source=synthetic.generate_release(folder / "release", seed=1, dialogues=5),
+                         out=folder / "meditod"))
+    return folder / "meditod"
+
+
+@pytest.fixture(scope="module")
+def own_build(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("own")
+    build(BuildArguments(source=write_release(folder / "release"), out=folder / "meditod",
+                         license="cc-by-4.0", name="Ward 3 interviews"))
+    return folder / "meditod"
+
+
+@pytest.mark.parametrize("which", ["synthetic_build", "embedded_build", "own_build"])
+def test_a_build_not_of_meditods_data_says_nothing_of_meditod_data(request, tmp_path, which):
+    """(before: every synthetic card said "233 dialogues ... respiratory cases", cited Fareez et
+    al. and printed the UMLS gating text; its model cards declared `dataset.type: meditod`)"""
+    data = request.getfixturevalue(which)
+    for name, text in _pages(data).items():
+        assert not _leaks(text), f"{which} {name}: {_leaks(text)}"
+    infos = json.loads((data / "dataset_infos.json").read_text(encoding="utf-8"))
+    assert all("not MediTOD" in info["description"] for info in infos.values())
+    assert all(info["citation"].startswith("@article{saley2024meditod") for info in infos.values())
+    card = _model_card(tmp_path, data)
+    assert not _leaks(str(card)), _leaks(str(card))
+    kind = provenance.read(data).kind
+    assert {r.dataset_type for r in card.data.eval_results} == {kind} != {"meditod"}
+    assert "type: meditod" not in str(card)
+
+
+def test_own_data_is_named_and_licensed_as_declared(own_build):
+    card = _pages(own_build)["README.md"]
+    metadata = yaml.safe_load(card.split("---")[1])
+    assert (metadata["pretty_name"], metadata["license"]) == ("Ward 3 interviews", "cc-by-4.0")
+    assert "Licence: `cc-by-4.0`" in card and "extra_gated_prompt" not in card
+
+
+def test_the_authors_sample_keeps_meditods_text_and_type(sample_build, tmp_path):
+    """The authors' data (../shared/meditod-sample; skipped where it is absent) is MediTOD."""
+    pages = _pages(sample_build)
+    for phrase in ("233 dialogues", "respiratory", "Fareez", "UMLS"):
+        assert phrase in pages["README.md"] and phrase in pages["dataset_infos.json"], phrase
+    assert "## Results in the paper" in pages["README.md"]
+    card = _model_card(tmp_path, sample_build)
+    assert {r.dataset_type for r in card.data.eval_results} == {"meditod"}
+    assert {r.dataset_name for r in card.data.eval_results} == {"MediTOD"}
+    assert "respiratory (in-domain)" in str(card)
+
+
+def _row(dataset: str, comparable: bool, source: str = "local") -> Row:
+    return Row("nlu", "test", "a system", source, "supervised", False, "", {"f1": 0.5},
+               dataset=dataset, comparable=comparable)
+
+
+def test_a_chart_is_titled_meditod_only_when_every_bar_is():
+    """(before: "MediTOD NLU: F1 by system" above the bars of runs on the synthetic sample)"""
+    paper, synthetic_run = _row("MediTOD", True, "paper"), _row("synthetic corpus, 5 dialogues", False)
+    assert chart_heading("nlu", "F1", [paper, _row("MediTOD", True)]) == "MediTOD NLU: F1 by system"
+    mixed = chart_heading("nlu", "F1", [paper, synthetic_run])
+    assert mixed == "NLU: F1 by system, on MediTOD and synthetic corpus, 5 dialogues"
+    assert not chart_heading("nlu", "F1", [synthetic_run]).startswith("MediTOD")
+
+
+def test_a_runs_results_table_is_titled_with_its_data():
+    from meditod_hub.data.tasks import TASKS
+
+    results = {"task": "nlg", "split": "test", "bleu2": 1.0, "bleu4": 0.5, "rouge1": 0.1,
+               "rougeL": 0.1, "sacrebleu": {"score": 1.0, "signature": "x"}, "bertscore": None,
+               "examples": 3, "parse_failures": 0}
+    sample = {"kind": "embedded-sample", "name": "s", "dialogues": 10, "utterances": 136}
+    own = results_markdown({**results, "provenance": sample}, TASKS["nlg"]).splitlines()[0]
+    assert own == "# NLG results (test) on synthetic sample (embedded), 10 dialogues"
+    meditod = {**sample, "kind": "meditod", "name": "MediTOD"}
+    assert results_markdown({**results, "provenance": meditod}, TASKS["nlg"]).startswith(
+        "# MediTOD NLG results (test)")
+
+
+def test_smollm2s_family_is_shown_as_chat_and_recorded_as_llama(tmp_path):
+    """(before: SmolLM2's runs, whose recipes say `family: chat`, showed `llama` in cards and
+    tables)"""
+    run = write_run(tmp_path / "smollm2", model="smollm2-135m", recipe_family="chat")
+    assert read_run(run).family.name == "llama"  # the registry's name is unchanged
+    assert family_label(read_run(run).info) == "chat"
+    assert family_label({"family": "llama"}) == "llama"  # Llama 3's recipes say llama
+    assert family_label({"family": "pptod", "recipe_family": "chat"}) == "pptod"
+    card = render_model_card(read_run(run), run_id="t/r", repo_id="t/r")
+    assert "chat" in card.data.tags and "llama" not in card.data.tags
+    assert "Model family (`meditod_hub.models.families`): `chat`" in str(card)
+    rows, _ = local_rows([tmp_path])
+    assert {r.family for r in rows} == {"chat"}
+
+
+def test_train_help_shows_smollm2s_family_as_chat():
+    from meditod_hub.commands.train import train_help
+
+    recipe = Path(__file__).resolve().parent.parent / "recipes" / "smollm2-135m" / "nlu.yaml"
+    line = next(line for line in train_help([str(recipe), "-h"]).splitlines()
+                if line.strip().startswith("family"))
+    assert line.split()[1] == "chat"
