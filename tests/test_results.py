@@ -173,11 +173,20 @@ def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs,
                                                "nlu.png", "pol.png", "nlg.png", RECORD}
 
 
-def test_readme_and_dataset_card_show_the_generated_headline_table(embedded_build):
+def test_readme_and_dataset_card_show_the_generated_headline_table(embedded_release, embedded_build,
+                                                                  tmp_path):
+    """A MediTOD build's card shows the paper's table; a synthetic build's card does not."""
+    import shutil
+
+    from meditod_hub.data.build import BuildArguments, build
+
     table = paper_results.headline_markdown()
     readme = (PROJECT / "README.md").read_text()
     generated = readme.split("tests/test_results.py checks this copy -->\n")[1]
     assert generated.split("\n<!-- end of generated table -->")[0] == table
-    assert table in (embedded_build / "README.md").read_text()
+    shutil.copytree(embedded_release, tmp_path / "release")  # renamed: no longer the sample
+    build(BuildArguments(source=tmp_path / "release", out=tmp_path / "built", name="Renamed"))
+    assert table in (tmp_path / "built" / "README.md").read_text()
+    assert table not in (embedded_build / "README.md").read_text()
     assert "| Llama3 8B | supervised | 0.7139 | 0.2389 | 17.50 | 0.5240 | 0.2236 | 13.90 |" in table
     assert table.count("| in-context |") == 7
