@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
 import sys
@@ -52,8 +53,9 @@ LONGEST_FIRST = ("tests/test_docs.py::test_make_demo_runs_end_to_end",
                  "tests/test_bench.py::test_bench_runs_quick[bench_real_model]",
                  "tests/test_layers.py", "tests/test_harness.py", "tests/test_docs.py",
                  "tests/test_bench.py::test_bench_runs_quick[bench_harness]",
-                 "tests/test_app.py", "tests/test_adapters.py", "tests/test_failure_paths.py",
-                 "tests/test_constrained.py", "tests/test_train.py")
+                 "tests/test_app.py", "tests/test_adapters.py", "tests/test_failure_inputs.py",
+                 "tests/test_failure_train.py", "tests/test_failure_build.py",
+                 "tests/test_failure_network.py", "tests/test_constrained.py", "tests/test_train.py")
 
 
 def worker_group(nodeid: str) -> str:
@@ -324,3 +326,40 @@ def pytest_terminal_summary(terminalreporter):
     bad = [f"{kind}: {name}" for name, kind in sweep if kind != "clear"]
     for line in bad[:20]:
         terminalreporter.write_line(line)
+
+
+# --- the failure sweep's shared inputs (tests/test_failure_*.py) ---------------------------
+
+@pytest.fixture
+def predictions(embedded_build, tmp_path) -> Path:
+    """Gold NLU labels of the test split as a predictions file."""
+    from meditod_hub.data.dataset import load_split
+
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps({"id": r["id"], "prediction": r["nlu"], "raw": "",
+                                        "parse_ok": True}) + "\n"
+                            for r in load_split(embedded_build, "nlu", "test")))
+    return path
+
+
+@pytest.fixture
+def run_folder(tiny_models, tmp_path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(tiny_models / "tiny-llama", run)
+    (run / "run_info.json").write_text(json.dumps({"family": "llama", "task": "nlu",
+                                                   "quantization": None}))
+    (run / "recipe.yaml").write_text("max_new_tokens: 4\n")
+    (run / "checkpoints").mkdir()
+    return run
+
+
+@pytest.fixture
+def fake_model_run(tmp_path) -> Path:
+    """A run folder with run_info.json and recipe.yaml but no weights: enough for every check
+    that comes before a model loads."""
+    run = tmp_path / "model-run"
+    run.mkdir()
+    (run / "config.json").write_text('{"model_type": "llama"}')
+    (run / "run_info.json").write_text(json.dumps({"family": "llama", "task": "nlu"}))
+    (run / "recipe.yaml").write_text("max_new_tokens: 4\n")
+    return run

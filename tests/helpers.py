@@ -444,3 +444,39 @@ INPUT_COLUMNS = {"nlu": ("id", "dialogue_id", "turn", "uttr_id", "context", "las
                          "state"),
                  "nlg": ("id", "dialogue_id", "turn", "uttr_id", "context", "last_patient_text",
                          "state", "actions", "action_types")}
+
+
+# --- the failure sweep's shared inputs (tests/test_failure_*.py) ---------------------------
+
+def dialogs_of(release: Path) -> dict:
+    """A release folder's dialogs.json, to damage."""
+    return json.loads((release / "dialogs.json").read_text())
+
+
+def edit_dialogs(release: Path, change) -> None:
+    """Rewrite a release's dialogs.json after `change(dialogs)`."""
+    dialogs = dialogs_of(release)
+    change(dialogs)
+    (release / "dialogs.json").write_text(json.dumps(dialogs))
+
+
+def first_slot(dialogs: dict) -> dict:
+    """The first slot entry of dialogue 1's first annotated utterance."""
+    return dialogs["1"]["utterances"][1]["nlu"][0]["slots"]["positive_symptom"][0]
+
+
+def eval_args(data, preds, out, *extra):
+    """`meditod evaluate`'s argv for NLU predictions of the test split."""
+    return [str(a) for a in ("--task", "nlu", "--data", data, "--split", "test", "--predictions",
+                             preds, "--out", out, *extra)]
+
+
+def evaluated_run(path: Path) -> Path:
+    """A run folder with adapter files (not a loadable model): what `publish` checks first."""
+    run = write_run(path)
+    (run / "adapter_config.json").write_text("{}")
+    (run / "adapter_model.safetensors").write_bytes(b"x")
+    return run
+
+
+TINY_NLU_RECIPE = (Path(__file__).resolve().parent.parent / "recipes" / "tiny-llama" / "nlu.yaml").read_text()

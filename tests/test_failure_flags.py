@@ -1,7 +1,7 @@
 """The failure sweep's flag table: every impossible flag value of every command is a one-line
 usage error (exit 2) before any work. The cases are generated from the commands' own argument
 dataclasses (their types, choices and declared bounds), so a new flag joins the sweep by itself.
-Cheap: every case fails while parsing. Train's recipe keys are checked in test_failure_paths.
+Cheap: every case fails while parsing. Train's recipe keys are checked in test_failure_train.py.
 """
 
 from __future__ import annotations

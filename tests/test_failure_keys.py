@@ -1,0 +1,115 @@
+"""Keys: no key of any kind reaches a message, a written file or an upload.
+
+Part of the failure sweep (tests/test_failure_*.py): each case must end in a clear error
+(non-zero exit, a one-line `error:` that is not an "unexpected" failure), never a traceback,
+a silent success, a lost file or a secret in the output; helpers.py keeps the sweep table.
+Offline, CPU.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import (
+    edit_dialogs,
+    evaluated_run,
+    expect,
+    run_case,
+    write_run,
+)
+
+from meditod_hub.commands import build as build_cmd
+from meditod_hub.commands import predict as predict_cmd
+from meditod_hub.commands import publish as publish_cmd
+from meditod_hub.commands import push as push_cmd
+from meditod_hub.errors import run_main
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+# --- secrets: a key in the environment never reaches a message or a written file ----------------
+
+SENTINEL_KEY = "sk-sweep-SECRET-0123456789abcdef"
+SENTINEL_TOKEN = "hf_sweepSECRETtoken0123456789abcdef"
+
+
+@pytest.mark.parametrize("case", ["fewshot to a dead endpoint", "predict --endpoint dead",
+                                  "push a tampered build"])
+def test_a_failing_command_never_shows_or_writes_a_key(case, embedded_build, fake_model_run,
+                                                       tiny_models, tiny_retriever, tmp_path,
+                                                       capsys, monkeypatch):
+    from meditod_hub.commands import fewshot
+
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_KEY)
+    monkeypatch.setenv("HF_TOKEN", SENTINEL_TOKEN)
+    dead = "http://127.0.0.1:9/v1"
+    if case == "fewshot to a dead endpoint":
+        main, argv = fewshot.main, [
+            "--model", "stub", "--task", "nlu", "--endpoint", dead, "--api_key_env",
+            "OPENAI_API_KEY", "--data", embedded_build, "--shots", "1", "--limit", "1",
+            "--out", tmp_path / "out", "--retriever", tiny_retriever, "--tokenizer",
+            tiny_models / "tiny-llama", "--max_tokens", "8", "--context_window", "16384",
+            "--cache", tmp_path / "answers.sqlite", "--retrieval_cache", tmp_path / "retrieval",
+            "--max_retries", "0", "--request_timeout", "2"]
+    elif case == "predict --endpoint dead":
+        main, argv = predict_cmd.main, ["--model_path", fake_model_run, "--task", "nlu", "--data",
+                                        embedded_build, "--limit", "1", "--endpoint", dead,
+                                        "--out", tmp_path / "p.jsonl"]
+    else:
+        folder = tmp_path / "built"
+        shutil.copytree(embedded_build, folder)
+        next(folder.rglob("*.parquet")).write_bytes(b"tampered")
+        main, argv = push_cmd.main, ["--folder", folder, "--repo", "org/x"]
+    outcome = run_case(f"{case} (key in the environment)", main, argv, capsys,
+                       secrets=[SENTINEL_KEY, SENTINEL_TOKEN], written=[tmp_path])
+    assert outcome.kind == "clear", outcome
+
+
+# --- issue 26, the sweep's classes: a token inside a binary file, in every upload ----------------
+SWEEP_TOKEN = "hf_sweepBinaryToken0123456789abcdefABCDEF"
+
+
+def _safetensors_with_token(path: Path) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.zeros(2)}, path, metadata={"format": "pt", "note": SWEEP_TOKEN})
+
+
+@pytest.mark.parametrize("command", ["push", "publish", "space", "leaderboard"])
+def test_every_upload_refuses_a_token_inside_a_binary_file(command, embedded_release, tmp_path,
+                                                           capsys, monkeypatch):
+    """Binary files are scanned as text ones (before: publish uploaded a token held in
+    model.safetensors metadata). Nothing reaches the Hub: the scan comes first."""
+    from meditod_hub.commands import leaderboard, space
+
+    monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    if command == "push":  # the token in a dialogue, so inside the compressed Parquet files
+        release = tmp_path / "release"
+        shutil.copytree(embedded_release, release)
+        edit_dialogs(release, lambda d: d[next(iter(d))].update(notes=f"token {SWEEP_TOKEN}"))
+        assert run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m")]) == 0
+        capsys.readouterr()
+        main, argv, named = push_cmd.main, ["--folder", tmp_path / "m", "--repo", "org/x"], "parquet"
+    elif command == "publish":
+        run = evaluated_run(tmp_path / "run")
+        _safetensors_with_token(run / "adapter_model.safetensors")
+        main, argv, named = publish_cmd.main, ["--run", run, "--repo", "org/x", "--dry_run"], \
+            "adapter_model.safetensors"
+    elif command == "space":
+        run = write_run(tmp_path / "whole", adapter=False)
+        (run / "config.json").write_text('{"model_type": "llama"}')
+        _safetensors_with_token(run / "model.safetensors")
+        main, argv, named = space.main, ["--repo", "org/x", "--nlu", run, "--pol", run,
+                                         "--nlg", run, "--dry_run"], "model.safetensors"
+    else:  # the leaderboard uploads the kit's files and its settings: the token in a flag
+        main, argv, named = leaderboard.main, ["--repo", "org/board", "--dataset", "org/data",
+                                               "--models", f"org/{SWEEP_TOKEN}", "--dry_run"], \
+            "leaderboard"
+    outcome = run_case(f"{command}: a token inside a binary file", main, argv, capsys,
+                       secrets=[SWEEP_TOKEN])
+    expect(outcome, "contains a Hugging Face token", code=1)
+    assert named in outcome.err, outcome.err

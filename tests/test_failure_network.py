@@ -1,0 +1,174 @@
+"""Deadlines: every command that talks to an endpoint or the Hub, at a server that accepts and
+never answers, ends with one line at its timeout, never a hang.
+
+Part of the failure sweep (tests/test_failure_*.py): each case must end in a clear error
+(non-zero exit, a one-line `error:` that is not an "unexpected" failure), never a traceback,
+a silent success, a lost file or a secret in the output; helpers.py keeps the sweep table.
+Offline, CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from helpers import (
+    classify,
+    evaluated_run,
+    meditod,
+    offline_env,
+    record,
+    run_case,
+    served_runs,
+    write_run,
+)
+
+from meditod_hub.commands import predict as predict_cmd
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+# --- issue 26, the sweep's classes: dead servers -------------------------------------------------
+# Every command that takes an endpoint or talks to the Hub, at a socket that accepts connections
+# and never answers a byte, with a short --timeout: a one-line error within a minute, never a hang.
+DEAD_DEADLINE_S = 90
+
+
+def _dead_in_process(case, url, ctx):
+    from meditod_hub.commands import chat, eval_cascade, fewshot
+
+    fewshot_argv = ["--model", "stub", "--task", "nlu", "--data", ctx.build, "--shots", "1",
+                    "--limit", "1", "--out", ctx.tmp / "fewshot", "--retriever", ctx.retriever,
+                    "--tokenizer", ctx.tokenizer, "--max_tokens", "8", "--context_window",
+                    "16384", "--cache", ctx.tmp / "answers.sqlite", "--retrieval_cache",
+                    ctx.tmp / "retrieval", "--max_retries", "0"]
+    served = served_runs(ctx.tmp / "served")
+    return {
+        "predict --endpoint": (predict_cmd.main, ["--model_path", ctx.model_run, "--task", "nlu", "--data",
+                                                  ctx.build, "--limit", "1", "--endpoint", f"{url}/v1",
+                                                  "--timeout", "2", "--out", ctx.tmp / "p.jsonl"]),
+        "fewshot --endpoint": (fewshot.main, [*fewshot_argv, "--endpoint", f"{url}/v1",
+                                              "--timeout", "2", "--request_timeout", "1"]),
+        "chat --endpoint": (chat.main, [*served, "--endpoint", f"{url}/v1", "--timeout", "2"]),
+        "eval-cascade --endpoint": (eval_cascade.main, [
+            *served, "--endpoint", f"{url}/v1", "--timeout", "2", "--data", ctx.build,
+            "--split", "train", "--limit", "1", "--out", ctx.tmp / "cascade"]),
+    }[case]
+
+
+@pytest.mark.parametrize("case", ["predict --endpoint", "fewshot --endpoint", "chat --endpoint",
+                                  "eval-cascade --endpoint"])
+def test_every_endpoint_flag_at_a_server_that_never_answers_stops_at_its_timeout(
+        case, embedded_build, fake_model_run, tiny_models, tiny_retriever, tmp_path, capsys,
+        monkeypatch):
+    import io
+
+    from hub_server import silent_endpoint
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("I have a cough.\n"))
+    ctx = SimpleNamespace(tmp=tmp_path, build=embedded_build, model_run=fake_model_run,
+                          retriever=tiny_retriever, tokenizer=tiny_models / "tiny-llama")
+    with silent_endpoint() as url:
+        main, argv = _dead_in_process(case, url, ctx)
+        outcome = run_case(f"{case}: a server that never answers", main, argv, capsys,
+                           deadline=DEAD_DEADLINE_S)
+    assert outcome.kind == "clear", (outcome.kind, outcome.err[-1500:])
+    assert "timeout" in outcome.err or "did not answer" in outcome.err, outcome.err
+
+
+HUB_COMMANDS = ["push", "publish", "space", "leaderboard", "results --hub_dataset",
+                "predict a Hub model", "chat with Hub models", "evaluate --judge_url"]
+
+
+@pytest.mark.parametrize("case", HUB_COMMANDS)
+def test_every_hub_command_at_a_hub_that_never_answers_stops_at_its_timeout(
+        case, embedded_build, tmp_path):
+    """HF_ENDPOINT is read when huggingface_hub is imported: each case is a `meditod` process."""
+    from hub_server import silent_endpoint
+
+    run = evaluated_run(tmp_path / "run")
+    whole = write_run(tmp_path / "whole", adapter=False)  # a full model, as a Space serves one
+    (whole / "model.safetensors").write_bytes(b"x")
+    (whole / "config.json").write_text('{"model_type": "llama"}')
+    argv = {
+        "push": ["push", "--folder", embedded_build, "--repo", "org/x"],
+        "publish": ["publish", "--run", run, "--repo", "org/x"],
+        "space": ["space", "--repo", "org/x-space", "--nlu", whole, "--pol", whole, "--nlg",
+                  whole],
+        "leaderboard": ["leaderboard", "--repo", "org/board", "--dataset", "org/data"],
+        "results --hub_dataset": ["results", "--hub_dataset", "org/data", "--out",
+                                  tmp_path / "results"],
+        "predict a Hub model": ["predict", "--model_path", "org/model", "--task", "nlu",
+                                "--data", embedded_build, "--limit", "1", "--out",
+                                tmp_path / "p.jsonl"],
+        "chat with Hub models": ["chat", "--nlu", "org/a", "--pol", "org/b", "--nlg", "org/c"],
+        "evaluate --judge_url": ["evaluate", "--task", "nlu", "--data", embedded_build,
+                                 "--predictions", _judged_predictions(embedded_build, tmp_path),
+                                 "--out", tmp_path / "r.json", "--judge", "llm", "--judge_model",
+                                 "m", "--judge_url", "{url}/v1"],
+    }[case]
+    flag = "--judge_timeout" if case == "evaluate --judge_url" else "--timeout"
+    with silent_endpoint() as url:
+        argv = [str(a).format(url=url) for a in argv] + [flag, "2"]
+        env = {**offline_env(tmp_path), "HF_ENDPOINT": url, "HF_TOKEN": "hf_sweep_token_0123456789"}
+        try:
+            done = meditod(env, *argv, timeout=DEAD_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            record(f"{case}: a Hub that never answers", "hangs")
+            raise
+    kind = classify(done.returncode, done.stdout, done.stderr, False, False)
+    record(f"{case}: a Hub that never answers", kind)
+    assert kind == "clear", (done.returncode, done.stderr[-1500:])
+    assert flag in done.stderr or "did not answer" in done.stderr, done.stderr
+
+
+def _judged_predictions(build: Path, tmp_path: Path) -> Path:
+    """NLU predictions whose every value differs from the gold one: the judge is asked."""
+    from meditod_hub.data.dataset import load_split
+
+    path = tmp_path / "judged.jsonl"
+    path.write_text("".join(json.dumps({"id": r["id"], "prediction": json.loads(json.dumps(
+        r["nlu"]).replace('"value": "', '"value": "x')), "raw": "", "parse_ok": True}) + "\n"
+        for r in load_split(build, "nlu", "test")))
+    return path
+
+
+def test_the_app_at_a_server_that_never_answers_ends_the_turn_at_its_timeout(tmp_path):
+    """(before: a turn at MEDITOD_ENDPOINT waited an hour, the endpoint's own default)"""
+    from hub_server import silent_endpoint
+
+    from meditod_hub.apps import webapp
+
+    flags = served_runs(tmp_path / "runs")
+    environ = {f"MEDITOD_{t.upper()}": flags[i * 2 + 1] for i, t in enumerate(("nlu", "pol", "nlg"))}
+    assert webapp.settings({**environ, "MEDITOD_TIMEOUT": "2"}, tmp_path).specs[0] \
+        .endpoint_options["timeout"] == 2
+    with silent_endpoint() as url:
+        settings = webapp.settings({**environ, "MEDITOD_ENDPOINT": f"{url}/v1",
+                                    "MEDITOD_TIMEOUT": "2"}, tmp_path)
+        start = time.monotonic()
+        outcome: dict = {}
+
+        def turn():
+            try:
+                assistant = webapp.Assistant.load(*settings.specs)
+                outcome["status"] = webapp.respond(assistant, None, "I cough.",
+                                                   webapp.opening_history(), None, False)[-1]
+            except Exception as exc:  # noqa: BLE001 - a one-line failure is what is expected
+                outcome["error"] = str(exc)
+        import threading
+
+        worker = threading.Thread(target=turn, daemon=True)
+        worker.start()
+        worker.join(DEAD_DEADLINE_S)
+    seconds = time.monotonic() - start
+    kind = "hangs" if worker.is_alive() else "clear" if "2 s" in str(outcome) else "silent"
+    record("app: MEDITOD_ENDPOINT at a server that never answers", kind)
+    assert kind == "clear", (seconds, outcome)
+    with pytest.raises(webapp.UsageError, match="MEDITOD_TIMEOUT=0: give the seconds"):
+        webapp.settings({**environ, "MEDITOD_TIMEOUT": "0"}, tmp_path)

@@ -1,0 +1,134 @@
+"""`meditod predict` and `meditod evaluate`: bad inputs, outputs they must not write over.
+
+Part of the failure sweep (tests/test_failure_*.py): each case must end in a clear error
+(non-zero exit, a one-line `error:` that is not an "unexpected" failure), never a traceback,
+a silent success, a lost file or a secret in the output; helpers.py keeps the sweep table.
+Offline, CPU.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import (
+    eval_args,
+    expect,
+    run_case,
+)
+
+from meditod_hub.commands import evaluate as evaluate_cmd
+from meditod_hub.commands import predict as predict_cmd
+from meditod_hub.errors import run_main
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+# --- evaluate ----------------------------------------------------------------------------------
+
+def test_evaluate_never_writes_over_its_input(embedded_build, predictions, capsys):
+    outcome = run_case("evaluate: --out is the predictions file", evaluate_cmd.main,
+                       eval_args(embedded_build, predictions, predictions), capsys, protect=[predictions])
+    expect(outcome, "is also an input of this command", code=2)
+    assert not predictions.with_suffix(".md").exists()
+
+
+def test_two_evaluations_in_one_folder_keep_their_own_side_files(embedded_build, predictions,
+                                                                 tmp_path):
+    for name in ("nlu-test", "nlu-again"):
+        out = tmp_path / f"{name}.json"
+        assert run_main(evaluate_cmd.main, eval_args(embedded_build, predictions, out)) == 0
+    for name in ("nlu-test", "nlu-again"):
+        assert (tmp_path / f"{name}.md").read_text().startswith("# MediTOD NLU results (test)")
+        assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("case", ["predictions is a folder", "out is a file", "predictions not UTF-8",
+                                  "parse_ok is a string", "misspelled local data", "unknown split",
+                                  "missing embedding judge model", "llm judge without url"])
+def test_evaluate_bad_input(case, embedded_build, predictions, tmp_path, capsys):
+    argv = eval_args(embedded_build, predictions, tmp_path / "results.json")
+    phrase = {
+        "predictions is a folder": "is a folder: give the predictions .jsonl file",
+        "out is a file": "is a file, not a folder",  # --out is a folder, as Make's OUT
+        "predictions not UTF-8": "not UTF-8 text",
+        "parse_ok is a string": "line 1: `parse_ok` must be true or false",
+        "misspelled local data": "no such folder: meditd",
+        "unknown split": "has no 'nlu' 'tset' split (splits: train, validation, test, test_ood)",
+        "missing embedding judge model": "embedding judge",
+        "llm judge without url": "--judge_url",
+    }[case]
+    if case == "predictions is a folder":
+        argv[7] = str(tmp_path)
+    elif case == "out is a file":
+        (tmp_path / "notes.txt").write_text("mine\n")
+        argv[9] = str(tmp_path / "notes.txt")
+    elif case == "predictions not UTF-8":
+        predictions.write_bytes(b"\xff\xfe garbage\n")
+    elif case == "parse_ok is a string":
+        lines = predictions.read_text().splitlines()
+        lines[0] = lines[0].replace('"parse_ok": true', '"parse_ok": "false"')
+        predictions.write_text("\n".join(lines) + "\n")
+    elif case == "misspelled local data":
+        argv[3] = "meditd"
+    elif case == "unknown split":
+        argv[5] = "tset"
+    elif case == "missing embedding judge model":
+        argv += ["--judge", "embedding", "--judge_model", str(tmp_path / "no-model")]
+    elif case == "llm judge without url":
+        argv += ["--judge", "llm"]
+    outcome = run_case(f"evaluate: {case}", evaluate_cmd.main, argv, capsys, protect=[predictions])
+    expect(outcome, phrase)
+    assert not (tmp_path / "results.json").exists()
+
+
+# --- predict -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["model path missing", "checkpoints folder", "not a model folder",
+                                  "model path is a file", "wrong family", "unknown split",
+                                  "trained for another task", "upstream for nlu",
+                                  "out is a file", "model without run_info or family",
+                                  "hub model unreachable"])
+def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, monkeypatch):
+    argv = ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
+            "--split", "test", "--out", tmp_path / "p.jsonl"]
+    phrase, code = {
+        "model path missing": (f"no such folder: {tmp_path / 'nope'}", 2),
+        "checkpoints folder": ("holds trainer checkpoints: give the run folder", 2),
+        "not a model folder": ("is not a model folder", 2),
+        "model path is a file": ("is a file", 2),
+        "wrong family": ("invalid choice", 2),
+        "unknown split": ("has no 'nlu' 'tset' split", 1),
+        "trained for another task": ("was trained for nlu, not pol", 2),
+        "upstream for nlu": ("--upstream needs --task pol", 2),
+        "out is a file": ("is a file, not a folder", 2),
+        "model without run_info or family": ("has no run_info.json: pass --family", 2),
+        "hub model unreachable": ("cannot download org/some-model", 1),
+    }[case]
+    if case == "model path missing":
+        argv[1] = tmp_path / "nope"
+    elif case == "checkpoints folder":
+        argv[1] = run_folder / "checkpoints"
+    elif case == "not a model folder":
+        argv[1] = tmp_path
+    elif case == "model path is a file":
+        argv[1] = run_folder / "run_info.json"
+    elif case == "wrong family":
+        argv += ["--family", "gpt2"]
+    elif case == "unknown split":
+        argv[7] = "tset"
+    elif case == "trained for another task":
+        argv[3] = "pol"
+    elif case == "upstream for nlu":
+        argv += ["--upstream", tmp_path / "up.jsonl"]
+        (tmp_path / "up.jsonl").write_text("")
+    elif case == "out is a file":
+        (tmp_path / "notes.txt").write_text("mine\n")
+        argv[9] = tmp_path / "notes.txt"
+    elif case == "model without run_info or family":
+        (run_folder / "run_info.json").unlink()
+    elif case == "hub model unreachable":  # the Hub is never reached in tests
+        monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+        argv[1] = "org/some-model"
+    outcome = run_case(f"predict: {case}", predict_cmd.main, argv, capsys, protect=[run_folder])
+    expect(outcome, phrase, code=code)
