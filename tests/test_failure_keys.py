@@ -8,6 +8,7 @@ Offline, CPU.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -113,3 +114,76 @@ def test_every_upload_refuses_a_token_inside_a_binary_file(command, embedded_rel
                        secrets=[SWEEP_TOKEN])
     expect(outcome, "contains a Hugging Face token", code=1)
     assert named in outcome.err, outcome.err
+
+
+# --- issue 36, the battery's keys: every key shape, every file an upload carries, every upload ----
+# (kind of key, how it is written in the file); the message names the file, never the key
+ESCAPED = "hf_sweepEscapedToken0123456789abcdefAB"
+KEYS = {
+    "an OpenAI key": ("sk-proj-sweep0123456789abcdefSECRET", "sk-proj-sweep0123456789abcdefSECRET"),
+    "an hf_ token in \\u escapes": (ESCAPED, "".join(f"\\u{ord(c):04x}" for c in ESCAPED[:3])
+                                    + ESCAPED[3:]),
+    "an AWS access key": ("AKIASWEEP0123456789A", "AKIASWEEP0123456789A"),
+    "the value of a key variable": ("plain-sweep-secret-4242", "plain-sweep-secret-4242"),
+}
+KEY_VARIABLE = "SWEEP_SERVICE_API_KEY"  # holds the last case's value, as a user's key would
+
+
+def _plant(path: Path, written: str) -> None:
+    """`written` inside `path`, as the file's own format holds a string."""
+    if path.suffix == ".safetensors":  # the header written by hand, so escapes stay escapes
+        header = ('{"__metadata__": {"format": "pt", "note": "' + written + '"}, '
+                  '"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}').encode()
+        path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
+    elif path.suffix == ".json":  # as written, so escapes stay escapes
+        data = json.loads(path.read_text()) if path.exists() else {}
+        path.write_text(json.dumps({**data, "note": "KEY"}).replace('"KEY"', f'"{written}"'))
+    elif path.suffix == ".yaml":
+        path.write_text((path.read_text() if path.exists() else "") + f'note: "{written}"\n')
+    else:
+        path.write_text(f"{{# {written} #}}{{{{ messages }}}}\n")
+
+
+# (command, file the key is planted in)
+KEY_PLACES = [("publish", "adapter_model.safetensors"), ("publish", "adapter_config.json"),
+              ("publish", "run_info.json"), ("publish", "recipe.yaml"),
+              ("publish", "chat_template.jinja"), ("publish", "eval/test/results.json"),
+              ("space", "model.safetensors"), ("space", "config.json"),
+              ("space", "chat_template.jinja"), ("push", "dataset description")]
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("command,place", KEY_PLACES)
+def test_no_key_of_any_kind_is_uploaded(command, place, key, embedded_release, tmp_path, capsys,
+                                        monkeypatch):
+    """Before: only hf_ tokens were looked for, unescaped; an OpenAI or AWS key, an escaped
+    token or a key variable's value in any of these files went to the Hub."""
+    from meditod_hub.commands import space
+
+    secret, written = KEYS[key]
+    monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
+    monkeypatch.setenv(KEY_VARIABLE, KEYS["the value of a key variable"][0])
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    if command == "push":
+        release = tmp_path / "release"
+        shutil.copytree(embedded_release, release)
+        (release / "release.json").write_text(json.dumps({"description": f"notes {secret}"}))
+        if "escapes" in key:  # the JSON file itself holds the escapes
+            (release / "release.json").write_text('{"description": "notes ' + written + '"}')
+        assert run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m")]) == 0
+        capsys.readouterr()
+        main, argv, named = push_cmd.main, ["--folder", tmp_path / "m", "--repo", "org/x"], "README.md"
+    elif command == "publish":
+        run = evaluated_run(tmp_path / "run")
+        _plant(run / place, written)
+        main, argv, named = publish_cmd.main, ["--run", run, "--repo", "org/x", "--dry_run"], place
+    else:
+        run = write_run(tmp_path / "whole", adapter=False)
+        (run / "config.json").write_text('{"model_type": "llama"}')
+        (run / "model.safetensors").write_bytes(b"x")
+        _plant(run / place, written)
+        main, argv, named = space.main, ["--repo", "org/x", "--nlu", run, "--pol", run,
+                                         "--nlg", run, "--dry_run"], place
+    outcome = run_case(f"{command}: {key} in {place}", main, argv, capsys, secrets=[secret])
+    expect(outcome, "refusing", code=1)
+    assert named.split("/")[-1] in outcome.err, outcome.err
