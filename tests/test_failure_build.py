@@ -457,3 +457,30 @@ def test_the_authors_dialogues_at_any_key_never_build_as_synthetic(base, place, 
         else "data lost or exposed"
     record(f"build: the authors' sample in {base}'s {place}", kind)
     assert kind == "clear", manifest
+
+
+# --- issue 36, the battery's licences: a licence no reader can see declares nothing --------------
+BLANK_LICENCES = {"zero-width space": "\u200b", "no-break space": "\u00a0",
+                  "word joiner and zero-width joiner": "\u2060\u200d", "byte order mark": "\ufeff",
+                  "tab and newline": "\t\n", "right-to-left mark": "\u200f"}
+
+
+@pytest.mark.parametrize("how", ["release.json", "--license"])
+@pytest.mark.parametrize("blank", BLANK_LICENCES)
+def test_a_blank_looking_licence_declares_nothing(blank, how, sample_release, tmp_path, capsys):
+    """Before: release.json's {"license": "\\u200b"} built the authors' dialogues as the user's
+    own, ungated, and the push made them public."""
+    release, extra = tmp_path / "release", []
+    shutil.copytree(sample_release, release)
+    if how == "release.json":
+        (release / "release.json").write_text(json.dumps({"license": BLANK_LICENCES[blank]}))
+    else:
+        extra = [f"--license={BLANK_LICENCES[blank]}"]
+    code = run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m"), *extra])
+    capsys.readouterr()
+    manifest = B.verify_manifest(tmp_path / "m") if code == 0 else {"licence": "meditod",
+                                                                      "gated": True}
+    kind = "clear" if (manifest["licence"], manifest["gated"]) == ("meditod", True) \
+        else "data lost or exposed"
+    record(f"build: the authors' dialogues under a {blank} licence ({how})", kind)
+    assert kind == "clear", manifest

@@ -9,6 +9,7 @@ Offline, CPU.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -20,11 +21,14 @@ from helpers import (
     meditod,
     record,
     run_case,
+    write_release,
     write_run,
 )
 
+from meditod_hub.commands import build as build_cmd
 from meditod_hub.commands import publish as publish_cmd
 from meditod_hub.commands import push as push_cmd
+from meditod_hub.errors import run_main
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -117,3 +121,50 @@ def test_a_space_owners_edits_and_another_commands_space_are_refused_until_take_
     assert hub_server.files("space", "org/assistant")["app.py"] != b"# the owner's app\n"
     again = meditod(env, "space", "--repo", "org/assistant", *ids)  # its own files, unedited
     assert again.returncode == 0, again.stderr[-2000:]
+
+
+# --- issue 36, the battery's licences: a push proves the licence again from the data -------------
+def _claim(folder: Path, **claims) -> None:
+    """Edit a build's manifest and card together, as a user could, so that they agree."""
+    from huggingface_hub import DatasetCard
+
+    from meditod_hub.data.build import file_sha256
+
+    card = DatasetCard.load(folder / "README.md")
+    synthetic = claims["licence"] == "synthetic"
+    card.data.tags = [*(card.data.tags or []), "synthetic"] if synthetic else card.data.tags
+    for key in [k for k in card.data.to_dict() if k.startswith("extra_gated_")]:
+        card.data.pop(key)
+    card.save(folder / "README.md")
+    manifest = json.loads((folder / "build_manifest.json").read_text())
+    manifest.update(synthetic=synthetic, gated=False, **claims)
+    manifest["files"]["README.md"] = file_sha256(folder / "README.md")
+    (folder / "build_manifest.json").write_text(json.dumps(manifest))
+
+
+EDITED_CLAIMS = {
+    "the embedded sample": {"licence": "synthetic", "provenance": {"kind": "embedded-sample"}},
+    "a generated corpus": {"licence": "synthetic", "provenance": {"kind": "synthetic-corpus"},
+                           "generator": {"name": "meditod_hub.data.synthetic", "seed": 3,
+                                         "dialogues": 4}},
+    "a corpus with no record": {"licence": "synthetic",
+                                "provenance": {"kind": "synthetic-corpus"}},
+    "own, licence invisible": {"licence": "own", "license": "\u200b"},
+}
+
+
+@pytest.mark.parametrize("claim", EDITED_CLAIMS)
+def test_a_push_never_trusts_an_edited_manifest_and_card(claim, tmp_path, capsys, monkeypatch):
+    """Before: a build of licence-restricted dialogues whose manifest and card were edited
+    together to say synthetic pushed ungated and public. The push rebuilds the source a synthetic
+    claim names and compares the data; nothing reaches the Hub before."""
+    monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    release = write_release(tmp_path / "release")
+    assert run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m")]) == 0
+    _claim(tmp_path / "m", **EDITED_CLAIMS[claim])
+    capsys.readouterr()
+    outcome = run_case(f"push: an edited manifest and card claiming {claim}", push_cmd.main,
+                       ["--folder", tmp_path / "m", "--repo", "org/x", "--public"], capsys)
+    expect(outcome, "build_manifest.json", code=1)
+    assert "synthetic" in outcome.err or "visible licence" in outcome.err, outcome.err

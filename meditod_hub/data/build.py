@@ -27,11 +27,13 @@ from __future__ import annotations
 import fcntl
 import gc
 import hashlib
+import io
 import json
 import os
 import shutil
 import sys
-from contextlib import contextmanager
+import tempfile
+from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +41,14 @@ from meditod_hub.data import provenance
 from meditod_hub.data.card import render_dataset_card
 from meditod_hub.data.dataset import MANIFEST
 from meditod_hub.data.licence import KINDS as LICENCE_KINDS
-from meditod_hub.data.licence import OWN, SAMPLE_FINGERPRINT, Licence, licence_of
+from meditod_hub.data.licence import (
+    OWN,
+    SAMPLE_FINGERPRINT,
+    SYNTHETIC,
+    Licence,
+    declared_licence,
+    licence_of,
+)
 from meditod_hub.data.provenance import Provenance
 from meditod_hub.data.release import DIALOGS_FILE, Release, read_release
 from meditod_hub.data.tasks import CONFIGS, FEATURES, dialogue_views
@@ -356,6 +365,9 @@ def write_manifest(folder: Path, release: Release, licence: Licence, content: st
                 "licence_reason": licence.reason, "license": licence.license,
                 "synthetic": licence.synthetic, "gated": licence.gated,
                 "release_fingerprint": release.fingerprint, "content_fingerprint": content,
+                # what `reprove_licence` regenerates a synthetic corpus from at push time
+                "generator": release.metadata.get("generator")
+                if origin.kind == provenance.SYNTHETIC_CORPUS else None,
                 "files": {name: file_sha256(folder / name) for name in folder_files(folder)}}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
@@ -402,6 +414,54 @@ def verify_manifest(folder: Path) -> dict:
             raise ManifestError(f"{folder}: {len(names)} file(s) {problem} ({name_ids(names, 5)}): "
                                 "rebuild the folder with `meditod build`")
     return manifest
+
+
+EMBEDDED_SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
+DESCRIBED_FILES = ("README.md",)  # the card: checked against the manifest by the push itself
+
+
+def reprove_licence(folder: Path, manifest: dict) -> None:
+    """Prove again, from the data, the licence a build's manifest claims before a push trusts it
+    (a manifest and its card are files anyone can edit together): synthetic only when a fresh
+    build of the proven source (the embedded sample, or the corpus regenerated from its recorded
+    seed) holds the very same data files; the user's own only under a licence one can see."""
+    kind, path = manifest["licence"], folder / MANIFEST
+    if kind == OWN and not declared_licence(manifest.get("license")):
+        raise ManifestError(f"{path} says the dialogues are your own but declares no visible "
+                            "licence: rebuild with `meditod build --license ID`")
+    if kind != SYNTHETIC:
+        return
+    with tempfile.TemporaryDirectory(prefix="meditod-reprove-") as tmp:
+        source = _proven_source(path, manifest, Path(tmp))
+        with redirect_stderr(io.StringIO()):
+            rebuilt = build(BuildArguments(source=source, out=Path(tmp) / "rebuilt")).manifest
+    ours = {n: d for n, d in manifest["files"].items() if n not in DESCRIBED_FILES}
+    theirs = {n: d for n, d in rebuilt["files"].items() if n not in DESCRIBED_FILES}
+    if rebuilt["licence"] != SYNTHETIC or ours != theirs:
+        raise ManifestError(f"{path} says the data is synthetic, but its data files are not what "
+                            f"{source.name} builds: rebuild the folder with `meditod build` (a "
+                            "manifest is never proof)")
+
+
+def _proven_source(path: Path, manifest: dict, tmp: Path) -> Path:
+    """The release a synthetic build's manifest says it was built from, made again."""
+    origin = manifest.get("provenance")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if kind == provenance.EMBEDDED_SAMPLE:
+        return EMBEDDED_SAMPLE
+    record = manifest.get("generator")
+    if kind == provenance.SYNTHETIC_CORPUS and isinstance(record, dict) \
+            and type(record.get("seed")) is int and type(record.get("dialogues")) is int:
+        from meditod_hub.data import synthetic
+
+        try:
+            return synthetic.generate_release(
+                tmp / "release", record["seed"], record["dialogues"],
+                record.get("style", synthetic.DEFAULT_STYLE))
+        except (ValueError, TypeError):
+            pass
+    raise ManifestError(f"{path} says the data is synthetic but names no source this kit can "
+                        "rebuild to prove it: rebuild the folder with this kit's `meditod build`")
 
 
 def _check_out(out: Path, sources: list[Path]) -> bool:

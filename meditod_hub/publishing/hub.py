@@ -7,11 +7,13 @@ deadline per command, failures as one line).
 A push uploads exactly the files the folder's build manifest lists (hashes verified first), in
 one commit, and deletes only the files an earlier build of this kit put in the repo (its
 manifest says which); a repo holding anything else is refused. The gating comes from the licence
-the build proved and recorded in the manifest (`licence.py`), never from the card alone or from
-release.json: MediTOD data goes out gated (manual approval: dataset Settings -> gated access ->
-review requests); proven-synthetic data and the user's own declared dialogues ungated; all of it
-private unless --public. The push prints the gating it chose and why. Token, deadline and
-errors are `meditod_hub.hubclient`'s, shared with model publishing and the portal.
+the build proved and recorded in the manifest (`licence.py`), proved again from the data before
+the push (`build.reprove_licence`: a manifest and card edited together prove nothing), never from
+the card alone or from release.json: MediTOD data goes out gated (manual approval: dataset
+Settings -> gated access -> review requests); proven-synthetic data and the user's own declared
+dialogues ungated; all of it private unless --public. The push prints the gating it chose and
+why. Token, deadline and errors are `meditod_hub.hubclient`'s, shared with model publishing and
+the portal.
 """
 
 from __future__ import annotations
@@ -277,7 +279,7 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
     A new repo is private unless `public`; an existing repo keeps its visibility, and a public one
     only takes licence-restricted data with `public`.
     """
-    from meditod_hub.data.build import verify_manifest
+    from meditod_hub.data.build import reprove_licence, verify_manifest
     from meditod_hub.data.dataset import MANIFEST
 
     timeout = check_timeout(timeout)
@@ -287,6 +289,7 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
     from meditod_hub.data.licence import MEDITOD, SYNTHETIC
 
     manifest = verify_manifest(folder)
+    reprove_licence(folder, manifest)
     kind, synthetic, gated = manifest["licence"], manifest["synthetic"], manifest["gated"]
     if _card_kind(folder) != (synthetic, gated) or (synthetic, gated) != (kind == SYNTHETIC,
                                                                          kind == MEDITOD):
