@@ -80,29 +80,33 @@ def card_data(content: bytes) -> dict:
     return DatasetCard(content.decode()).data.to_dict()
 
 
-def write_manifest(folder: Path, synthetic: bool) -> None:
-    """What `meditod build` writes last: every file's hash, and what the data is."""
+def write_manifest(folder: Path, ungated: bool) -> None:
+    """What `meditod build` writes last: every file's hash, and what the data is. An ungated
+    tiny build is the user's own, declared under a licence: a push proves a synthetic claim
+    again by rebuilding its source, which these hand-made Parquet files are not."""
     files = {name: file_sha256(folder / name) for name in folder_files(folder) if name != MANIFEST}
     (folder / MANIFEST).write_text(json.dumps({
-        "format": MANIFEST_FORMAT, "synthetic": synthetic, "gated": not synthetic,
-        "licence": "synthetic" if synthetic else "meditod", "licence_reason": "a test build",
-        "release_fingerprint": "test", "files": files}))
+        "format": MANIFEST_FORMAT, "synthetic": False, "gated": not ungated,
+        "licence": "own" if ungated else "meditod", "license": "cc-by-4.0" if ungated else "other",
+        "licence_reason": "a test build", "release_fingerprint": "test", "files": files}))
 
 
 @pytest.fixture
 def tiny_build(tmp_path):
-    """A minimal built folder (no MediTOD data): Parquet files, a card (synthetic or gated) and
-    the build manifest; `card_synthetic` makes the card disagree with the manifest."""
+    """A minimal built folder (no MediTOD data): Parquet files, a card (ungated: `synthetic`, the
+    user's own data, see `write_manifest`; or gated) and the build manifest; `card_synthetic`
+    makes the card disagree with the manifest."""
     def build(synthetic: bool, splits=("train",), gated: bool | None = None,
               card_synthetic: bool | None = None):
         gated = not synthetic if gated is None else gated
-        card_synthetic = synthetic if card_synthetic is None else card_synthetic
+        card_synthetic = False if card_synthetic is None else card_synthetic
         folder = tmp_path / ("synthetic" if synthetic else "real") / "meditod"
         shutil.rmtree(folder, ignore_errors=True)
         for split in splits:
             parquet = folder / "nlu" / f"{split}-00000-of-00001.parquet"
             Dataset.from_dict({"x": [1, 2]}).to_parquet(parquet)
-        data = DatasetCardData(tags=["synthetic"] if card_synthetic else ["medical"], configs=[
+        tags = ["synthetic"] if card_synthetic else ["own"] if synthetic else ["medical"]
+        data = DatasetCardData(tags=tags, configs=[
             {"config_name": "nlu", "data_files": [{"split": "train", "path": "nlu/train-*.parquet"}]}],
             **(GATING if gated else {}))
         DatasetCard(f"---\n{data.to_yaml()}\n---\n# Tiny test build\n").save(folder / "README.md")
@@ -156,7 +160,7 @@ def test_real_data_is_refused_into_an_existing_public_repo(hub_server, tiny_buil
     env = hub_server.client_env(tmp_path)
     assert push(env, tiny_build(synthetic=True), "org/shared", "--public").returncode == 0
     expect_one_line_error(push(env, tiny_build(synthetic=False), "org/shared"), "--public")
-    assert card_data(hub_server.files("dataset", "org/shared")["README.md"])["tags"] == ["synthetic"]
+    assert card_data(hub_server.files("dataset", "org/shared")["README.md"])["tags"] == ["own"]
 
 
 def test_real_build_without_gating_fields_is_refused_offline(hub_server, tiny_build, tmp_path):
