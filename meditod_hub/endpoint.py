@@ -16,7 +16,8 @@ What this module adds on top (written here, the client has no such thing):
 * bounded concurrency (N requests in flight) over asyncio;
 * one deadline (`timeout`, what every command's `--timeout` sets) over the whole batch, retries
   and backoff included, and the first request that fails for good stops the batch (the others
-  are cancelled, not waited for);
+  are cancelled, not waited for); and a silence deadline: no answer from the server for
+  `request_timeout` seconds ends the batch too (a connection gets `CONNECT_TIMEOUT_S`);
 * an on-disk answer cache (SQLite) keyed by (endpoint URL, model, messages or prompt, decoding
   settings, and a `cache_scope` the caller may add), written as each answer arrives: an
   interrupted batch resumes where it stopped, a rerun sends nothing, and two servers that serve
@@ -49,7 +50,11 @@ from meditod_hub.errors import MeditodError, UsageError, name_ids
 
 DEFAULT_CACHE = ".cache/endpoint_answers.sqlite"
 DEFAULT_TIMEOUT_S = 3600.0  # a whole batch, retries included; answers so far stay cached
-REQUEST_TIMEOUT_S = 120.0   # one HTTP attempt (connect, read, write each)
+# One HTTP attempt's read and write deadline, and the batch's silence deadline: a batch whose
+# server sent no answer for this long ends (retries would only wait on the same silent server),
+# so a server that accepts and never answers fails within 90 s, whatever the batch's --timeout.
+REQUEST_TIMEOUT_S = 90.0
+CONNECT_TIMEOUT_S = 10.0    # opening a connection: a host that takes longer is not there
 OPENAI_HOST = "api.openai.com"
 HF_HOSTS = ("router.huggingface.co", "api-inference.huggingface.co")
 AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com")
@@ -298,6 +303,7 @@ class Endpoint:
             raise EndpointError(f"endpoint {self.base_url!r} is not a URL: give the server's base "
                                 "URL, e.g. http://127.0.0.1:8000/v1")
         self.key_variable = key_variable(self.base_url, self.api_key_env)
+        self._heard = lambda: None  # a batch in flight restarts its silence deadline here
         self._key = _api_key(self.base_url, self.key_variable,
                              self.flag("api_key_env") if self.api_key_env else None)
 
@@ -382,13 +388,26 @@ class Endpoint:
             bar.set_postfix(tokens=self.stats.prompt_tokens + self.stats.completion_tokens,
                             cost=f"${self.stats.cost_usd:.4f}", refresh=False)
 
+        loop = asyncio.get_running_loop()
+        batch_end = loop.time() + self.timeout if self.timeout else float("inf")
+
+        def next_deadline() -> float:
+            return min(batch_end, loop.time() + self.attempt_timeout)
+
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout_at(next_deadline()) as deadline:
+                self._heard = lambda: deadline.reschedule(next_deadline())
                 await self._all(one, missing)
         except TimeoutError:
             done = sum(1 for r, _ in missing if r.id in answers)
             resume = "(kept in the cache): rerun the same command to resume, or" if cache \
                 else "(not cached):"
+            if loop.time() < batch_end:
+                kept = " (kept in the cache: rerun the same command to resume)" if cache else ""
+                raise EndpointError(
+                    f"{self.host} sent no answer for {self.attempt_timeout:g} s, retries "
+                    f"included: {done} of {len(missing)} answers{kept}; check that the server "
+                    "is up and not overloaded") from None
             raise EndpointError(
                 f"{self.host}: not done within {self.flag('timeout')} {self.timeout:g} s, retries "
                 f"included: {done} of {len(missing)} answers {resume} allow a longer "
@@ -416,9 +435,15 @@ class Endpoint:
         async def count_async(request):
             count(request)
 
-        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_async]})
+        async def heard(_response):  # the server answered: the silence deadline starts again
+            self._heard()
+
+        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_async],
+                                                           "response": [heard]})
+        timeout = openai.Timeout(self.attempt_timeout,
+                                 connect=min(CONNECT_TIMEOUT_S, self.attempt_timeout))
         common = {"api_key": self._key, "max_retries": self.max_retries,
-                  "timeout": self.attempt_timeout, "http_client": http}
+                  "timeout": timeout, "http_client": http}
         if (urlsplit(self.base_url).hostname or "").endswith(AZURE_SUFFIXES):
             return openai.AsyncAzureOpenAI(
                 azure_endpoint=self.base_url,

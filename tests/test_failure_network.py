@@ -28,6 +28,7 @@ from helpers import (
     write_run,
 )
 
+from meditod_hub.commands import evaluate as evaluate_cmd
 from meditod_hub.commands import predict as predict_cmd
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -79,6 +80,58 @@ def test_every_endpoint_flag_at_a_server_that_never_answers_stops_at_its_timeout
                            deadline=DEAD_DEADLINE_S)
     assert outcome.kind == "clear", (outcome.kind, outcome.err[-1500:])
     assert "timeout" in outcome.err or "did not answer" in outcome.err, outcome.err
+
+
+# --- issue 36: the default deadlines; a silent server ends a batch at its silence deadline -----
+def _without_timeout_flags(argv: list) -> list:
+    """`argv` as a user who gives no deadline at all types it (the defaults: a 3600 s batch)."""
+    cut = [i for i, a in enumerate(argv) if str(a) in ("--timeout", "--request_timeout")]
+    return [a for i, a in enumerate(argv) if i not in cut and i - 1 not in cut]
+
+
+@pytest.mark.parametrize("case", ["predict --endpoint", "fewshot --endpoint", "chat --endpoint",
+                                  "eval-cascade --endpoint", "evaluate --judge llm"])
+def test_a_server_that_never_answers_ends_at_the_silence_deadline_by_default(
+        case, embedded_build, fake_model_run, tiny_models, tiny_retriever, tmp_path, capsys,
+        monkeypatch):
+    """Before: with no --timeout these waited 3600 s (five attempts of 120 s and the backoff,
+    again and again) on a server that accepts and never answers. Now no answer for one
+    request's deadline (REQUEST_TIMEOUT_S, 90 s; 1 s here) ends the batch, whatever the batch's
+    deadline and retries."""
+    import io
+
+    from hub_server import silent_endpoint
+
+    from meditod_hub import endpoint
+
+    monkeypatch.setattr(endpoint.Endpoint, "attempt_timeout", property(lambda self: 1.0))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("I have a cough.\n"))
+    ctx = SimpleNamespace(tmp=tmp_path, build=embedded_build, model_run=fake_model_run,
+                          retriever=tiny_retriever, tokenizer=tiny_models / "tiny-llama")
+    with silent_endpoint() as url:
+        if case == "evaluate --judge llm":
+            main, argv = evaluate_cmd.main, [
+                "--task", "nlu", "--data", embedded_build, "--predictions",
+                _judged_predictions(embedded_build, tmp_path), "--out", tmp_path / "r.json",
+                "--judge", "llm", "--judge_model", "m", "--judge_url", f"{url}/v1"]
+        else:
+            main, argv = _dead_in_process(case, url, ctx)
+        argv = _without_timeout_flags(argv)
+        outcome = run_case(f"{case}: a server that never answers, no --timeout given", main, argv,
+                           capsys, deadline=DEAD_DEADLINE_S)
+    assert outcome.kind == "clear", (outcome.kind, outcome.err[-1500:])
+    assert "sent no answer for 1 s" in outcome.err, outcome.err
+
+
+def test_every_endpoint_call_has_a_connect_and_a_read_deadline_by_default():
+    """The defaults the test above shrinks: a connection within CONNECT_TIMEOUT_S, an answer
+    within REQUEST_TIMEOUT_S, both well under the two minutes the battery allows."""
+    from meditod_hub import endpoint
+
+    ask = endpoint.Endpoint("http://127.0.0.1:9/v1", "m", cache=None)
+    client = ask._client()
+    assert client.timeout.connect == endpoint.CONNECT_TIMEOUT_S <= 30
+    assert client.timeout.read == ask.attempt_timeout == endpoint.REQUEST_TIMEOUT_S <= 120
 
 
 HUB_COMMANDS = ["push", "publish", "space", "leaderboard", "results --hub_dataset",
