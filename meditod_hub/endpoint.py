@@ -17,7 +17,7 @@ What this module adds on top (written here, the client has no such thing):
 * one deadline (`timeout`, what every command's `--timeout` sets) over the whole batch, retries
   and backoff included, and the first request that fails for good stops the batch (the others
   are cancelled, not waited for); and a silence deadline: no answer from the server for
-  `request_timeout` seconds ends the batch too (a connection gets `CONNECT_TIMEOUT_S`);
+  `SILENCE_S` seconds ends the batch too (a connection gets `CONNECT_TIMEOUT_S`);
 * an on-disk answer cache (SQLite) keyed by (endpoint URL, model, messages or prompt, decoding
   settings, and a `cache_scope` the caller may add), written as each answer arrives: an
   interrupted batch resumes where it stopped, a rerun sends nothing, and two servers that serve
@@ -50,11 +50,13 @@ from meditod_hub.errors import MeditodError, UsageError, name_ids
 
 DEFAULT_CACHE = ".cache/endpoint_answers.sqlite"
 DEFAULT_TIMEOUT_S = 3600.0  # a whole batch, retries included; answers so far stay cached
-# One HTTP attempt's read and write deadline, and the batch's silence deadline: a batch whose
-# server sent no answer for this long ends (retries would only wait on the same silent server),
-# so a server that accepts and never answers fails within 90 s, whatever the batch's --timeout.
-REQUEST_TIMEOUT_S = 90.0
+REQUEST_TIMEOUT_S = 90.0    # one HTTP attempt's read and write deadline
 CONNECT_TIMEOUT_S = 10.0    # opening a connection: a host that takes longer is not there
+# The batch's silence deadline (at least one attempt's): a batch whose server sent no answer for
+# this long ends, whatever its --timeout (retries would wait on the same silent server), so a
+# server that accepts and never answers fails within two minutes; longer than one attempt, so
+# a retry after one hung attempt still has its chance.
+SILENCE_S = 110.0
 OPENAI_HOST = "api.openai.com"
 HF_HOSTS = ("router.huggingface.co", "api-inference.huggingface.co")
 AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com")
@@ -391,8 +393,10 @@ class Endpoint:
         loop = asyncio.get_running_loop()
         batch_end = loop.time() + self.timeout if self.timeout else float("inf")
 
+        silence = max(SILENCE_S, self.attempt_timeout)
+
         def next_deadline() -> float:
-            return min(batch_end, loop.time() + self.attempt_timeout)
+            return min(batch_end, loop.time() + silence)
 
         try:
             async with asyncio.timeout_at(next_deadline()) as deadline:
@@ -405,7 +409,7 @@ class Endpoint:
             if loop.time() < batch_end:
                 kept = " (kept in the cache: rerun the same command to resume)" if cache else ""
                 raise EndpointError(
-                    f"{self.host} sent no answer for {self.attempt_timeout:g} s, retries "
+                    f"{self.host} sent no answer for {silence:g} s, retries "
                     f"included: {done} of {len(missing)} answers{kept}; check that the server "
                     "is up and not overloaded") from None
             raise EndpointError(

@@ -16,13 +16,23 @@ from contextvars import ContextVar
 from typing import TypeVar
 
 import httpx2
-from huggingface_hub import HfApi, constants, get_session, get_token
-from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalTokenNotFoundError
+from huggingface_hub import HfApi, constants, get_session, get_token, set_client_factory
+from huggingface_hub.errors import (
+    HfHubHTTPError,
+    HFValidationError,
+    LocalTokenNotFoundError,
+    OfflineModeIsEnabled,
+)
 from huggingface_hub.utils import validate_repo_id
+from huggingface_hub.utils._http import default_client_factory
 
 from meditod_hub.errors import MeditodError, UsageError
 
 T = TypeVar("T")
+# Every Hub request of a command (a model's download, a repo listing, a card), not only those of
+# an `http_timeout` block: huggingface_hub's shared client waits forever by default.
+HUB_CONNECT_TIMEOUT_S = 10.0
+HUB_READ_TIMEOUT_S = 60.0  # between two reads of one answer, a download's chunks included
 
 
 class HubError(MeditodError):
@@ -89,15 +99,38 @@ def require_token() -> str:
     return token
 
 
+def _client_with_deadlines() -> httpx2.Client:
+    client = default_client_factory()
+    client.event_hooks = {**client.event_hooks,
+                          "request": [*client.event_hooks["request"], _timeout_of_this_call]}
+    return client
+
+
+def bound_hub_requests() -> None:
+    """Give every huggingface_hub request of this process a connect and a read deadline (the
+    harness, a Space, the leaderboard, the portal's models: none waits forever on a silent
+    Hub); an `http_timeout` block still sets its own. `errors.run_main` calls it for every
+    command."""
+    set_client_factory(_client_with_deadlines)
+
+
 _REQUEST_TIMEOUT: ContextVar[float | None] = ContextVar("meditod_hub_request_timeout",
                                                          default=None)
 
 
 def _timeout_of_this_call(request: httpx2.Request) -> None:
-    """Request hook: the timeout of the `http_timeout` block this request was made in, if any."""
+    """Request hook: the timeout of the `http_timeout` block this request was made in, if any;
+    else the request's own, each deadline it left unset (huggingface_hub passes `timeout=None`
+    down from most `HfApi` methods) filled in with HUB_CONNECT_TIMEOUT_S / HUB_READ_TIMEOUT_S."""
     seconds = _REQUEST_TIMEOUT.get()
     if seconds is not None:
         request.extensions["timeout"] = httpx2.Timeout(seconds).as_dict()
+        return
+    given = request.extensions.get("timeout") or {}
+    request.extensions["timeout"] = {
+        phase: given.get(phase) or (HUB_CONNECT_TIMEOUT_S if phase == "connect"
+                                    else HUB_READ_TIMEOUT_S)
+        for phase in ("connect", "read", "write", "pool")}
 
 
 @contextmanager
@@ -134,6 +167,9 @@ def translate_errors(action: str) -> Iterator[None]:
                        "(down, or no network; check HF_ENDPOINT)") from None
     except httpx2.TransportError as exc:
         raise HubError(f"{action}: network error talking to {endpoint}: {type(exc).__name__}") from None
+    except OfflineModeIsEnabled:
+        raise HubError(f"{action}: HF_HUB_OFFLINE is set, so the Hub cannot be reached: unset it "
+                       "to go online") from None
     except LocalTokenNotFoundError:
         raise HubError(f"{action}: no Hugging Face token: run `hf auth login` or set HF_TOKEN") from None
     except HFValidationError as exc:

@@ -30,6 +30,7 @@ from helpers import (
 
 from meditod_hub.commands import evaluate as evaluate_cmd
 from meditod_hub.commands import predict as predict_cmd
+from meditod_hub.errors import run_main
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -96,8 +97,7 @@ def test_a_server_that_never_answers_ends_at_the_silence_deadline_by_default(
         monkeypatch):
     """Before: with no --timeout these waited 3600 s (five attempts of 120 s and the backoff,
     again and again) on a server that accepts and never answers. Now no answer for one
-    request's deadline (REQUEST_TIMEOUT_S, 90 s; 1 s here) ends the batch, whatever the batch's
-    deadline and retries."""
+    SILENCE_S (110 s; 1 s here) ends the batch, whatever the batch's deadline and retries."""
     import io
 
     from hub_server import silent_endpoint
@@ -105,6 +105,7 @@ def test_a_server_that_never_answers_ends_at_the_silence_deadline_by_default(
     from meditod_hub import endpoint
 
     monkeypatch.setattr(endpoint.Endpoint, "attempt_timeout", property(lambda self: 1.0))
+    monkeypatch.setattr(endpoint, "SILENCE_S", 1.0)
     monkeypatch.setattr(sys, "stdin", io.StringIO("I have a cough.\n"))
     ctx = SimpleNamespace(tmp=tmp_path, build=embedded_build, model_run=fake_model_run,
                           retriever=tiny_retriever, tokenizer=tiny_models / "tiny-llama")
@@ -125,13 +126,14 @@ def test_a_server_that_never_answers_ends_at_the_silence_deadline_by_default(
 
 def test_every_endpoint_call_has_a_connect_and_a_read_deadline_by_default():
     """The defaults the test above shrinks: a connection within CONNECT_TIMEOUT_S, an answer
-    within REQUEST_TIMEOUT_S, both well under the two minutes the battery allows."""
+    within REQUEST_TIMEOUT_S, silence ending a batch within the two minutes the battery allows."""
     from meditod_hub import endpoint
 
     ask = endpoint.Endpoint("http://127.0.0.1:9/v1", "m", cache=None)
     client = ask._client()
     assert client.timeout.connect == endpoint.CONNECT_TIMEOUT_S <= 30
-    assert client.timeout.read == ask.attempt_timeout == endpoint.REQUEST_TIMEOUT_S <= 120
+    assert client.timeout.read == ask.attempt_timeout == endpoint.REQUEST_TIMEOUT_S
+    assert endpoint.REQUEST_TIMEOUT_S < endpoint.SILENCE_S < 120
 
 
 HUB_COMMANDS = ["push", "publish", "space", "leaderboard", "results --hub_dataset",
@@ -225,3 +227,57 @@ def test_the_app_at_a_server_that_never_answers_ends_the_turn_at_its_timeout(tmp
     assert kind == "clear", (seconds, outcome)
     with pytest.raises(webapp.UsageError, match="MEDITOD_TIMEOUT=0: give the seconds"):
         webapp.settings({**environ, "MEDITOD_TIMEOUT": "0"}, tmp_path)
+
+
+# --- issue 36: a deadline on every Hub request, not only those of push, publish and results ------
+def test_every_command_gives_each_hub_request_a_connect_and_a_read_deadline():
+    """Before: harness, space, leaderboard and `annotate --nlu_model` read models and repos
+    through huggingface_hub's shared client, which waits forever by default."""
+    from huggingface_hub import get_session
+
+    from meditod_hub import hubclient
+
+    assert run_main(lambda argv: 0, []) == 0  # what every command runs in
+    request = get_session().build_request("GET", "http://127.0.0.1:9/api/models/org/m",
+                                          timeout=None)  # as HfApi.model_info sends it
+    assert hubclient._timeout_of_this_call in get_session().event_hooks["request"]
+    hubclient._timeout_of_this_call(request)
+    timeout = request.extensions["timeout"]
+    assert (timeout["connect"], timeout["read"]) == (hubclient.HUB_CONNECT_TIMEOUT_S,
+                                                     hubclient.HUB_READ_TIMEOUT_S)
+    assert hubclient.HUB_CONNECT_TIMEOUT_S + hubclient.HUB_READ_TIMEOUT_S <= 120
+
+
+@pytest.mark.parametrize("call", ["model_info", "list_repo_files"])
+def test_a_hub_request_at_a_hub_that_never_answers_ends_at_its_read_deadline(call, tmp_path,
+                                                                           monkeypatch):
+    """The deadline set by `bound_hub_requests` (1 s here) ends a request the Hub never answers,
+    whatever huggingface_hub method makes it."""
+    import threading
+
+    import httpx2
+    from hub_server import silent_endpoint
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    from meditod_hub import hubclient
+
+    monkeypatch.setattr(hubclient, "HUB_READ_TIMEOUT_S", 1.0)
+    hubclient.bound_hub_requests()
+    outcome: dict = {}
+    with silent_endpoint() as url:
+        api = HfApi(endpoint=url, token=False)
+        work = {"model_info": lambda: api.model_info("org/m"),
+                "list_repo_files": lambda: api.list_repo_files("org/m")}[call]
+
+        def target():
+            try:
+                work()
+            except (httpx2.TimeoutException, LocalEntryNotFoundError, HfHubHTTPError) as exc:
+                outcome["error"] = type(exc).__name__
+        worker = threading.Thread(target=target, daemon=True)
+        worker.start()
+        worker.join(DEAD_DEADLINE_S)
+    kind = "hangs" if worker.is_alive() else "clear" if "error" in outcome else "silent"
+    record(f"hub: {call} at a Hub that never answers", kind)
+    assert kind == "clear", outcome
