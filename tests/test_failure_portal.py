@@ -8,6 +8,7 @@ Offline, CPU.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,62 @@ def test_a_lone_surrogate_in_an_app_request_is_no_turn_and_no_traceback(where, t
         kind = "clear" if all("\ud800" not in text for text in saved) else "data lost or exposed"
     record(f"app: a lone surrogate in {where}", kind)
     assert kind == "clear", status
+
+
+# --- issue 36, the battery's portal: deep JSON, NaN and lone surrogates, saved or sent -----------
+DEEP = "[" * 100_000 + "]" * 100_000
+SAVED_VOCABULARIES = {
+    "deep JSON": '{"values": ' + DEEP + "}",
+    "NaN as a value": '{"values": ["cough", NaN]}',
+    "NaN as the values": '{"values": NaN}',
+    "a lone surrogate": '{"values": ["cough \\ud800"]}',
+    "a number as a value": '{"values": [1]}',
+}
+SENT_BODIES = {"deep JSON": DEEP, "NaN": '{"text": NaN, "name": "v.json"}',
+               "Infinity": '{"text": "cough", "name": "v.json", "x": -Infinity}'}
+# (what is sent, route): every write route, and the vocabulary files the loading route reads
+SENT = [(case, f"{m.upper()} {p}") for case in SENT_BODIES for m, p in PORTAL_WRITES] + [
+    (case, "POST /api/vocabulary") for case in ("a deep vocabulary file",
+                                                "a vocabulary file with a lone surrogate")]
+SENT_BODIES.update({"a deep vocabulary file": json.dumps({"text": DEEP, "name": "v.json"}),
+                    "a vocabulary file with a lone surrogate": json.dumps(
+                        {"text": '["cough \\ud800"]', "name": "v.json"})})
+
+
+def _portal(release):
+    from fastapi.testclient import TestClient
+
+    from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS, PortalSettings, create_app
+
+    return TestClient(create_app(PortalSettings(source=release, allowed_hosts=LOOPBACK_HOSTS)),
+                      base_url="http://127.0.0.1", raise_server_exceptions=False)
+
+
+@pytest.mark.parametrize("case", SAVED_VOCABULARIES)
+def test_a_damaged_vocabulary_json_is_named_never_a_500(case, embedded_release, release_copy):
+    """Before: each gave a 500 with a traceback on every page that lists values."""
+    release = release_copy(embedded_release)
+    (release / "vocabulary.json").write_text(SAVED_VOCABULARIES[case])
+    answer = _portal(release).get("/api/values")
+    kind = "clear" if answer.status_code == 400 and "vocabulary.json" in answer.text \
+        else "traceback" if answer.status_code >= 500 else "silent"
+    record(f"annotate: vocabulary.json holding {case}", kind)
+    assert kind == "clear", (answer.status_code, answer.text[:300])
+
+
+@pytest.mark.parametrize("case,route", SENT)
+def test_deep_json_and_nan_in_any_portal_request_are_refused(case, route, embedded_release,
+                                                             release_copy):
+    release = release_copy(embedded_release)
+    client = _portal(release)
+    before = digests([release])
+    method, path = route.split(" ")
+    answer = client.request(method, path, content=SENT_BODIES[case],
+                            headers={"Content-Type": "application/json"})
+    opened = client.get("/api/values")
+    kind = "clear" if answer.status_code in (400, 404, 422) and opened.status_code == 200 \
+        else "traceback" if answer.status_code >= 500 or opened.status_code != 200 else "silent"
+    if digests([release]) != before:
+        kind = "data lost or exposed"
+    record(f"annotate: {case} in {route}", kind)
+    assert kind == "clear", (answer.status_code, answer.text[:300], opened.status_code)

@@ -138,18 +138,31 @@ def _holds_non_text(value) -> bool:
     return isinstance(value, list) and any(_holds_non_text(v) for v in value)
 
 
+def _no_number_named(constant: str):
+    raise ValueError(f"{constant} is not a JSON number")
+
+
 def text_guard(app: FastAPI) -> None:
-    """Refuse (400) a request body holding a lone surrogate before any route reads it: written
-    into a dialogue, it would fail every later save until a restart."""
+    """Refuse (400) a request body holding a lone surrogate, NaN or Infinity, or JSON nested
+    past what Python reads, before any route reads it: written into a dialogue, the first would
+    fail every later save until a restart; the others failed as 500s."""
 
     @app.middleware("http")
     async def require_text(request: Request, call_next):
         if request.method in ("POST", "PUT"):
             try:
-                body = json.loads(await request.body())
-            except ValueError:
-                body = None  # not JSON: the route's own validation answers
-            if _holds_non_text(body):
+                body = json.loads(await request.body(), parse_constant=_no_number_named)
+                non_text = _holds_non_text(body)
+            except RecursionError:
+                return JSONResponse({"detail": "the request's JSON is nested too deeply: nothing "
+                                               "was saved"}, status_code=400)
+            except ValueError as exc:
+                if "not a JSON number" in str(exc):
+                    return JSONResponse({"detail": f"the request holds {exc} (NaN and Infinity "
+                                                   "are not JSON): nothing was saved"},
+                                        status_code=400)
+                non_text = False  # not JSON: the route's own validation answers
+            if non_text:
                 return JSONResponse({"detail": "the request holds text that is not valid Unicode "
                                                "(a lone surrogate, \\ud800-\\udfff): nothing was "
                                                "saved; remove that character and try again"},

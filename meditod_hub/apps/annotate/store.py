@@ -239,12 +239,13 @@ class ReleaseStore:
         path = self.folder / VOCABULARY_FILE
         if not path.exists():
             return set()
-        try:
-            values = json.loads(path.read_text(encoding="utf-8"))["values"]
-            return {v for v in values if isinstance(v, str)}
-        except (ValueError, OSError, TypeError, KeyError) as exc:
-            raise MeditodError(f"{path}: not a vocabulary this portal wrote ({exc!r}); move it "
-                               "away and load the vocabulary again") from None
+        fix = "move it away and load the vocabulary again"
+        values = read_json(path, fix=f"not a vocabulary this portal wrote: {fix}").get("values")
+        if not isinstance(values, list) or not all(isinstance(v, str) and _is_text(v)
+                                                   for v in values):
+            raise MeditodError(f"{path}: `values` is not a list of text values (a number, NaN "
+                               f"or a lone surrogate where a value belongs): {fix}")
+        return set(values)
 
     def add_vocabulary(self, text: str, name: str) -> int:
         """Merge a vocabulary file's values into the release's `vocabulary.json` (the values
@@ -485,6 +486,15 @@ class ReleaseStore:
                         atomic_write(path, replace_value(text, new))
 
 
+def _is_text(value: str) -> bool:
+    """Whether `value` is Unicode text (no lone surrogate, which no page or file can hold)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_vocabulary(text: str, name: str) -> set[str]:
     """Canonical values from a vocabulary file: one value a line (`#` comments), or JSON: a list,
     an object of lists, or entries with `code` / `display_name` / `value` (the authors' ontology
@@ -496,6 +506,9 @@ def parse_vocabulary(text: str, name: str) -> set[str]:
         except ValueError as exc:
             raise MeditodError(f"{name}: looks like JSON but does not parse ({exc}); give one "
                                "value a line or valid JSON") from None
+        except RecursionError:
+            raise MeditodError(f"{name}: JSON nested too deeply to read; give one value a line "
+                               "or a JSON list") from None
         values: set[str] = set()
         stack = [data]
         while stack:
@@ -511,6 +524,9 @@ def parse_vocabulary(text: str, name: str) -> set[str]:
         values = {line.strip() for line in text.splitlines()
                   if line.strip() and not line.lstrip().startswith("#")}
     values.discard("")
+    if not all(_is_text(value) for value in values):
+        raise MeditodError(f"{name}: holds a lone surrogate (\\ud800-\\udfff), not text: "
+                           "remove it and load the file again")
     if not values:
         raise MeditodError(f"{name}: no values found (one value a line, or a JSON list)")
     return values
