@@ -263,3 +263,24 @@ def test_a_non_finite_number_in_the_recipe_names_the_recipe_and_key(text, tmp_pa
     recipe = _recipe(tmp_path, TINY_NLU_RECIPE.replace("logging_steps: 10", f"logging_steps: {text}"))
     outcome = run_case(f"train: recipe logging_steps {text}", _parse_only, [recipe], capsys)
     expect(outcome, f"{recipe}: logging_steps: ", "must be a finite number", code=2)
+
+
+# --- issue 36, the battery's silent recipes: a key given twice, true/false where a number belongs --
+SILENT_RECIPES = {
+    "a key given twice": ("learning_rate: 5.0e-3", "learning_rate: 5.0e-3\nlearning_rate: 1.0e-4",
+                          "the key 'learning_rate' is given twice"),
+    "a boolean batch size": ("per_device_train_batch_size: 8", "per_device_train_batch_size: true",
+                             "per_device_train_batch_size: True: must be a whole number"),
+    "a boolean max_length": ("max_length: 1024", "max_length: false",
+                             "max_length: False: must be a whole number"),
+}
+
+
+@pytest.mark.parametrize("case", SILENT_RECIPES)
+def test_a_recipe_yaml_would_read_silently_otherwise_is_refused(case, tmp_path, capsys):
+    """Before: YAML kept the last of two keys unseen, and true/false passed as 1/0."""
+    old, new, phrase = SILENT_RECIPES[case]
+    assert old in TINY_NLU_RECIPE
+    recipe = _recipe(tmp_path, TINY_NLU_RECIPE.replace(old, new))
+    outcome = run_case(f"train: {case} in the recipe", _parse_only, [str(recipe)], capsys)
+    expect(outcome, str(recipe), phrase, code=2)

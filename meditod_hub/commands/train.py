@@ -41,7 +41,13 @@ from meditod_hub.data.tasks import MULTITASK, TASK_NAMES
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.models import pretrained
 from meditod_hub.models.families import FAMILIES, get_family
-from meditod_hub.models.train_settings import RECIPES, MeditodArguments, folder_tasks, recipe_models
+from meditod_hub.models.train_settings import (
+    RECIPES,
+    MeditodArguments,
+    folder_tasks,
+    load_recipe_yaml,
+    recipe_models,
+)
 
 if TYPE_CHECKING:
     from meditod_hub.models.train import Recipe
@@ -144,7 +150,7 @@ def _read_recipe(path: Path) -> dict:
         models = _models()
         raise UsageError(f"no recipe {path}" + (f"; models: {models}" if models else ""))
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        config = load_recipe_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 (byte {exc.start}): save the recipe as UTF-8") from None
     except RecursionError:
@@ -152,7 +158,8 @@ def _read_recipe(path: Path) -> dict:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise UsageError(f"{path}: invalid YAML{where}: fix the recipe") from None
+        why = f" ({exc.problem})" if isinstance(exc, yaml.constructor.ConstructorError) else ""
+        raise UsageError(f"{path}: invalid YAML{where}{why}: fix the recipe") from None
     if not isinstance(config, dict):
         raise UsageError(f"{path}: a recipe is a YAML mapping of settings, got "
                          f"{type(config).__name__}")
@@ -265,7 +272,7 @@ def _check_numbers(path: Path, values: dict, cli_keys: list[str]) -> None:
         value = values.get(key)
         if value is None or (key == "num_train_epochs" and values.get("max_steps", -1) >= 1):
             continue  # unset, or epochs that max_steps overrides
-        if not (math.isfinite(value) and allowed(value)):
+        if isinstance(value, bool) or not (math.isfinite(value) and allowed(value)):
             where = f"--{key}={value}" if key in cli_keys else f"{path}: {key}: {value}"
             raise UsageError(f"{where}: must be {range_}")
 

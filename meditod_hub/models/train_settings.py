@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from meditod_hub.data.tasks import MULTITASK, TASK_NAMES
 from meditod_hub.models.families import FAMILY_NAMES
 
@@ -55,3 +57,23 @@ def folder_tasks(folder: Path) -> list[str]:
 def recipe_models() -> dict[str, list[str]]:
     """Each recipes/ folder (a MODEL) and its tasks."""
     return {p.name: tasks for p in sorted(RECIPES.glob("*")) if (tasks := folder_tasks(p))}
+
+
+class _RecipeLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the last
+    silently: a recipe's second `learning_rate:` would win unseen)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def load_recipe_yaml(text: str):
+    """A recipe's YAML, as `yaml.safe_load` reads it, but with no key given twice."""
+    return yaml.load(text, Loader=_RecipeLoader)  # noqa: S506 - a SafeLoader
