@@ -239,12 +239,14 @@ class ReleaseStore:
         path = self.folder / VOCABULARY_FILE
         if not path.exists():
             return set()
-        fix = "move it away and load the vocabulary again"
-        values = read_json(path, fix=f"not a vocabulary this portal wrote: {fix}").get("values")
-        if not isinstance(values, list) or not all(isinstance(v, str) and _is_text(v)
-                                                   for v in values):
-            raise MeditodError(f"{path}: `values` is not a list of text values (a number, NaN "
-                               f"or a lone surrogate where a value belongs): {fix}")
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))["values"]
+            if not all(isinstance(v, str) and _is_text(v) for v in values):
+                raise ValueError("a value that is not text: a number, NaN or a lone surrogate")
+        except (ValueError, OSError, TypeError, KeyError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else repr(exc)
+            raise MeditodError(f"{path}: not a vocabulary this portal wrote ({why}); move it "
+                               "away and load the vocabulary again") from None
         return set(values)
 
     def add_vocabulary(self, text: str, name: str) -> int:
