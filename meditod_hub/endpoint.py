@@ -301,7 +301,12 @@ class Endpoint:
         if self.timeout is not None and not 0 < self.timeout < float("inf"):
             raise UsageError(f"{self.flag('timeout')} must be a positive number of seconds, "
                              f"got {self.timeout}")
-        if not urlsplit(self.base_url).scheme or not urlsplit(self.base_url).hostname:
+        scheme = urlsplit(self.base_url).scheme.lower()
+        if scheme and scheme not in ("http", "https"):
+            raise EndpointError(f"endpoint {self.base_url!r} is not an http:// or https:// URL, "
+                                "the only ones an OpenAI-compatible server answers: give e.g. "
+                                "http://127.0.0.1:8000/v1")
+        if not scheme or not urlsplit(self.base_url).hostname:
             raise EndpointError(f"endpoint {self.base_url!r} is not a URL: give the server's base "
                                 "URL, e.g. http://127.0.0.1:8000/v1")
         self.key_variable = key_variable(self.base_url, self.api_key_env)

@@ -20,6 +20,7 @@ import pytest
 from helpers import (
     classify,
     evaluated_run,
+    expect,
     meditod,
     offline_env,
     record,
@@ -281,3 +282,21 @@ def test_a_hub_request_at_a_hub_that_never_answers_ends_at_its_read_deadline(cal
     kind = "hangs" if worker.is_alive() else "clear" if "error" in outcome else "silent"
     record(f"hub: {call} at a Hub that never answers", kind)
     assert kind == "clear", outcome
+
+
+# --- issue 36, the battery's silent endpoints: a scheme no OpenAI-compatible server speaks ---------
+@pytest.mark.parametrize("case", ["predict --endpoint", "chat --endpoint"])
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:9", "file:///tmp"])
+def test_an_endpoint_that_is_no_http_url_is_refused_before_any_work(
+        case, url, embedded_build, fake_model_run, tiny_models, tiny_retriever, tmp_path, capsys,
+        monkeypatch):
+    """Before: an ftp:// endpoint started the app, which then failed on every turn."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("I have a cough.\n"))
+    ctx = SimpleNamespace(tmp=tmp_path, build=embedded_build, model_run=fake_model_run,
+                          retriever=tiny_retriever, tokenizer=tiny_models / "tiny-llama")
+    main, argv = _dead_in_process(case, url, ctx)
+    outcome = run_case(f"{case}: {url.split(':')[0]}:// endpoint", main, argv, capsys,
+                       deadline=DEAD_DEADLINE_S)
+    expect(outcome, "is not an http:// or https:// URL")
