@@ -168,3 +168,15 @@ def test_a_push_never_trusts_an_edited_manifest_and_card(claim, tmp_path, capsys
                        ["--folder", tmp_path / "m", "--repo", "org/x", "--public"], capsys)
     expect(outcome, "build_manifest.json", code=1)
     assert "synthetic" in outcome.err or "visible licence" in outcome.err, outcome.err
+
+
+# --- issue 36, the battery's catch-all messages: HF_HUB_OFFLINE is named, not "unexpected" --------
+def test_a_push_with_the_hub_offline_says_so_in_one_line(embedded_build, capsys, monkeypatch):
+    """Before: "unexpected OfflineModeIsEnabled"; the real synthetic build also proves its licence
+    again on the way (build.reprove_licence), so the push reaches the Hub client."""
+    monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    outcome = run_case("push: HF_HUB_OFFLINE set", push_cmd.main,
+                       ["--folder", embedded_build, "--repo", "org/x"], capsys)
+    expect(outcome, "HF_HUB_OFFLINE is set", code=1)
+    assert "unexpected" not in outcome.err
