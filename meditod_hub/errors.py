@@ -99,9 +99,6 @@ def run_main(main: Callable[[list[str]], int], argv: list[str]) -> int:
     libraries' deprecation warnings stay out of its output (`quiet.command_warnings_off`)."""
     open_standard_streams()
     quiet.command_warnings_off()
-    from meditod_hub.hubclient import bound_hub_requests  # deferred: huggingface_hub is large
-
-    bound_hub_requests()
     debug = debug_requested(argv)
     argv = [a for a in argv if a != DEBUG_FLAG]
     try:

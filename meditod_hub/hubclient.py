@@ -109,8 +109,8 @@ def _client_with_deadlines() -> httpx2.Client:
 def bound_hub_requests() -> None:
     """Give every huggingface_hub request of this process a connect and a read deadline (the
     harness, a Space, the leaderboard, the portal's models: none waits forever on a silent
-    Hub); an `http_timeout` block still sets its own. `errors.run_main` calls it for every
-    command."""
+    Hub); an `http_timeout` block still sets its own. Every command calls it
+    (`meditod_hub.commands` on import)."""
     set_client_factory(_client_with_deadlines)
 
 
