@@ -366,7 +366,12 @@ def test_http_timeout_is_per_request_of_its_block_not_the_shared_client():
     import httpx2
     from huggingface_hub.utils import get_session
 
-    from meditod_hub.hubclient import _timeout_of_this_call, http_timeout
+    from meditod_hub.hubclient import (
+        HUB_CONNECT_TIMEOUT_S,
+        HUB_READ_TIMEOUT_S,
+        _timeout_of_this_call,
+        http_timeout,
+    )
 
     session, seen = get_session(), {}
     before = session.timeout
@@ -386,4 +391,8 @@ def test_http_timeout_is_per_request_of_its_block_not_the_shared_client():
         other.join()
     request_extensions("after")
     assert seen["inside"] == httpx2.Timeout(7).as_dict()
-    assert seen["other thread"] is None and seen["after"] is None
+    # outside the block: the process's default deadlines (issue 36: no Hub request waits forever),
+    # never the block's 7 s
+    default = {"connect": HUB_CONNECT_TIMEOUT_S, "read": HUB_READ_TIMEOUT_S,
+               "write": HUB_READ_TIMEOUT_S, "pool": HUB_READ_TIMEOUT_S}
+    assert seen["other thread"] == default and seen["after"] == default
