@@ -39,7 +39,7 @@ def test_two_evaluations_in_one_folder_keep_their_own_side_files(embedded_build,
         out = tmp_path / f"{name}.json"
         assert run_main(evaluate_cmd.main, eval_args(embedded_build, predictions, out)) == 0
     for name in ("nlu-test", "nlu-again"):
-        assert (tmp_path / f"{name}.md").read_text().startswith("# MediTOD NLU results (test)")
+        assert (tmp_path / f"{name}.md").read_text().startswith("# NLU results (test) on ")
         assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
 
 
