@@ -166,7 +166,7 @@ def evaluate_state(args: EvalStateArguments) -> dict:
             else resolve_vocabulary(args.vocabulary, None)
     spec = ModelSpec(args.nlu, args.family, decode=DecodeOptions(
         args.batch_size, constrained=args.constrained, vocabulary=vocabulary))
-    predictor = load_predictor(spec, LABELLING_TASKS["patient"].name)  # NLU
+    predictor = load_predictor(spec, LABELLING_TASKS["patient"])  # NLU, resolved once
     lines = heldout_lines()[:args.limit]
     records = predictor.predict(line_rows(lines))
     gold = [line["state"] for line in lines]
