@@ -1,7 +1,8 @@
 """The assistant's learning curve: SmolLM2-135M-Instruct's state accuracy on the kit's held-out
 patient lines (`meditod eval-state`) after N LoRA steps of the NLU recipe on the realistic
-synthetic corpus, each point a run of its own (the cosine schedule ends at N, as the demo's does),
-beside the untrained model under the same grammar (0 steps: the baseline of the ratio column).
+synthetic corpus, each point a run of its own (the cosine schedule ends at N and examples are
+drawn at random, as the demo's are), beside the untrained model under the same grammar (0 steps:
+the baseline of the ratio column).
 
     .venv/bin/python bench/bench_state_curve.py                   # 0 40 100 150 250 steps (~30 min)
     .venv/bin/python bench/bench_state_curve.py --steps 0 150     # two points
@@ -45,7 +46,7 @@ def point(steps: int, data: Path, work: Path, limit: list[str]) -> tuple[float, 
         model, family = work / f"nlu-{steps}", []
         minutes = run("-m", "meditod_hub.cli", "train", "recipes/smollm2-135m/nlu.yaml",
                       f"--dataset_name={data}", f"--max_steps={steps}",
-                      f"--output_dir={model}") / 60
+                      "--train_sampling_strategy=random", f"--output_dir={model}") / 60
     out = work / f"state-{steps}"
     run("-m", "meditod_hub.cli", "eval-state", "--nlu", str(model), "--out", str(out),
         *family, *limit)
