@@ -12,7 +12,13 @@ from helpers import meditod, offline_env
 
 from meditod_hub.data.cmas import LIST_ATTRIBUTES, PATIENT_SLOT_KEYS, SLOT_ATTRIBUTES, split_slot_key
 from meditod_hub.data.synthetic import generate_dialogues
-from meditod_hub.evaluation.state_accuracy import fold, heldout_lines, line_rows, score
+from meditod_hub.evaluation.state_accuracy import (
+    OPENING_EXCHANGE,
+    fold,
+    heldout_lines,
+    line_rows,
+    score,
+)
 
 LINES = heldout_lines()
 # What the issue asks the lines to cover, each by at least this many lines.
@@ -52,11 +58,19 @@ def test_no_line_is_said_in_the_corpus_the_kit_trains_on():
     assert not said & {_words(line["patient"]) for line in LINES}
 
 
-def test_rows_are_one_exchange_each_read_by_the_nlu_view():
+def test_rows_are_the_lines_where_a_chat_would_ask_them():
+    """A line answering the opening question is the first exchange; any other comes after the
+    neutral opening exchange, as a chat's questions do (a first exchange is a chief complaint)."""
     rows = line_rows(LINES)
-    assert len(rows) == len(LINES)
     assert [(r["last_doctor_text"], r["patient_text"]) for r in rows] == \
         [(line["doctor"], line["patient"]) for line in LINES]
+    opening = [text for _, text in OPENING_EXCHANGE]
+    for line, row in zip(LINES, rows, strict=True):
+        history = [turn["text"] for turn in row["context"]]
+        assert history == ([line["doctor"]] if "opening" in line["covers"]
+                           else [*opening, line["doctor"]]), line["id"]
+    assert 0 < sum("opening" in line["covers"] for line in LINES) < len(LINES)
+    assert _words(opening[1]) not in {_words(line["patient"]) for line in LINES}
 
 
 def test_right_states_score_one():

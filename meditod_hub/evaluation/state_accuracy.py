@@ -8,9 +8,14 @@ doctor's question, with the gold CMAS state change it makes: denials, symptom at
 (onset, location, severity, ...), medications, habits, family history, allergies, tests and
 lines that say several things at once. They were written for this check: no corpus the kit
 generates says any of them (tests/test_state_accuracy.py holds that), and nothing trains on
-them. Each line is a conversation of one exchange, [question, line], labelled by the model as
-the assistant labels a chat turn (the same predictor, by default under the CMAS grammar with the
-medical values of the run's training split), and folded into a state by `data.state`. Scores:
+them. Each line is labelled by the model as the assistant labels a chat turn (the same
+predictor, by default under the CMAS grammar with the medical values of the run's training
+split), and its label folded into a state by `data.state`. A line is the answer to its question
+where a chat would ask it: a line that answers the doctor's opening question ("what brings you
+in?", covers `opening`) is the conversation's first exchange; every other line comes after
+OPENING_EXCHANGE, a greeting and a line that says nothing to label, as a chat's questions come
+after its opening (as a first exchange, "Never, not once." to "Have you ever smoked?" reads as
+the chief complaint that every first exchange a model trained on was). Scores:
 
 - exact state: lines whose predicted state equals the gold one, entry for entry
 - slots: precision and recall of (slot key, head value) pairs, e.g. (negative_habit, tobacco
@@ -47,6 +52,9 @@ from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predicto
 from meditod_hub.models.runs import run_settings
 
 HELDOUT_FILE = "heldout_lines.json"
+# What comes before a line that does not answer the opening question: no slot, no detail.
+OPENING_EXCHANGE = (("doctor", "Hello, what brings you in today?"),
+                    ("patient", "Hi, I haven't been feeling well lately."))
 DENIAL_PREFIXES = ("negative_", "unavail_")
 RESULTS_FILE, LINES_FILE = "state_accuracy.json", "state_lines.jsonl"
 
@@ -77,13 +85,17 @@ def heldout_lines() -> list[dict]:
 
 
 def line_rows(lines: Sequence[dict]) -> list[dict]:
-    """Each line as the NLU row of a one-exchange conversation (the doctor's question, the
-    patient's line), built by the dataset's own view."""
+    """Each line as the NLU row the dataset's own view makes of it, as the last patient turn of
+    [OPENING_EXCHANGE, question, line], or [question, line] for a line that answers the opening
+    question (module docstring)."""
     rows = []
     for line in lines:
-        utterances = [{"uttr_id": 0, "speaker": "doctor", "text": line["doctor"], DOCTOR_LABELS: []},
-                      {"uttr_id": 1, "speaker": "patient", "text": line["patient"], PATIENT_LABELS: []}]
-        rows.extend(to_nlu(f"heldout-{line['id']}", utterances))
+        turns = [] if "opening" in line["covers"] else list(OPENING_EXCHANGE)
+        turns += [("doctor", line["doctor"]), ("patient", line["patient"])]
+        utterances = [{"uttr_id": n, "speaker": speaker, "text": text,
+                       DOCTOR_LABELS if speaker == "doctor" else PATIENT_LABELS: []}
+                      for n, (speaker, text) in enumerate(turns)]
+        rows.append(to_nlu(f"heldout-{line['id']}", utterances)[-1])
     return rows
 
 
