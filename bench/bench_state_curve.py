@@ -4,9 +4,19 @@ synthetic corpus, each point a run of its own (the cosine schedule ends at N and
 drawn at random, as the demo's are), beside the untrained model under the same grammar (0 steps:
 the baseline of the ratio column).
 
-    .venv/bin/python bench/bench_state_curve.py                   # 0 40 100 150 250 steps (~30 min)
+    .venv/bin/python bench/bench_state_curve.py                   # 0 80 150 250 400 steps (~65 min)
+    .venv/bin/python bench/bench_state_curve.py --dialogues 60 --bf16 --steps 150 400  # measured below
     .venv/bin/python bench/bench_state_curve.py --steps 0 150     # two points
     .venv/bin/python bench/bench_state_curve.py --quick           # that it runs (1 step, 4 lines)
+
+Measured on 2 AMD EPYC cores (2026-12-06), with the bench's own two commands per point (`meditod
+train recipes/smollm2-135m/nlu.yaml --dataset_name=<60-dialogue realistic build> --max_steps=N
+--train_sampling_strategy=random --bf16=true`, then `meditod eval-state --nlu <run>`):
+
+| steps | train min | exact state | slots P / R | attributes P / R | denials |
+|---:|---:|---:|---:|---:|---:|
+| 150 | 11.2 | 0.596 | 0.836 / 0.793 | 0.583 / 0.467 | 0.833 |
+| 400 | 47.3 (shared cores) | 0.827 | 0.927 / 0.879 | 0.852 / 0.767 | 0.889 |
 
 Every command is the kit's own (`meditod synthetic`, `build`, `train`, `eval-state`), in its own
 process; the corpus is the demo's (scripts/demo_cpu.sh's DIALOGUES). Figures are about the
@@ -39,14 +49,15 @@ def run(*args: str) -> float:
     return time.perf_counter() - start
 
 
-def point(steps: int, data: Path, work: Path, limit: list[str]) -> tuple[float, dict]:
+def point(steps: int, data: Path, work: Path, limit: list[str], bf16: bool) -> tuple[float, dict]:
     """Train for `steps` (none: the base model) and score; (training minutes, results)."""
     model, family, minutes = BASE, ["--family", "chat"], 0.0
     if steps:
         model, family = work / f"nlu-{steps}", []
         minutes = run("-m", "meditod_hub.cli", "train", "recipes/smollm2-135m/nlu.yaml",
                       f"--dataset_name={data}", f"--max_steps={steps}",
-                      "--train_sampling_strategy=random", f"--output_dir={model}") / 60
+                      "--train_sampling_strategy=random", f"--bf16={str(bf16).lower()}",
+                      f"--output_dir={model}") / 60
     out = work / f"state-{steps}"
     run("-m", "meditod_hub.cli", "eval-state", "--nlu", str(model), "--out", str(out),
         *family, *limit)
@@ -55,7 +66,9 @@ def point(steps: int, data: Path, work: Path, limit: list[str]) -> tuple[float, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, nargs="+", default=[0, 40, 100, 150, 250])
+    parser.add_argument("--steps", type=int, nargs="+", default=[0, 80, 150, 250, 400])
+    parser.add_argument("--bf16", action="store_true",
+                        help="bf16 autocast (what make demo uses where the CPU has native bf16)")
     parser.add_argument("--dialogues", type=int, default=16, help="the realistic corpus' size")
     parser.add_argument("--quick", action="store_true",
                         help="1 step on 12 dialogues, the first 4 lines")
@@ -70,10 +83,12 @@ def main() -> None:
             "--dialogues", str(args.dialogues), "--style", "realistic")
         run("-m", "meditod_hub.cli", "build", "--source", str(work / "release"),
             "--out", str(work / "realistic"))
-        points = [(n, *point(n, work / "realistic", work, limit)) for n in sorted(set(steps))]
+        points = [(n, *point(n, work / "realistic", work, limit, args.bf16))
+                  for n in sorted(set(steps))]
     lines = points[0][2]["lines"]
     baseline = points[0][2]["exact_state_accuracy"]
-    print(f"SmolLM2-135M-Instruct NLU (LoRA, recipes/smollm2-135m/nlu.yaml) trained on a realistic "
+    print(f"SmolLM2-135M-Instruct NLU (LoRA, recipes/smollm2-135m/nlu.yaml"
+          f"{', bf16 autocast' if args.bf16 else ''}) trained on a realistic "
           f"synthetic corpus ({args.dialogues} dialogues, invented), scored on the kit's {lines} "
           "held-out patient lines (invented; not MediTOD), under the CMAS grammar:")
     print("| steps | train min | exact state | slots P | slots R | attr P | attr R | denials | "
