@@ -35,9 +35,9 @@ PATIENT_LINES = ("I have a cough", "no fever")
 EXPECTED_STATE = {"positive_symptom": [{"value": "coughing"}],
                   "negative_symptom": [{"value": "fever"}]}
 # The least share of the held-out lines whose whole state the demo's NLU run must get right.
-# Measured: 0.212 (11 of 52 lines) with torch's two threads on 2 idle cores; the floor leaves room
-# for the arithmetic of one thread (the suite's workers). The issue's aim is 0.70: not reached.
-STATE_FLOOR = 0.15
+# Measured: 0.596 after 150 NLU steps (bf16, two threads); the floor leaves room for 140 steps in
+# float32 on one thread (the suite's workers). The issue's aim is 0.70: 400 steps reach 0.83.
+STATE_FLOOR = 0.45
 TASKS = ("nlu", "pol", "nlg")
 NEXT = """Next:
   make chat          talk to these three models as the patient (terminal; the demo's runs)
