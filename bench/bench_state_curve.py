@@ -4,7 +4,7 @@ synthetic corpus, each point a run of its own (the cosine schedule ends at N and
 drawn at random, as the demo's are), beside the untrained model under the same grammar (0 steps:
 the baseline of the ratio column).
 
-    .venv/bin/python bench/bench_state_curve.py                   # 0 80 150 250 400 steps (~65 min)
+    .venv/bin/python bench/bench_state_curve.py                   # 0 80 150 250 400 steps (880 steps)
     .venv/bin/python bench/bench_state_curve.py --dialogues 60 --bf16 --steps 150 400  # measured below
     .venv/bin/python bench/bench_state_curve.py --steps 0 150     # two points
     .venv/bin/python bench/bench_state_curve.py --quick           # that it runs (1 step, 4 lines)
