@@ -223,6 +223,17 @@ def publish_folder(finished: str | Path, path: str | Path) -> Path:
     return path
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a lock's or a temporary folder's writer)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
 def stale_partials(folder: str | Path) -> list[Path]:
     """Temporary files of `atomic_write` in `folder` (left by a write that was killed)."""
     return sorted(Path(folder).glob(f".*{TEMP_MARK}*.tmp"))

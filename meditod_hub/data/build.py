@@ -37,7 +37,9 @@ from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data import provenance
+import numpy as np
+
+from meditod_hub.data import provenance, synthetic
 from meditod_hub.data.card import render_dataset_card
 from meditod_hub.data.dataset import MANIFEST
 from meditod_hub.data.licence import KINDS as LICENCE_KINDS
@@ -54,7 +56,7 @@ from meditod_hub.data.release import DIALOGS_FILE, Release, read_release
 from meditod_hub.data.tasks import CONFIGS, FEATURES, dialogue_views
 from meditod_hub.data.views import JSON
 from meditod_hub.errors import OS_HINTS, MeditodError, UsageError, name_ids
-from meditod_hub.files import PREVIOUS_MARK, new_folder, replaceable_folder
+from meditod_hub.files import PREVIOUS_MARK, new_folder, pid_alive, replaceable_folder
 
 MANIFEST_FORMAT = "meditod-build/2"  # /2: the licence is proven, and recorded with its reason
 ROW_GROUP_ROWS = 2048       # rows per Parquet row group (a few dialogues)...
@@ -100,6 +102,7 @@ def provenance_kind(licence: Licence, content: str) -> str:
 
 # --- the schema, from the one feature spec ----------------------------------------------------
 def arrow_type(feature: dict):
+    # deferred: pyarrow is slow to import
     import pyarrow as pa
 
     kind = feature.get("_type")
@@ -114,6 +117,7 @@ def arrow_type(feature: dict):
 
 def arrow_schema(config: str):
     """The Parquet schema `datasets` writes for these features (its metadata included)."""
+    # deferred: pyarrow is slow to import
     import pyarrow as pa
 
     metadata = {"huggingface": json.dumps({"info": {"features": FEATURES[config]}})}
@@ -198,6 +202,7 @@ def _dumps(value) -> str:
 
 
 def _json_array(texts: list[str | None]):
+    # deferred: pyarrow is slow to import
     import pyarrow as pa
 
     return pa.ExtensionArray.from_storage(pa.json_(), pa.array(texts, pa.string()))
@@ -205,7 +210,7 @@ def _json_array(texts: list[str | None]):
 
 def _context_array(rows: list[dict], utterances):
     """Row i's context = the dialogue's utterances before it: a gather, not a copy per row."""
-    import numpy as np
+    # deferred: pyarrow is slow to import
     import pyarrow as pa
 
     lengths = np.fromiter((row["uttr_id"] for row in rows), dtype=np.int64, count=len(rows))
@@ -240,6 +245,7 @@ def _chunks(rows: list[dict], context_bytes: list[int]):
 
 
 def _utterance_structs(dialogue: dict):
+    # deferred: pyarrow is slow to import
     import pyarrow as pa
 
     utterances = dialogue["utterances"]
@@ -251,6 +257,7 @@ def _utterance_structs(dialogue: dict):
 
 
 def _table(config: str, rows: list[dict], utterances, text: _JsonText):
+    # deferred: pyarrow is slow to import
     import pyarrow as pa
 
     columns = []
@@ -293,6 +300,7 @@ class _SplitWriter:
             self.flush()
 
     def flush(self) -> None:
+        # deferred: pyarrow is slow to import
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -452,8 +460,6 @@ def _proven_source(path: Path, manifest: dict, tmp: Path) -> Path:
     record = manifest.get("generator")
     if kind == provenance.SYNTHETIC_CORPUS and isinstance(record, dict) \
             and type(record.get("seed")) is int and type(record.get("dialogues")) is int:
-        from meditod_hub.data import synthetic
-
         try:
             return synthetic.generate_release(
                 tmp / "release", record["seed"], record["dialogues"],
@@ -494,15 +500,6 @@ def _check_out(out: Path, sources: list[Path]) -> bool:
     return True
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 def _lock_pid(fd: int) -> int:
     """The pid written in an open lock file (0: none yet, or not a number)."""
@@ -541,7 +538,7 @@ def build_lock(out: Path):
         if not held and not _same_file(fd, lock):  # its holder removed it as we opened it
             os.close(fd)
             continue
-        if held or (pid and pid != os.getpid() and _alive(pid)):
+        if held or (pid and pid != os.getpid() and pid_alive(pid)):
             os.close(fd)
             running = f" (pid {pid})" if pid else ""
             raise MeditodError(f"another build into {out} is running{running}: wait for it to "

