@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -33,6 +34,11 @@ T = TypeVar("T")
 # an `http_timeout` block: huggingface_hub's shared client waits forever by default.
 HUB_CONNECT_TIMEOUT_S = 10.0
 HUB_READ_TIMEOUT_S = 60.0  # between two reads of one answer, a download's chunks included
+# A Hub that answers none of a thread's requests for this long fails with one line, however
+# many times huggingface_hub retries (`hf_hub_download` asks again with a 60 s deadline, up
+# to 5 more times): a silent Hub ends within 2 minutes, not 7.
+HUB_SILENCE_S = 100.0
+RETRY_GAP_S = 10.0  # above huggingface_hub's longest wait between two tries (8 s)
 
 
 class HubError(MeditodError):
@@ -102,7 +108,8 @@ def require_token() -> str:
 def _client_with_deadlines() -> httpx2.Client:
     client = default_client_factory()
     client.event_hooks = {**client.event_hooks,
-                          "request": [*client.event_hooks["request"], _timeout_of_this_call]}
+                          "request": [*client.event_hooks["request"], _timeout_of_this_call],
+                          "response": [*client.event_hooks["response"], _answered]}
     return client
 
 
@@ -121,16 +128,50 @@ _REQUEST_TIMEOUT: ContextVar[float | None] = ContextVar("meditod_hub_request_tim
 def _timeout_of_this_call(request: httpx2.Request) -> None:
     """Request hook: the timeout of the `http_timeout` block this request was made in, if any;
     else the request's own, each deadline it left unset (huggingface_hub passes `timeout=None`
-    down from most `HfApi` methods) filled in with HUB_CONNECT_TIMEOUT_S / HUB_READ_TIMEOUT_S."""
+    down from most `HfApi` methods) filled in with HUB_CONNECT_TIMEOUT_S / HUB_READ_TIMEOUT_S,
+    and none beyond what is left of HUB_SILENCE_S (`_silence_left`)."""
     seconds = _REQUEST_TIMEOUT.get()
     if seconds is not None:
         request.extensions["timeout"] = httpx2.Timeout(seconds).as_dict()
         return
     given = request.extensions.get("timeout") or {}
-    request.extensions["timeout"] = {
-        phase: given.get(phase) or (HUB_CONNECT_TIMEOUT_S if phase == "connect"
-                                    else HUB_READ_TIMEOUT_S)
+    left = _silence_left(str(request.url.join("/")).rstrip("/"))
+    request.extensions["timeout"] = timeouts = {
+        phase: min(given.get(phase) or (HUB_CONNECT_TIMEOUT_S if phase == "connect"
+                                        else HUB_READ_TIMEOUT_S), left)
         for phase in ("connect", "read", "write", "pool")}
+    _SILENCE.ends = time.monotonic() + timeouts["connect"] + timeouts["read"]
+
+
+class _Silence(threading.local):
+    """How long this thread's Hub requests have gone unanswered: `since` the first of them
+    (None after an answer), each one given up by `ends`. A request more than RETRY_GAP_S after
+    the last one gave up is a new wait, not a retry."""
+
+    since: float | None = None
+    ends: float = 0.0
+
+
+_SILENCE = _Silence()
+
+
+def _silence_left(hub: str) -> float:
+    """Seconds this thread may still wait on the Hub: what is left of HUB_SILENCE_S since its
+    unanswered requests began; none left is a one-line HubError, not another try."""
+    now = time.monotonic()
+    if _SILENCE.since is None or now > _SILENCE.ends + RETRY_GAP_S:
+        _SILENCE.since = now
+    left = HUB_SILENCE_S - (now - _SILENCE.since)
+    if left <= 0:
+        _SILENCE.since = None
+        raise HubError(f"{hub} answered nothing for {HUB_SILENCE_S:g} s, retries "
+                       "included: it is down or unreachable; retry later (or check HF_ENDPOINT)")
+    return left
+
+
+def _answered(response: httpx2.Response) -> None:
+    """Response hook: the Hub answered this thread (its silence ends)."""
+    _SILENCE.since = None
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -241,7 +242,11 @@ def test_every_command_gives_each_hub_request_a_connect_and_a_read_deadline():
     request = get_session().build_request("GET", "http://127.0.0.1:9/api/models/org/m",
                                           timeout=None)  # as HfApi.model_info sends it
     assert hubclient._timeout_of_this_call in get_session().event_hooks["request"]
-    hubclient._timeout_of_this_call(request)
+    # in a thread of its own: the silence budget is per thread, and an earlier test's silent Hub
+    # in this worker's main thread may have spent part of it
+    hook = threading.Thread(target=hubclient._timeout_of_this_call, args=(request,))
+    hook.start()
+    hook.join()
     timeout = request.extensions["timeout"]
     assert (timeout["connect"], timeout["read"]) == (hubclient.HUB_CONNECT_TIMEOUT_S,
                                                      hubclient.HUB_READ_TIMEOUT_S)
@@ -281,6 +286,39 @@ def test_a_hub_request_at_a_hub_that_never_answers_ends_at_its_read_deadline(cal
     kind = "hangs" if worker.is_alive() else "clear" if "error" in outcome else "silent"
     record(f"hub: {call} at a Hub that never answers", kind)
     assert kind == "clear", outcome
+
+
+def test_a_download_at_a_hub_that_never_answers_ends_at_the_silence_deadline(tmp_path,
+                                                                               monkeypatch):
+    """`hf_hub_download` sets its own 10 s and then 60 s deadlines and retries up to 5 times:
+    about 7 minutes at a silent Hub. HUB_SILENCE_S (100 s; 2 s here) ends the wait, retries
+    included, with one line."""
+    import threading
+
+    from hub_server import silent_endpoint
+    from huggingface_hub import hf_hub_download
+
+    from meditod_hub import hubclient
+
+    assert hubclient.HUB_SILENCE_S + 8 < 120  # the default, and the last retry's wait at most
+    monkeypatch.setattr(hubclient, "HUB_SILENCE_S", 2.0)
+    hubclient.bound_hub_requests()
+    outcome: dict = {}
+    with silent_endpoint() as url:
+        def target():
+            try:
+                hf_hub_download("org/m", "config.json", endpoint=url, token=False,
+                                cache_dir=tmp_path / "cache")
+            except hubclient.HubError as exc:
+                outcome["error"] = str(exc)
+        worker = threading.Thread(target=target, daemon=True)
+        worker.start()
+        worker.join(DEAD_DEADLINE_S)
+    kind = "hangs" if worker.is_alive() else "clear" if "error" in outcome else "silent"
+    record("hub: hf_hub_download at a Hub that never answers", kind)
+    assert kind == "clear", outcome
+    assert outcome["error"] == (f"{url} answered nothing for 2 s, retries included: it is down or "
+                                "unreachable; retry later (or check HF_ENDPOINT)")
 
 
 # --- issue 36, the battery's silent endpoints: a scheme no OpenAI-compatible server speaks ---------
