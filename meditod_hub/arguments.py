@@ -1,16 +1,19 @@
 """The kit's flag parsing: every command's dataclass arguments -> argparse, with one-line usage
-errors. On layers.py's ground floor; only `meditod_hub.commands` calls it: the library takes the
-parsed dataclasses, never argv."""
+errors; a config file's keys (a training recipe) -> the trainer's dataclasses by TRL's
+`TrlParser`, with the same one-line errors. On layers.py's ground floor; only
+`meditod_hub.commands` calls it: the library takes the parsed dataclasses, never argv."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import math
 import re
 import shutil
 import typing
 from collections.abc import Callable
+from pathlib import Path
 
 from meditod_hub.errors import UsageError
 
@@ -24,15 +27,79 @@ def parse_args(types, argv: list[str], prog: str, description: str) -> tuple:
     its import alone costs seconds before `-h` can answer. Numeric fields are checked here, from
     their metadata: `min` / `max` (inclusive), `above` (exclusive); every float must be finite.
     """
+    namespace = _parser(types, prog, description).parse_args(argv)
+    return _instances(types, namespace)
+
+
+def parse_known_args(types, argv: list[str], prog: str,
+                     description: str) -> tuple[tuple, list[str]]:
+    """As `parse_args`, but the arguments that are no flag of `types` come back, in order (train's
+    MODEL [TASK] and recipe keys, which `parse_config` parses)."""
+    namespace, rest = _parser(types, prog, description).parse_known_args(argv)
+    return _instances(types, namespace), rest
+
+
+def _parser(types, prog: str, description: str) -> KitParser:
     parser = KitParser(prog=prog, description=description, formatter_class=_Help,
-                     allow_abbrev=False)
+                       allow_abbrev=False)
     for cls in types:
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             _add_field(parser, f, hints[f.name])
-    namespace = parser.parse_args(argv)
+    return parser
+
+
+def _instances(types, namespace: argparse.Namespace) -> tuple:
     return tuple(cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls)})
                  for cls in types)
+
+
+def parse_config(types, path: Path, config: dict, overrides: list[str], prog: str,
+                 check: Callable[[dict[str, type]], None] = lambda types: None) -> tuple:
+    """A config file's keys (`config`, read from `path`), then `--key=value` overrides -> one
+    instance per dataclass, by TRL's `TrlParser` (a recipe's keys are the trainer's own
+    dataclass fields, hundreds of them, as in `trl sft --config`). A key no dataclass has is one
+    usage error naming the file and the nearest key; `check` sees each key's type before any
+    value is converted."""
+    from trl import TrlParser  # deferred: TRL imports torch and transformers (seconds)
+
+    parser = TrlParser(types, prog=prog)
+    parser.error = lambda message: KitParser.error(parser, message)
+    known = {a.dest for a in parser._actions} - {"help", "config"}
+    unknown = sorted((set(config) | set(flag_names(overrides))) - known)
+    if unknown:
+        hints = [f"{k} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, known, 1))
+                 else k for k in unknown]
+        raise UsageError(f"{path}: unknown setting(s) {', '.join(hints)}: its keys are fields of "
+                         f"{', '.join(cls.__name__ for cls in types)}")
+    check({a.dest: a.type for a in parser._actions})
+    try:
+        return tuple(parser.parse_args_and_config(["--config", str(path), *overrides]))
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
+
+
+def config_help(types, prog: str) -> str:
+    """Every key of `types`, as TRL's own parser lists them (imports TRL)."""
+    from trl import TrlParser  # deferred: TRL imports torch and transformers (seconds)
+
+    return TrlParser(types, prog=prog).format_help()
+
+
+def flag_names(argv: list[str]) -> list[str]:
+    """The keys of the `--key=value` / `--key value` flags in `argv`, snake_case."""
+    return [a[2:].split("=", 1)[0].replace("-", "_") for a in argv if a.startswith("--")]
+
+
+def flag_value(argv: list[str], key: str) -> str | None:
+    """The value of `--key` in `argv` (`--key-name` spelling too), None when absent."""
+    for name in dict.fromkeys([key, key.replace("_", "-")]):
+        for i, arg in enumerate(argv):
+            if arg.startswith(f"--{name}="):
+                return arg.split("=", 1)[1]
+            if arg == f"--{name}" and i + 1 < len(argv):
+                return argv[i + 1]
+    return None
 
 
 class KitParser(argparse.ArgumentParser):

@@ -69,7 +69,7 @@ def in_project(monkeypatch):
 def test_model_and_task_name_one_recipe(in_project):
     command = train_cmd.resolve_command(["tiny-llama", "pol", "--learning_rate=1e-3"])
     assert command.recipes == [Path("recipes/tiny-llama/pol.yaml")]
-    assert command.overrides == ["--learning_rate=1e-3"] and command.gpus == 1
+    assert command.overrides == ["--learning_rate=1e-3"] and command.launch.gpus == 1
     assert command.launcher() == [sys.executable, "-m", "meditod_hub.commands.train"]
 
 
@@ -120,8 +120,9 @@ def test_a_failed_launch_stops_the_remaining_tasks(in_project, monkeypatch):
 @pytest.mark.parametrize("argv,message", [
     (["no-such-model"], "no recipe or model 'no-such-model': give a recipes/ folder (biogpt"),
     (["tiny-llama", "dst"], "no task 'dst' in recipes/tiny-llama: give one of nlu, pol, nlg"),
-    (["tiny-llama", "--gpus", "two"], "--gpus takes a number of processes, got 'two'"),
-    (["tiny-llama", "--gpus", "0"], "--gpus must be at least 1"),
+    (["tiny-llama", "--gpus", "two"], "argument --gpus: must be a whole number, got 'two'"),
+    (["tiny-llama", "--gpus", "0"], "argument --gpus: must be at least 1, got 0"),
+    (["--gpus=2"], "give MODEL [TASK] (a recipes/ folder and one of its tasks) or a <recipe.yaml>"),
     (["tiny-llama", "--gpus", "2", "--accelerate_config", "nope.yaml"], "no accelerate config nope.yaml"),
 ])
 def test_train_command_mistakes_say_what_to_give(in_project, argv, message):

@@ -23,6 +23,7 @@ from transformers import TrainerCallback
 from meditod_hub.commands import train as train_cmd
 from meditod_hub.errors import run_main
 from meditod_hub.models import train as T
+from meditod_hub.models.recipes import NUMBER_RULES
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -162,6 +163,9 @@ BAD_TRAIN_NUMBERS = {
     "--learning_rate=1e309": "--learning_rate=inf: must be a finite number above 0",
     "--learning_rate=0": "--learning_rate=0.0: must be a finite number above 0",
     "--learning_rate=-1e-4": "must be a finite number above 0",
+    # issue 36: finite but absurd, refused up front (before: it trained, and diverged)
+    "--learning_rate=1e30": "--learning_rate=1e+30: must be a finite number above 0 and at most 1",
+    "--learning_rate=1.5": "--learning_rate=1.5: must be a finite number above 0 and at most 1",
     "--num_train_epochs=0": "--num_train_epochs=0.0: must be a finite number above 0",
     "--max_steps=-2": "--max_steps=-2: must be -1 (unset: num_train_epochs decides) or at least 1",
     "--max_length=0": "--max_length=0: must be a whole number of at least 1",
@@ -197,19 +201,16 @@ class _LossBecomesNaN(TrainerCallback):
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
-@pytest.mark.parametrize("cause", ["a NaN logged at step 2", "learning_rate 1e30"])
-def test_a_loss_that_becomes_nan_stops_the_run(cause, embedded_build, tiny_models, tmp_path, capsys):
+def test_a_loss_that_becomes_nan_stops_the_run(embedded_build, tiny_models, tmp_path, capsys):
+    """(A learning rate of 1e30, which this test once trained to divergence, is now refused
+    before any work: BAD_TRAIN_NUMBERS.)"""
     out = tmp_path / "run"
     argv = [PROJECT / "recipes" / "tiny-llama" / "nlu.yaml", f"--dataset_name={embedded_build}",
             f"--model_name_or_path={tiny_models / 'tiny-llama'}", f"--output_dir={out}",
-            "--max_steps=4", "--save_strategy=no"]
-    if cause == "learning_rate 1e30":  # the final train_loss diverges (logged every 10 steps)
-        outcome = run_case("train: the loss diverges", train_cmd.main, [*argv, "--learning_rate=1e30"],
-                                   capsys)
-    else:
-        outcome = run_case("train: the loss becomes NaN", lambda a: train_cmd.main(a, [_LossBecomesNaN()]),
-                                   [*argv, "--logging_steps=1"], capsys)
-        assert "step 2: the training loss is nan" in outcome.err
+            "--max_steps=4", "--save_strategy=no", "--logging_steps=1"]
+    outcome = run_case("train: the loss becomes NaN", lambda a: train_cmd.main(a, [_LossBecomesNaN()]),
+                       argv, capsys)
+    assert "step 2: the training loss is nan" in outcome.err
     expect(outcome, "the run diverged and was stopped", "lower learning_rate", code=1)
     assert not (out / "run_info.json").exists()
 
@@ -219,7 +220,7 @@ def _numeric_recipe_keys() -> list[str]:
     """Every key some training recipe sets to a number, and every key train checks."""
     import yaml
 
-    keys = set(train_cmd.NUMBER_RULES)
+    keys = set(NUMBER_RULES)
     for path in (PROJECT / "recipes").rglob("*.yaml"):
         config = yaml.safe_load(path.read_text())
         if isinstance(config, dict) and "task" in config:  # not an accelerate config
@@ -284,3 +285,22 @@ def test_a_recipe_yaml_would_read_silently_otherwise_is_refused(case, tmp_path, 
     recipe = _recipe(tmp_path, TINY_NLU_RECIPE.replace(old, new))
     outcome = run_case(f"train: {case} in the recipe", _parse_only, [str(recipe)], capsys)
     expect(outcome, str(recipe), phrase, code=2)
+
+
+# --- issue 36, the battery's silent recipes: a token budget beyond the base model's positions ---
+@pytest.mark.parametrize("where", ["flag", "recipe"])
+def test_a_max_length_beyond_the_models_positions_is_refused_before_any_work(
+        where, embedded_build, tiny_models, tmp_path, capsys):
+    """Before: the tiny Llama (RoPE) trained on positions it never had, silently."""
+    base = tiny_models / "tiny-llama"
+    limit = json.loads((base / "config.json").read_text())["max_position_embeddings"]
+    recipe = _recipe(tmp_path, TINY_NLU_RECIPE if where == "flag" else
+                     TINY_NLU_RECIPE.replace("max_length: 1024", f"max_length: {limit + 1}"))
+    argv = [recipe, f"--dataset_name={embedded_build}", f"--model_name_or_path={base}",
+            f"--output_dir={tmp_path / 'run'}", "--max_steps=1",
+            *([f"--max_length={limit * 2}"] if where == "flag" else [])]
+    outcome = run_case(f"train: max_length beyond the positions ({where})", train_cmd.main, argv,
+                       capsys)
+    expect(outcome, f"{recipe}: max_length {limit * 2 if where == 'flag' else limit + 1} is "
+                    f"beyond the {limit} positions of {base}", f"at most {limit}", code=2)
+    assert not (tmp_path / "run").exists()

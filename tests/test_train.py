@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from datasets import load_dataset
-from helpers import RECIPES, train_args
+from helpers import RECIPES, rows, train_args
 from safetensors.torch import load_file
 
 from meditod_hub.commands import train as train_cmd
@@ -32,9 +31,6 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-
-def rows(data: Path, task: str, split: str = "train") -> list[dict]:
-    return list(load_dataset(str(data), task, split=split))
 
 
 def tokenizer_of(tiny_models: Path, name: str):
@@ -57,7 +53,7 @@ def test_span_families_cut_context_never_target_and_count_it(tiny_models, embedd
                                                             name, family, budget):
     family = FAMILIES[family]
     tok = tokenizer_of(tiny_models, name)
-    data = rows(embedded_build, "nlu")
+    data = rows(embedded_build, "nlu", "train")
     encoded = T.encode(family, TASKS["nlu"], data, tok, budget)
     kept = len(encoded.dataset) if encoded.dataset else 0
     assert kept + len(encoded.skipped) == len(data)
@@ -81,7 +77,7 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
     tok = tokenizer_of(tiny_models, name)
     budget = Budget(2048, 500) if family.name == "llama" else family.default_budget
     for task in ("nlu", "pol", "nlg"):
-        data = rows(sample_build, task)
+        data = rows(sample_build, task, "train")
         encoded = T.encode(family, TASKS[task], data, tok, budget)
         assert len(encoded.dataset) + len(encoded.skipped) == len(data)
         assert len(encoded.dataset) > len(data) // 2
@@ -90,7 +86,7 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
 
 def test_llama_examples_over_budget_are_skipped_and_named(tiny_models, embedded_build):
     tok = tokenizer_of(tiny_models, "tiny-llama")
-    data = rows(embedded_build, "pol")
+    data = rows(embedded_build, "pol", "train")
     full = T.encode(FAMILIES["llama"], TASKS["pol"], data, tok, Budget(None, 32))
     assert len(full.dataset) == len(data) and not full.skipped
     lengths = sorted(len(tok.apply_chat_template(
@@ -107,7 +103,7 @@ def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, e
     from meditod_hub.models.formats import chat
 
     tok = tokenizer_of(tiny_models, "tiny-llama")
-    row = rows(embedded_build, "nlu")[0]
+    row = rows(embedded_build, "nlu", "train")[0]
     example = T.encode(FAMILIES["llama"], TASKS["nlu"], [row], tok, Budget(1024, 32)).dataset[0]
     assert example["completion"] == [{"role": "assistant", "content": chat.answer(TASKS["nlu"], row)}]
     full = tok.apply_chat_template([*example["prompt"], *example["completion"]], tokenize=True,
@@ -153,7 +149,7 @@ def test_biogpt_examples_in_one_batch_cannot_see_each_other(tiny_models, embedde
 
     tok = tokenizer_of(tiny_models, "tiny-biogpt")
     model = AutoModelForCausalLM.from_pretrained(tiny_models / "tiny-biogpt").eval()
-    data = T.encode(FAMILIES["biogpt"], TASKS["nlu"], rows(embedded_build, "nlu"), tok,
+    data = T.encode(FAMILIES["biogpt"], TASKS["nlu"], rows(embedded_build, "nlu", "train"), tok,
                     Budget(512, 64)).dataset
     a, b1, b2 = data[0], data[1], data[2]
     assert len(b1["input_ids"]) != len(b2["input_ids"])
@@ -258,7 +254,7 @@ def test_biogpt_and_pptod_families_train_through_the_same_entry_point(
                               "--max_steps=3", "--save_strategy=no", "--logging_steps=1"))
     info = run_info(out)
     assert info["family"] == family and info["global_step"] == 3
-    assert info["train_examples"] + info["skipped_examples"] == len(rows(embedded_build, "nlu"))
+    assert info["train_examples"] + info["skipped_examples"] == len(rows(embedded_build, "nlu", "train"))
     assert (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file()
 
 

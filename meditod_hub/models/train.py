@@ -4,7 +4,7 @@ and launches one process or many.
 
 A recipe is YAML whose keys are fields of the trainer's own dataclasses (TRL `SFTConfig` for
 decoders, transformers `Seq2SeqTrainingArguments` for encoder-decoders), TRL `ModelConfig`
-(model, LoRA, 4-bit) and `MeditodArguments` (`train_settings`); every key can be overridden as `--key=value`.
+(model, LoRA, 4-bit) and `MeditodArguments` (`recipes`); every key can be overridden as `--key=value`.
 Full fine-tuning vs QLoRA is `use_peft` + `load_in_4bit` (ModelConfig's own flags).
 `task: multitask` trains one model on the NLU, POL and NLG examples together (each fitted as in
 its single-task run, under the recipe's one budget, mixed by the trainer's shuffling sampler);
@@ -24,7 +24,7 @@ The run directory (`output_dir`, see `runs`) gets the model (adapter or full wei
 tokenizer, `recipe.yaml` (resolved), `run_info.json` and `checkpoints/`. A rerun resumes from the
 last complete checkpoint there, only if it was trained from the same recipe, dataset and base
 model (each checkpoint records them); `train_runtime_s` adds up every segment of a resumed run.
-Numeric settings no run can train with are refused before any work (`commands.train.NUMBER_RULES`),
+Numeric settings no run can train with are refused before any work (`recipes.NUMBER_RULES`),
 and a loss that turns NaN or infinite stops the run (`DivergenceCheck`).
 """
 
@@ -50,7 +50,13 @@ from accelerate import PartialState
 from accelerate.utils import gather_object
 from datasets import Dataset, concatenate_datasets
 from peft import get_peft_model, prepare_model_for_kbit_training
-from transformers import AutoTokenizer, DataCollatorForSeq2Seq, Seq2SeqTrainer, TrainerCallback
+from transformers import (
+    AutoConfig,
+    AutoTokenizer,
+    DataCollatorForSeq2Seq,
+    Seq2SeqTrainer,
+    TrainerCallback,
+)
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
 from trl import SFTTrainer, get_peft_config, get_quantization_config
@@ -60,14 +66,14 @@ from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.tasks import Task, task_specs_of, tasks_of
 from meditod_hub.errors import MeditodError, UsageError, load_failure
 from meditod_hub.files import atomic_write, output_folder, read_json
-from meditod_hub.models import pretrained
+from meditod_hub.models import pretrained, tiny
 from meditod_hub.models.families import Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
 from meditod_hub.models.predictor import DecodeOptions, LocalPredictor
-from meditod_hub.models.runs import CHECKPOINTS, budget_record, write_run_files
-from meditod_hub.models.train_settings import (
+from meditod_hub.models.recipes import (
     MeditodArguments,
 )
+from meditod_hub.models.runs import CHECKPOINTS, budget_record, write_run_files
 
 logger = logging.getLogger("meditod_hub.models.train")
 
@@ -508,9 +514,29 @@ def _log_fit(split: str, encoded: Encoded, budget: Budget) -> None:
         len(encoded.skipped), f" (ids: {', '.join(encoded.skipped)})" if encoded.skipped else "")
 
 
+def check_positions(recipe: Recipe) -> None:
+    """Refuse a decoder's token budget beyond its base model's positions, before any work: a
+    RoPE model takes the longer inputs silently (at positions it never learned), others fail
+    minutes later on an index."""
+    budget, family = recipe.budget.max_length, recipe.family
+    if budget is None or family.encoder_decoder:
+        return
+    base = recipe.model.model_name_or_path
+    try:
+        config = AutoConfig.from_pretrained(base, revision=recipe.model.model_revision)
+    except (OSError, ValueError):
+        return  # no config to read: loading the tokenizer says why (`run`)
+    limit = getattr(config.get_text_config(), "max_position_embeddings", None)
+    if isinstance(limit, int) and budget > limit:
+        raise UsageError(f"{recipe.path}: {family.budget_key} {budget} is beyond the {limit} "
+                         f"positions of {base} (its max_position_embeddings): set "
+                         f"{family.budget_key} to at most {limit}")
+
+
 def run(recipe: Recipe, callbacks=()) -> dict:
     """Train, save the run directory, return its run_info."""
     script, training, family = recipe.script, recipe.training, recipe.family
+    check_positions(recipe)
     run_dir = Path(training.output_dir)
     if training.process_index == 0:  # new, empty, or an earlier (maybe interrupted) run's
         output_folder(run_dir, purpose="train", what="output_dir",
@@ -586,8 +612,6 @@ def run(recipe: Recipe, callbacks=()) -> dict:
 def ensure_tiny_base(model_args, dataset: str) -> None:
     """Make a tiny recipe's missing base (`build/tiny-models/<name>`) from `dataset`'s training
     split, as `meditod tiny` does, so the tiny recipes run on a fresh checkout."""
-    from meditod_hub.models import tiny
-
     path = Path(model_args.model_name_or_path)
     if path.exists() or path.parent != tiny.DEFAULT_OUT or path.name not in tiny.FAMILY_OF:
         return

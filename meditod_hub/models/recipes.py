@@ -1,0 +1,303 @@
+"""The recipes: MediTOD's own recipe keys (`MeditodArguments`), the recipes/ folders (`MODEL`
+of `meditod train MODEL [TASK]`), reading a recipe file, the numbers no run can train with
+(`NUMBER_RULES`), and the help `meditod train -h` shows (`recipe_help`).
+
+Kept apart from `train` (which imports torch, TRL and transformers: seconds to tens of seconds)
+so that `meditod train -h` answers at once from here. Parsing a recipe's keys into the trainer's
+dataclasses is TRL's `TrlParser` (`arguments.parse_config`, called by `commands.train`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shutil
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from meditod_hub.arguments import flag_names, flag_value
+from meditod_hub.data.tasks import MULTITASK, TASK_NAMES
+from meditod_hub.errors import UsageError
+from meditod_hub.models.families import FAMILY_NAMES
+
+RECIPES = Path("recipes")
+RECIPE_TASKS = (*TASK_NAMES, MULTITASK)  # a recipes/ folder holds the three, or `multitask`
+DEFAULT_ACCELERATE_CONFIG = RECIPES / "accelerate" / "ddp.yaml"
+USAGE = "usage: meditod train MODEL [TASK] [--key=value ...]   (or a <recipe.yaml> for MODEL [TASK])"
+
+
+@dataclass
+class MeditodArguments:
+    """The MediTOD part of a recipe; the trainer's and TRL's dataclasses hold the rest."""
+
+    task: str = field(metadata={"help": "nlu, pol, nlg, or multitask: one model trained on the "
+                                        "three tasks' examples together",
+                                "choices": [*TASK_NAMES, MULTITASK]})
+    family: str = field(metadata={"help": "input/output format and trainer (meditod_hub.models.families)",
+                                  "choices": list(FAMILY_NAMES)})
+    model: str = field(metadata={"help": "recipe model name, e.g. llama3-8b (run_info.json)"})
+    dataset_name: str = field(default="meditod",
+                              metadata={"help": "built dataset folder or Hub dataset id"})
+    dataset_train_split: str = "train"
+    dataset_eval_split: str | None = field(default="validation",
+                                           metadata={"help": "null: no evaluation"})
+    max_source_length: int | None = field(
+        default=None, metadata={"help": "encoder-decoders: encoder input budget in tokens "
+                                        "(decoders use SFTConfig's max_length)"})
+    max_new_tokens: int | None = field(default=None, metadata={
+        "help": "generation budget at validation and prediction; BioGPT also reserves it in "
+                "max_length (default: the family's, meditod_hub.models.families)"})
+    effective_batch_size: int | None = field(default=None, metadata={
+        "help": "if set, gradient_accumulation_steps = this / (per-device batch x processes)"})
+    eval_max_examples: int | None = field(default=None, metadata={
+        "help": "generate on only the first N validation rows (cheap CPU runs)"})
+    overwrite_output_dir: bool = field(default=False, metadata={
+        "help": "start over when output_dir holds checkpoints of another recipe, dataset or base "
+                "model (they are deleted); without it such a resume is refused"})
+
+
+@dataclass
+class LaunchArguments:
+    """`meditod train`'s own flags, beside the recipe keys: how many processes, and where."""
+
+    gpus: int = field(default=1, metadata={
+        "help": "processes; above 1, the command relaunches under `accelerate launch`", "min": 1})
+    accelerate_config: Path = field(default=DEFAULT_ACCELERATE_CONFIG, metadata={
+        "help": "accelerate config for --gpus N (the FSDP and ZeRO-3 ones in recipes/accelerate "
+                "shard)"})
+    out: Path | None = field(default=None, metadata={
+        "help": "put the run folders at OUT/<task> (default: each recipe's output_dir)"})
+
+    def __post_init__(self):
+        if self.gpus > 1 and not self.accelerate_config.is_file():
+            configs = ", ".join(map(str, sorted((RECIPES / "accelerate").glob("*.yaml"))))
+            raise UsageError(f"no accelerate config {self.accelerate_config}: give "
+                             f"--accelerate_config, one of {configs}")
+
+
+def folder_tasks(folder: Path) -> list[str]:
+    """The tasks a recipes/ folder has a recipe for, in order (none: not a recipes/ folder)."""
+    return [task for task in RECIPE_TASKS if (folder / f"{task}.yaml").is_file()]
+
+
+def recipe_models() -> dict[str, list[str]]:
+    """Each recipes/ folder (a MODEL) and its tasks."""
+    return {p.name: tasks for p in sorted(RECIPES.glob("*")) if (tasks := folder_tasks(p))}
+
+
+class _RecipeLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the last
+    silently: a recipe's second `learning_rate:` would win unseen)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def load_recipe_yaml(text: str):
+    """A recipe's YAML, as `yaml.safe_load` reads it, but with no key given twice."""
+    return yaml.load(text, Loader=_RecipeLoader)  # noqa: S506 - a SafeLoader
+
+
+def read_recipe(path: Path) -> dict:
+    """A recipe file's settings; a missing, unreadable or non-mapping file is a one-line error."""
+    if not path.is_file():
+        models = ", ".join(recipe_models())
+        raise UsageError(f"no recipe {path}" + (f"; models: {models}" if models else ""))
+    try:
+        config = load_recipe_yaml(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 (byte {exc.start}): save the recipe as UTF-8") from None
+    except RecursionError:
+        raise UsageError(f"{path}: nested too deeply to read: not a recipe") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        why = f" ({exc.problem})" if isinstance(exc, yaml.constructor.ConstructorError) else ""
+        raise UsageError(f"{path}: invalid YAML{where}{why}: fix the recipe") from None
+    if not isinstance(config, dict):
+        raise UsageError(f"{path}: a recipe is a YAML mapping of settings, got "
+                         f"{type(config).__name__}")
+    return config
+
+
+def recipe_paths(argv: list[str]) -> tuple[list[Path], list[str]]:
+    """`MODEL [TASK] [--key=value ...]` (a recipes/ folder and one of its tasks; all its tasks
+    without one) or a recipe path -> the recipes to train in turn, and the overrides after."""
+    if not argv or argv[0].startswith("-"):
+        raise UsageError("give MODEL [TASK] (a recipes/ folder and one of its tasks) or a "
+                         "<recipe.yaml>: meditod train -h lists them")
+    target, rest = argv[0], argv[1:]
+    path = Path(target)
+    folder = path if folder_tasks(path) else RECIPES / target  # recipes/MODEL works too
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        return [path], rest
+    if not folder.is_dir():
+        raise UsageError(f"no recipe or model {target!r}: give a recipes/ folder "
+                         f"({', '.join(recipe_models())}) or a recipe .yaml")
+    tasks = folder_tasks(folder)
+    if rest and not rest[0].startswith("-"):
+        if rest[0] not in tasks:
+            raise UsageError(f"no task {rest[0]!r} in {folder}: give one of {', '.join(tasks)}, "
+                             "or none to train " + ("all three in turn" if len(tasks) > 1 else "it"))
+        tasks, rest = [rest[0]], rest[1:]
+    return [folder / f"{task}.yaml" for task in tasks], rest
+
+
+# --- numbers no run can train with ---------------------------------------------------------------
+# Numbers no run can train with, which TRL and transformers take silently (a zero batch fails
+# minutes later, an infinite learning rate trains NaN): key -> (allowed?, the allowed range).
+# None (unset) is always allowed.
+NUMBER_RULES = {
+    "learning_rate": (lambda v: math.isfinite(v) and 0 < v <= 1, "a finite number above 0 and "
+                                                                 "at most 1"),
+    "max_steps": (lambda v: v == -1 or v >= 1, "-1 (unset: num_train_epochs decides) or at least 1"),
+    "num_train_epochs": (lambda v: math.isfinite(v) and v > 0, "a finite number above 0 (or set "
+                                                               "max_steps)"),
+    **{key: (lambda v: v >= 1, "a whole number of at least 1")
+       for key in ("max_length", "max_source_length", "max_new_tokens", "effective_batch_size",
+                   "gradient_accumulation_steps", "per_device_train_batch_size",
+                   "per_device_eval_batch_size", "eval_max_examples", "lora_r",
+                   "save_total_limit")},
+    **{key: (lambda v: v > 0, "above 0 (a whole number of steps, or below 1 a fraction of the "
+                              "run's steps)")
+       for key in ("logging_steps", "save_steps", "eval_steps")},
+    "warmup_steps": (lambda v: v >= 0, "at least 0 (steps, or below 1 a fraction of the run)"),
+    "weight_decay": (lambda v: v >= 0, "at least 0"),
+    "max_grad_norm": (lambda v: v >= 0, "at least 0 (0 turns clipping off)"),
+    "lora_alpha": (lambda v: v > 0, "above 0"),
+    "adam_epsilon": (lambda v: v > 0, "above 0"),
+    **{key: (lambda v: 0 <= v < 1, "at least 0 and below 1")
+       for key in ("lora_dropout", "adam_beta1", "adam_beta2")},
+    "seed": (lambda v: 0 <= v < 2 ** 32, "a whole number from 0 to 2**32 - 1"),
+}
+
+
+def check_finite(path: Path, config: dict, overrides: list[str], types: dict) -> None:
+    """Refuse NaN and infinity (1e309 reads as infinity) in any setting that is not text, before
+    the parser turns one into an int (OverflowError) or a run trains on it; `types`: each key's
+    type as the parser converts it."""
+    def infinite(value) -> bool:
+        try:
+            return not math.isfinite(float(value))
+        except (TypeError, ValueError):
+            return False
+
+    def checked_later(key: str) -> bool:  # NUMBER_RULES says its finite range
+        return key in NUMBER_RULES and "finite" in NUMBER_RULES[key][1]
+
+    for key, value in config.items():
+        if checked_later(key):
+            continue
+        if not isinstance(value, bool) and isinstance(value, (int, float, str)) \
+                and (isinstance(value, float) or types.get(key) is not str) and infinite(value):
+            raise UsageError(f"{path}: {key}: {value}: must be a finite number")
+    for key in set(flag_names(overrides)):
+        text = flag_value(overrides, key)
+        if text is not None and types.get(key) is not str and not checked_later(key) \
+                and infinite(text):
+            raise UsageError(f"--{key}={text}: must be a finite number")
+
+
+def check_numbers(path: Path, values: dict, cli_keys: list[str]) -> None:
+    """Refuse a numeric setting outside `NUMBER_RULES` before any work, naming where it was set."""
+    for key, (allowed, range_) in NUMBER_RULES.items():
+        value = values.get(key)
+        if value is None or (key == "num_train_epochs" and values.get("max_steps", -1) >= 1):
+            continue  # unset, or epochs that max_steps overrides
+        if isinstance(value, bool) or not (math.isfinite(value) and allowed(value)):
+            where = f"--{key}={value}" if key in cli_keys else f"{path}: {key}: {value}"
+            raise UsageError(f"{where}: must be {range_}")
+
+
+# --- -h: the MediTOD keys and a recipe's values, without torch ------------------------------------
+def _yaml_value(value) -> str:
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").strip()
+
+
+def _help_recipe(argv: list[str]) -> Path | None:
+    """The recipe `MODEL [TASK]` or `<recipe.yaml>` names (MODEL alone: its first task's)."""
+    if not argv or argv[0].startswith("-"):
+        return None
+    path = Path(argv[0])
+    if path.is_file():
+        return path
+    folder = path if folder_tasks(path) else RECIPES / argv[0]
+    tasks = folder_tasks(folder)
+    if not tasks:
+        return path
+    task = argv[1] if len(argv) > 1 and argv[1] in tasks else tasks[0]
+    return folder / f"{task}.yaml"
+
+
+def help_recipe_family(argv: list[str]) -> str:
+    """The family of the recipe `meditod train ... --help_all` names (llama without one)."""
+    recipe = _readable_recipe(_help_recipe(argv))
+    return str(recipe.get("family", "llama"))
+
+
+def _readable_recipe(path: Path | None) -> dict:
+    if path is None or not path.is_file():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, OSError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def recipe_help(argv: list[str]) -> str:
+    """The help for `meditod train [MODEL [TASK] | <recipe.yaml>] -h`: under a screen."""
+    width = max(shutil.get_terminal_size((100, 24)).columns, 100)
+    recipe_path = _help_recipe(argv)
+    recipe = _readable_recipe(recipe_path)
+    lines = [USAGE, "",
+             "Train recipes/MODEL/TASK.yaml into a run folder (runs/MODEL/TASK; --out DIR: DIR/TASK);",
+             "any recipe key can be overridden as --key=value.", ""]
+    source = f"value in {recipe_path}" if recipe else "default"
+    lines.append(f"MediTOD keys ({source}):")
+    for f in dataclasses.fields(MeditodArguments):
+        if f.name in recipe:
+            value = _yaml_value(recipe[f.name])
+        elif f.default is not dataclasses.MISSING:
+            value = _yaml_value(f.default)
+        else:
+            value = "(required)"
+        head = f"  {f.name:<22}{value:<16} "
+        help_ = f.metadata.get("help", "")
+        lines += textwrap.wrap(help_, width, initial_indent=head,
+                               subsequent_indent=" " * len(head)) or [head.rstrip()]
+    others = {k: v for k, v in recipe.items() if k not in {f.name for f in
+                                                             dataclasses.fields(MeditodArguments)}}
+    if others:
+        lines += ["", f"Trainer and model keys in {recipe_path}:"]
+        lines += textwrap.wrap("  ".join(f"{k}={_yaml_value(v)}" for k, v in others.items()),
+                               width, initial_indent="  ", subsequent_indent="  ")
+    elif recipe_path is not None and not recipe:
+        lines += ["", f"({recipe_path} is not a readable recipe)"]
+    models = recipe_models()
+    single = [m for m, tasks in models.items() if MULTITASK not in tasks]
+    multi = [m for m, tasks in models.items() if MULTITASK in tasks]
+    wrap = dict(width=width, subsequent_indent="  ", break_on_hyphens=False)
+    if recipe:  # that recipe's keys fill the screen: the folders are one `meditod train -h` away
+        lines += ["", "meditod train -h lists every MODEL (recipes/ folder), multitask ones included."]
+    if single and not recipe:
+        lines += [""] + textwrap.wrap(f"MODEL, per task (TASK: {', '.join(TASK_NAMES)}; none: the "
+                                      f"three in turn): {', '.join(single)}", **wrap)
+    if multi and not recipe:
+        lines += textwrap.wrap(f"MODEL, {MULTITASK} (one model on the three tasks' examples "
+                               f"together): {', '.join(multi)}", **wrap)
+    lines += ["", "--gpus N relaunches under accelerate (--accelerate_config FILE, default "
+                  f"{DEFAULT_ACCELERATE_CONFIG}); --out DIR puts the run folders at DIR/TASK.",
+              "--help_all lists every trainer key (TRL SFTConfig or Seq2SeqTrainingArguments, "
+              "and ModelConfig: LoRA, 4-bit)."]
+    return "\n".join(lines)
