@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from datasets import load_dataset
+
 from meditod_hub.apps.assistant import Assistant
 from meditod_hub.data.state import fold_states
 from meditod_hub.data.tasks import TASK_NAMES
@@ -447,6 +449,18 @@ INPUT_COLUMNS = {"nlu": ("id", "dialogue_id", "turn", "uttr_id", "context", "las
 
 
 # --- the failure sweep's shared inputs (tests/test_failure_*.py) ---------------------------
+
+def rows(data: Path, task: str, split: str) -> list[dict]:
+    """A built dataset's rows of one task (or `dialogues`) and split."""
+    return list(load_dataset(str(data), task, split=split))
+
+
+def run_cli(main: Callable, argv: list[str], capsys) -> tuple[int, str, str]:
+    """A command's `main` through `run_main`: its exit code and what it printed."""
+    code = run_main(main, argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
 
 def dialogs_of(release: Path) -> dict:
     """A release folder's dialogs.json, to damage."""

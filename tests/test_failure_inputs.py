@@ -284,6 +284,43 @@ def test_chat_reads_stdin_so_that_a_bad_byte_cannot_end_it(monkeypatch, capsys):
     record("chat: command with non-UTF-8 lines on stdin", "clear")
 
 
+ESCAPES = {"a colour": "\x1b[31m", "clear the screen": "\x1b[2J", "a window title": "\x1b]0;x\x07",
+           "a C1 control": "\x9b31m", "a backspace": "\x08\x08"}
+
+
+@pytest.mark.parametrize("where", ["the patient's line", "the models' outputs"])
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_chat_shows_control_characters_escaped_never_raw(where, escape, capsys):
+    """Before: an ANSI escape in a piped patient line, or in what a model answered (the reply,
+    a state value), reached the terminal raw: it could recolour, clear or retitle it."""
+    import io
+
+    from helpers import scripted_assistant
+
+    from meditod_hub.apps.chat import converse
+
+    code = ESCAPES[escape]
+    said = f"I have a {code}cough." if where == "the patient's line" else "I have a cough."
+    taint = code if where == "the models' outputs" else ""
+
+    def answer(task, row):
+        if task == "nlu":
+            return [{"intent": "inform", "slots": {"positive_symptom": [
+                {"value": f"cough{taint}"}]}}], True
+        if task == "pol":
+            return [{"action": "inquire", "symptom": [{"value": "fever"}]}], True
+        return f"Any {taint}fever?", True
+
+    out = io.StringIO()
+    converse(scripted_assistant(answer)[0], io.StringIO(f"{said}\n/state\n"), out,
+             show_state=True, interactive=False)
+    shown = out.getvalue() + capsys.readouterr().err
+    raw = [c for c in code if (c < " " or "\x7f" <= c <= "\x9f") and c in shown]
+    record(f"chat: {escape} in {where}", "silent" if raw else "clear")
+    assert not raw, shown
+    assert code.encode("unicode_escape").decode() in shown  # shown escaped, not dropped
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "a folder", "wrong schema",
                                     "nested 200k deep"])
 def test_annotate_damaged_provenance_refuses_the_save_before_writing(damage, embedded_release,

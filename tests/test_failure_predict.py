@@ -18,6 +18,7 @@ from helpers import (
 )
 
 from meditod_hub.commands import evaluate as evaluate_cmd
+from meditod_hub.commands import harness as harness_cmd
 from meditod_hub.commands import predict as predict_cmd
 from meditod_hub.errors import run_main
 
@@ -132,3 +133,79 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, m
         argv[1] = "org/some-model"
     outcome = run_case(f"predict: {case}", predict_cmd.main, argv, capsys, protect=[run_folder])
     expect(outcome, phrase, code=code)
+
+
+# --- issue 36, the battery's silent harness: a folder with no tasks in it ------------------------
+@pytest.mark.parametrize("case", ["a folder of notes", "an empty nlu folder", "--splits ,"])
+def test_harness_on_a_folder_with_no_tasks_fails_saying_what_it_expected(case, embedded_build,
+                                                                        tmp_path, capsys):
+    """Before: `0 tasks, 0 rows () -> out` and exit 0."""
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("not a dataset\n")
+    argv = ["--data", junk, "--out", tmp_path / "out", "--settings", "ft"]
+    phrase = {"a folder of notes": "has no nlu/ folder: not a dataset built by `meditod build`",
+              "an empty nlu folder": "has no test or test_ood split in nlu/: the harness expects "
+                                     "a dataset built by `meditod build`",
+              "--splits ,": "--splits ',' names no split"}[case]
+    if case == "an empty nlu folder":
+        (junk / "nlu").mkdir()
+    elif case == "--splits ,":
+        argv = ["--data", embedded_build, "--out", tmp_path / "out", "--settings", "ft",
+                "--splits", ","]
+    outcome = run_case(f"harness: {case}", harness_cmd.main, argv, capsys)
+    expect(outcome, phrase)
+    assert not (tmp_path / "out").exists()
+
+
+# --- issue 36, the battery's silent scores: predictions of another task's shape ------------------
+WRONG_SHAPES = {
+    "a number": (5, "(it is a number)"),
+    "a string": ("inform", "(it is a string)"),
+    "one object, not a list": ({"intent": "inform", "slots": {}}, "(it is an object)"),
+    "a list of numbers": ([1, 2], "(item 1 is a number)"),
+    "items without an intent": ([{"action": "inquire"}], "(item 1 has no string `intent`)"),
+    "an intent that is a number": ([{"intent": 3, "slots": {}}], "(item 1 has no string `intent`)"),
+    "slots that are a list": ([{"intent": "inform", "slots": ["fever"]}],
+                              "(item 1's `slots` is a list)"),
+    "null": (None, "(it is null)"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_SHAPES)
+def test_evaluate_refuses_a_prediction_of_the_wrong_shape_naming_file_and_row(
+        case, embedded_build, predictions, tmp_path, capsys):
+    """Before: any JSON value was scored (as no match) and evaluate exited 0."""
+    import json
+
+    value, phrase = WRONG_SHAPES[case]
+    lines = predictions.read_text().splitlines()
+    second = json.loads(lines[1])
+    lines[1] = json.dumps({**second, "prediction": value})
+    predictions.write_text("\n".join(lines) + "\n")
+    outcome = run_case(f"evaluate: an nlu prediction that is {case}", evaluate_cmd.main,
+                       eval_args(embedded_build, predictions, tmp_path / "results.json"), capsys,
+                       protect=[predictions])
+    expect(outcome, f"{predictions}, line 2 ({second['id']}): the nlu prediction is not a list of "
+                    "objects", phrase, "or set parse_ok to false", code=1)
+    assert not (tmp_path / "results.json").exists()
+
+
+@pytest.mark.parametrize("value", [["Any fever?"], {"text": "Any fever?"}, 7])
+def test_evaluate_refuses_an_nlg_prediction_that_is_no_text(value, embedded_build, tmp_path,
+                                                           capsys):
+    import json
+
+    from meditod_hub.data.dataset import load_split
+
+    rows = load_split(embedded_build, "nlg", "test")
+    path = tmp_path / "nlg.jsonl"
+    path.write_text("".join(json.dumps({"id": r["id"], "prediction": value if n == 0 else
+                                        r["response"], "parse_ok": True}) + "\n"
+                            for n, r in enumerate(rows)))
+    argv = eval_args(embedded_build, path, tmp_path / "results.json")
+    argv[1] = "nlg"
+    outcome = run_case(f"evaluate: an nlg prediction that is {type(value).__name__}",
+                       evaluate_cmd.main, argv, capsys)
+    expect(outcome, f"{path}, line 1 ({rows[0]['id']}): the nlg prediction is not a string",
+           code=1)

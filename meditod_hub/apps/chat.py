@@ -14,6 +14,7 @@ A research demo, not medical advice.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -40,8 +41,18 @@ class ChatArguments:
         "help": "a longer patient line is cut to this many characters (and the cut reported)"})
 
 
+# C0 and C1 control characters and DEL: an ANSI escape in a patient line or a model's output
+# would move the cursor, recolour or retitle the terminal, or hide what came before it
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character shown as its escape (`\\x1b`), never sent raw."""
+    return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
 def one_line(text: str) -> str:
-    return " ".join(text.split())
+    return printable(" ".join(text.split()))
 
 
 def turn_report(turn: Turn | None) -> list[str]:
@@ -54,7 +65,7 @@ def turn_report(turn: Turn | None) -> list[str]:
                        for name, stage in (("NLU", turn.nlu), ("POL", turn.pol), ("NLG", turn.nlg)))
     lines.append(f"  parse: {status}")
     lines += [f"  note: {note}" for note in turn.notes]
-    return lines
+    return [printable(line) for line in lines]  # state values and notes come from the models
 
 
 def converse(assistant: Assistant, lines: TextIO, out: TextIO, show_state: bool,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import provenance
+from meditod_hub.data.dataset import load_split
 from meditod_hub.data.metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
 from meditod_hub.data.metrics.precision_at_k import MODES as PAK_MODES
 from meditod_hub.data.tasks import TASK_NAMES, Task
@@ -77,14 +78,12 @@ class EvaluateArguments:
 
 def evaluate(args: EvaluateArguments, task: Task) -> Results:
     """`task`: args.task, resolved by the command."""
-    from meditod_hub.data.dataset import load_split
-
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,
                        cache=args.judge_cache, api_key_env=args.judge_api_key_env,
                        threshold=args.judge_threshold, workers=args.judge_workers,
                        timeout=args.judge_timeout)
     gold_rows = load_split(args.data, task.name, args.split)
-    predictions = align([row["id"] for row in gold_rows], read_predictions(args.predictions),
+    predictions = align([row["id"] for row in gold_rows], read_predictions(args.predictions, task),
                         args.predictions)
     scores = task.score(gold_rows, [p.label for p in predictions], judge=judge,
                         pak_mode=args.pak_mode, bertscore_model=args.bertscore_model,

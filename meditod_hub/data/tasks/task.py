@@ -84,6 +84,30 @@ class Task:
         """What a prediction that did not parse (or was never made) holds."""
         return [] if self.structured else ""
 
+    @property
+    def label_shape(self) -> str:
+        """What a label of this task is, as an error message says it."""
+        if not self.structured:
+            return "a string, the doctor's text"
+        slots = f", its `{self.slots_key}` an object" if self.slots_key else ""
+        return f"a list of objects, each with a string `{self.item_head}`{slots}"
+
+    def label_problem(self, value) -> str | None:
+        """How `value` differs from this task's labels' shape (`label_shape`), else None: the
+        scorer would read a value of another shape as something it is not."""
+        if not self.structured:
+            return None if isinstance(value, str) else f"it is {json_kind(value)}"
+        if not isinstance(value, list):
+            return f"it is {json_kind(value)}"
+        for n, item in enumerate(value, 1):
+            if not isinstance(item, dict):
+                return f"item {n} is {json_kind(item)}"
+            if not isinstance(item.get(self.item_head), str):
+                return f"item {n} has no string `{self.item_head}`"
+            if self.slots_key is not None and not isinstance(item.get(self.slots_key, {}), dict):
+                return f"item {n}'s `{self.slots_key}` is {json_kind(item[self.slots_key])}"
+        return None
+
     def item_slots(self, item: dict) -> dict:
         """One label item's slots (slot key -> entries), wherever this task's labels keep them."""
         if self.slots_key is not None:
@@ -120,3 +144,7 @@ class Task:
                            bertscore_layer=bertscore_layer, seed=seed)
 
 
+def json_kind(value) -> str:
+    """A JSON value's kind, as a message names it (never the value: it may quote a dialogue)."""
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)

@@ -13,14 +13,23 @@ harness's results JSON beside the runs.
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub.data.dataset import (
+    DatasetError,
+    available_splits,
+    check_built_folder,
+    load_split,
+)
 from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.evaluation.fewshot.retrieval import DEFAULT_CACHE_DIR, DEFAULT_RETRIEVER
 from meditod_hub.evaluation.harness import export
+from meditod_hub.models.adapters import adapter_base
+from meditod_hub.models.families import SpanFamily, get_family
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8000/v1"
 
@@ -55,13 +64,18 @@ class HarnessArguments:
 
 
 def splits_of(data: str) -> list[str]:
-    """test, and test_ood when the dataset has it."""
-    from meditod_hub.data.dataset import DatasetError, available_splits, load_split
-
+    """test, and test_ood when the dataset has it; a folder with neither is refused (the harness
+    would have no task to write)."""
     path = Path(data)
     if path.is_dir():
+        check_built_folder(path, TASK_NAMES[0])
         have = set(available_splits(path, TASK_NAMES[0]))
-        return [s for s in EVAL_SPLITS if s in have]
+        splits = [s for s in EVAL_SPLITS if s in have]
+        if not splits:
+            raise DatasetError(f"{path} has no {' or '.join(EVAL_SPLITS)} split in "
+                               f"{TASK_NAMES[0]}/: the harness expects a dataset built by "
+                               "`meditod build` (or give --splits)")
+        return splits
     try:
         load_split(data, TASK_NAMES[0], OOD_SPLIT)
     except DatasetError:
@@ -74,7 +88,6 @@ def eos_token(model: str | None) -> str | None:
     config = Path(model) / "tokenizer_config.json" if model else None
     if config is None or not config.is_file():
         return None
-    import json
 
     try:
         eos = json.loads(config.read_text(encoding="utf-8")).get("eos_token")
@@ -90,9 +103,6 @@ def commands(written: export.Written, model: str | None, endpoint: str) -> list[
     which `transformers serve` answers with a 500. A span family's fine-tuned tasks are plain
     text, without chat template: an encoder-decoder runs with `backend=seq2seq`, and no
     OpenAI-compatible server serves it."""
-    from meditod_hub.models.adapters import adapter_base
-    from meditod_hub.models.families import SpanFamily, get_family
-
     include = shlex.quote(str(written.out.resolve() / "lm_eval"))
     eos = eos_token(model)
     base = adapter_base(model, quantized=False) if model else None

@@ -30,14 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import provenance
+from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.release import OOD_SPLIT
 from meditod_hub.data.tasks import TASK_NAMES, TASKS, get_task
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.fewshot import prompts
+from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool
 from meditod_hub.evaluation.harness import scoring
 from meditod_hub.evaluation.harness.rows import harness_rows, span_sources
 from meditod_hub.files import atomic_write
 from meditod_hub.models.families import Budget, Family, SpanFamily, get_family
+from meditod_hub.models.runs import run_budget, run_settings
 
 PURPOSE = "harness"
 INFO = "harness.json"
@@ -79,8 +82,6 @@ def ft_family(model: str | None, family: str | None = None, max_new_tokens: int 
     run_info.json), else the chat family; their budget, `model`'s run's (`runs.run_budget`, as
     `meditod predict` reads it; `max_new_tokens` replaces its answer budget). A span family
     needs `model`: its tokenizer fits the inputs to that budget."""
-    from meditod_hub.models.runs import run_budget, run_settings
-
     local = bool(model) and Path(model).is_dir()
     info, recipe = run_settings(model) if local else ({}, {})
     chosen = get_family(family or info.get("family") or scoring.CHAT_FAMILY)
@@ -93,6 +94,7 @@ def ft_family(model: str | None, family: str | None = None, max_new_tokens: int 
     if not model:
         raise UsageError(f"a {chosen.name} model's inputs are fitted to its budget by its own "
                          "tokenizer: give --model (its run folder)")
+    # deferred: transformers is slow to import
     from transformers import AutoTokenizer
 
     return FineTuned(chosen, AutoTokenizer.from_pretrained(model), budget)
@@ -199,9 +201,6 @@ def write(out: Path, data: str, splits: list[str], *, settings=("icl", "ft"), sh
     """The task folder for `data`'s `splits` (`retriever`: a `retrieval.Retriever`, needed for
     the in-context setting; `family`: the fine-tuned tasks' family, default `model`'s run's,
     `ft_family`; `ft_max_new_tokens`: their answer budget, default the run's, else the family's)."""
-    from meditod_hub.data.dataset import fingerprint, load_split
-    from meditod_hub.evaluation.fewshot.retrieval import ExemplarPool
-
     tuned = ft_family(model, family, ft_max_new_tokens) if "ft" in settings \
         else FineTuned(get_family(scoring.CHAT_FAMILY))
     ft_max_new_tokens = tuned.budget.max_new_tokens if tuned.budget else \

@@ -20,7 +20,10 @@ import hashlib
 import json
 from collections.abc import Sequence
 
+from meditod_hub.data.metrics import make_judge
 from meditod_hub.data.tasks import get_task
+from meditod_hub.evaluation.fewshot.prompts import parse_answer
+from meditod_hub.models.families import get_family
 from meditod_hub.models.records import value_at
 
 SETTINGS = {"icl": "in-context", "ft": "supervised"}  # harness setting -> results' setting
@@ -50,12 +53,8 @@ def parse(setting: str, task: str, raw: str, family: str | None = None):
     """The label of one raw answer, or None when it does not parse (scored as empty). `family`:
     the fine-tuned model's (`families`; default the chat family)."""
     if setting == "icl":
-        from meditod_hub.evaluation.fewshot.prompts import parse_answer
-
         parsed = parse_answer(task, raw)
     elif setting == "ft":
-        from meditod_hub.models.families import get_family
-
         parsed = get_family(family or CHAT_FAMILY).parse(task, raw.strip())  # as predict strips
     else:
         raise ValueError(f"unknown harness setting {setting!r}: choose one of {', '.join(SETTINGS)}")
@@ -68,8 +67,6 @@ _SCORED: dict[str, dict] = {}
 def score(setting: str, task: str, rows: Sequence[dict], raws: Sequence[str],
           family: str | None = None) -> dict:
     """`Task.score` of the parsed answers against their rows (cached per exact input)."""
-    from meditod_hub.data.metrics import make_judge
-
     key = hashlib.sha256(json.dumps([setting, task, family, [r["id"] for r in rows], list(raws)])
                          .encode()).hexdigest()
     if key not in _SCORED:
