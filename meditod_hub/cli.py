@@ -69,6 +69,7 @@ def usage() -> str:
 
 def version() -> str:
     """The installed distribution's version (pyproject.toml's, for an editable install)."""
+    # deferred: only --version reads the installed metadata; meditod -h stays fast
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def train_help_requested(rest: list[str]) -> bool:
+    # deferred: cli imports a command's module only when it runs (meditod -h stays fast)
     from meditod_hub.commands.train import wants_help
 
     return wants_help(rest)
@@ -109,6 +111,7 @@ def train_help_requested(rest: list[str]) -> bool:
 def print_train_help(rest: list[str]) -> int:
     """`meditod train [MODEL [TASK] | <recipe.yaml>] -h`: answered without importing torch;
     `meditod train` alone prints the same on stderr as a usage error."""
+    # deferred: cli imports a command's module only when it runs (meditod -h stays fast)
     from meditod_hub.commands.train import train_help
 
     print(train_help(rest), file=sys.stdout if rest else sys.stderr)

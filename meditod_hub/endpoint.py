@@ -46,6 +46,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tqdm.auto import tqdm
+
 from meditod_hub.errors import MeditodError, UsageError, name_ids
 
 DEFAULT_CACHE = ".cache/endpoint_answers.sqlite"
@@ -378,8 +380,6 @@ class Endpoint:
             self.stats.cost_usd += self.prices.cost(answer.prompt_tokens, answer.completion_tokens)
 
     async def _fetch(self, missing, decoding, answers, cache, desc) -> None:
-        from tqdm.auto import tqdm
-
         client = self._client()
         slots = asyncio.Semaphore(self.concurrency)
         bar = tqdm(total=len(missing), desc=desc, unit="req", disable=not self.progress)
@@ -436,6 +436,7 @@ class Endpoint:
             raise failed.exceptions[0] from None
 
     def _client(self):
+        # deferred: openai is an optional extra (meditod-hub[endpoint])
         import openai
 
         def count(_request):
@@ -460,6 +461,7 @@ class Endpoint:
         return openai.AsyncOpenAI(base_url=self.base_url, **common)
 
     async def _ask(self, client, request: Request, decoding: Decoding) -> Answer:
+        # deferred: openai is an optional extra (meditod-hub[endpoint])
         import openai
 
         try:
@@ -540,6 +542,7 @@ class Endpoint:
 
     def _listed_models(self) -> list:
         """The entries of GET /models ([] when the server does not list them)."""
+        # deferred: openai is an optional extra (meditod-hub[endpoint])
         import openai
 
         try:

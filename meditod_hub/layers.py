@@ -23,8 +23,10 @@ inside functions) and fails on an upward import or a cycle between units.
                     library's `*Arguments` dataclasses and calls the library, which never
                     reads argv (tests/test_layers.py checks that too)
 
-A deferred (function-level) import is kept only where start-up time needs it (a heavy library or
-a module `meditod -h` must not load), with a comment giving the reason; never to break a circle.
+A deferred (function-level) import is kept only where start-up time needs it (a heavy library, an
+optional extra, or a module `meditod -h` must not load), with a comment giving the reason
+(`# deferred: torch is slow to import`; tests/test_layers.py fails on one without); never to
+break a circle. Anything else is imported at module level.
 
 tests/test_layers.py also imports the floors one by one in a fresh interpreter and checks that,
 after floors 0..f, no module of a higher floor is loaded.

@@ -42,6 +42,7 @@ def install() -> None:
 
 def model_bars_off() -> None:
     """transformers' weight loading/saving bars, the Hub's download bars kept (see above)."""
+    # deferred: a library loads only when a command that uses it silences it, never for -h
     from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
     from transformers.utils import logging as transformers_logging
 
@@ -53,6 +54,7 @@ def model_bars_off() -> None:
 
 def data_bars_off() -> None:
     """datasets' map and split-generation bars (see above)."""
+    # deferred: a library loads only when a command that uses it silences it, never for -h
     import datasets
 
     datasets.disable_progress_bars()

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from datasets import load_dataset
-from helpers import INPUT_COLUMNS, scripted_assistant, weights_digest
+from helpers import INPUT_COLUMNS, rows, scripted_assistant, weights_digest
 
 from meditod_hub.apps.assistant import MAX_PATIENT_CHARS, NO_REPLY
 from meditod_hub.data.tasks import FEATURES
@@ -25,9 +24,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 TASKS = ("nlu", "pol", "nlg")
 SYMPTOM = [{"intent": "inform", "slots": {"positive_symptom": [{"value": "cough"}]}}]
 
-
-def rows(data, task, split="train"):
-    return list(load_dataset(str(data), task, split=split))
 
 
 def gold_answers(data, split="train"):
@@ -41,12 +37,12 @@ def test_a_replayed_dialogue_gives_the_models_the_datasets_rows(embedded_build):
     """Gold answers from every module: each row a model sees equals the dataset's row on every
     input column (so the formats build the same model input), and the state is the gold one."""
     assistant, backend = scripted_assistant(gold_answers(embedded_build))
-    dialogue = [r for r in rows(embedded_build, "dialogues") if r["dialogue_id"] == "9001"][0]
+    dialogue = [r for r in rows(embedded_build, "dialogues", "train") if r["dialogue_id"] == "9001"][0]
     utterances = dialogue["utterances"]
     conversation = assistant.new_conversation("9001", opening=utterances[0]["text"])
     turns = [assistant.respond(conversation, u["text"]) for u in utterances
              if u["speaker"] == "patient"]
-    gold = {task: [r for r in rows(embedded_build, task) if r["dialogue_id"] == "9001"]
+    gold = {task: [r for r in rows(embedded_build, task, "train") if r["dialogue_id"] == "9001"]
             for task in TASKS}
     for task in TASKS:
         seen = [row for t, row in backend.seen if t == task]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from chat_server import ChatServer
-from datasets import load_dataset
+from helpers import rows
 
 from meditod_hub.data import cmas
 from meditod_hub.data.release import label_errors
@@ -35,9 +35,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 TINY = {"llama": "tiny-llama", "biogpt": "tiny-biogpt", "flan-t5": "tiny-t5", "pptod": "tiny-pptod"}
 LABEL_KIND = {"nlu": "nlu", "pol": "actions"}
 
-
-def rows(data, task, split="test"):
-    return list(load_dataset(str(data), task, split=split))
 
 
 def gold_text(family: str, task: str, row: dict) -> str:
@@ -176,7 +173,7 @@ def test_random_tiny_models_break_the_format_freely_and_never_under_the_grammar(
     model, tokenizer = fam.auto_model().from_pretrained(path), AutoTokenizer.from_pretrained(path)
     budget = Budget(fam.default_budget.max_length, 48)
     for task in ("nlu", "pol"):
-        data = rows(embedded_build, task)[:4]
+        data = rows(embedded_build, task, "test")[:4]
         free = predict_rows(model, tokenizer, fam, task, data, budget, batch_size=4)
         held = predict_rows(model, tokenizer, fam, task, data, budget, batch_size=4,
                             constrained=True)
@@ -201,7 +198,7 @@ def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_
     for task in ("nlu", "pol"):
         constraint = C.constraint("chat", TASKS[task], vocabulary)
         assert '"\\"cough\\""' in constraint.grammar
-        held = predict_rows(model, tokenizer, fam, task, rows(embedded_build, task)[:4],
+        held = predict_rows(model, tokenizer, fam, task, rows(embedded_build, task, "test")[:4],
                             Budget(None, 64), batch_size=4, constrained=True,
                             vocabulary=vocabulary)
         values = list(C.medical_values(TASKS[task], [r.prediction for r in held]))
@@ -316,7 +313,7 @@ def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
         decode = DecodeOptions(constrained=server_kind is not None, server_kind=server_kind)
         return ServedPredictor(endpoint, None, fam, TASKS[task], budget, decode).predict(data)
 
-    data = rows(embedded_build, "nlu")[:2]
+    data = rows(embedded_build, "nlu", "test")[:2]
     fam = FAMILIES["llama"]
     with ChatServer() as server:
         endpoint = Endpoint(server.url, "stub-model", cache=None)
@@ -365,7 +362,7 @@ def test_predictions_and_results_record_the_decoding_setting(tmp_path, sample_bu
         write_predictions,
     )
 
-    gold = rows(sample_build, "nlu")
+    gold = rows(sample_build, "nlu", "test")
     path = tmp_path / "p.jsonl"
     write_predictions([Prediction(r["id"], r["nlu"], constrained=True) for r in gold], path,
                       purpose="predict")

@@ -71,7 +71,7 @@ def test_gold_responses_score_full_marks(sample_build, gold, tmp_path):
 def test_unparsed_predictions_are_counted(sample_build, gold, tmp_path):
     records = gold_records(gold["nlg"], "nlg")
     records[0] = {**records[0], "parse_ok": False, "raw": "<garbled>"}
-    records[1]["prediction"] = {"not": "text"}
+    records[1] = {**records[1], "prediction": {"not": "text"}, "parse_ok": False}  # ignored
     assert run(sample_build, "nlg", write_predictions(tmp_path / "p.jsonl", records),
                tmp_path / "results.json") == 0
     results = json.loads((tmp_path / "results.json").read_text())

@@ -282,9 +282,8 @@ def test_a_generation_never_replaces_what_it_did_not_write(tmp_path, capsys):
     added = generate_release(tmp_path / "added", dialogues=4)
     (added / "notes.txt").write_text("my notes")
     edited = generate_release(tmp_path / "edited", seed=3, dialogues=4)
-    dialogs = json.loads((edited / "dialogs.json").read_text())
-    dialogs["1"]["utterances"][1]["text"] = "I have had a dry cough for a month."
-    (edited / "dialogs.json").write_text(json.dumps(dialogs))
+    edit_dialogs(edited, lambda d: d["1"]["utterances"][1].update(
+        text="I have had a dry cough for a month."))
     a_file = tmp_path / "file"
     a_file.write_text("not a folder")
     for target, phrase in [(real, "no synthetic release.json"), (added, "added to since it was "
@@ -484,3 +483,14 @@ def test_a_blank_looking_licence_declares_nothing(blank, how, sample_release, tm
         else "data lost or exposed"
     record(f"build: the authors' dialogues under a {blank} licence ({how})", kind)
     assert kind == "clear", manifest
+
+
+# --- issue 36, the battery's catch-all messages: a synthetic corpus too small to split ------------
+@pytest.mark.parametrize("count", ["0", "-3", "3"])
+def test_synthetic_with_fewer_dialogues_than_splits_says_how_many(count, tmp_path, capsys):
+    """Before: "unexpected ValueError ... need at least 4 dialogues", asking for a report."""
+    outcome = run_case(f"synthetic: --dialogues {count}", synthetic_cmd.main,
+                       ["--out", tmp_path / "corpus", "--dialogues", count], capsys)
+    expect(outcome, f"--dialogues {count}: give at least 4 (one per split: train, validation, "
+                    "test, test_ood)", code=2)
+    assert not (tmp_path / "corpus").exists()

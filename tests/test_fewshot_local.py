@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
 from meditod_hub.commands.fewshot import main
 from meditod_hub.data.dataset import load_split
 from meditod_hub.data.tasks import TASKS
 from meditod_hub.endpoint import Decoding, Request
-from meditod_hub.errors import run_main
 from meditod_hub.evaluation.fewshot import prompts as P
 from meditod_hub.models.local_chat import LocalChat, shared_prefix
 
@@ -124,16 +124,10 @@ def argv(chat_model, embedded_build, tiny_retriever, tmp_path):
     return make
 
 
-def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
-    code = run_main(main, args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_a_local_run_records_its_folder_and_reruns_from_the_answer_cache(argv, chat_model,
                                                                          tmp_path, capsys):
     out = tmp_path / "out" / "nlu"
-    code, printed, _ = run_cli(argv("nlu"), capsys)
+    code, printed, _ = run_cli(main, argv("nlu"), capsys)
     assert code == 0 and "3 generated, 0 cached" in printed
     first = (out / "predictions.jsonl").read_text()
     info = json.loads((out / "fewshot_info.json").read_text())
@@ -144,7 +138,7 @@ def test_a_local_run_records_its_folder_and_reruns_from_the_answer_cache(argv, c
     assert info["shared_prefix_tokens"] > 0 and info["requests"] == 3
     assert info["dtype"] == "float32" and info["decoding"]["max_tokens"] == 16
     assert len(first.splitlines()) == 3
-    code, printed, err = run_cli(argv("nlu"), capsys)
+    code, printed, err = run_cli(main, argv("nlu"), capsys)
     assert code == 0 and "0 generated, 3 cached" in printed
     assert "3 of 3 answers from the answer cache" in err
     assert (out / "predictions.jsonl").read_text() == first
@@ -154,7 +148,7 @@ def test_a_local_run_records_its_folder_and_reruns_from_the_answer_cache(argv, c
 @pytest.mark.parametrize("task", ["nlu", "pol"])
 def test_constrained_local_answers_always_parse(argv, task, tmp_path, capsys):
     out = tmp_path / "out" / f"{task}-constrained"
-    code, _, err = run_cli(argv(task, "--constrained", "--max_tokens", "48", "--out", str(out)),
+    code, _, err = run_cli(main, argv(task, "--constrained", "--max_tokens", "48", "--out", str(out)),
                            capsys)
     assert code == 0, err
     records = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
@@ -168,7 +162,7 @@ def test_constrained_local_answers_always_parse(argv, task, tmp_path, capsys):
 def test_backends_are_one_or_the_other_and_a_dry_run_loads_no_weights(argv, chat_model, tmp_path,
                                                                       capsys):
     def error(args: list[str]) -> str:
-        code, _, err = run_cli(args, capsys)
+        code, _, err = run_cli(main, args, capsys)
         lines = [x for x in err.splitlines() if x.startswith("error:")]
         assert code == 2 and len(lines) == 1, err
         return lines[0]
@@ -180,7 +174,7 @@ def test_backends_are_one_or_the_other_and_a_dry_run_loads_no_weights(argv, chat
     assert "not a model folder" in error(argv("nlu", "--local_model", str(tmp_path)))
     (chat_model / "model.safetensors").rename(chat_model / "weights.away")
     try:
-        code, printed, _ = run_cli(argv("nlu", "--dry_run", "--model", "tiny-chat"), capsys)
+        code, printed, _ = run_cli(main, argv("nlu", "--dry_run", "--model", "tiny-chat"), capsys)
     finally:
         (chat_model / "weights.away").rename(chat_model / "model.safetensors")
     info = json.loads((tmp_path / "out" / "nlu" / "fewshot_info.json").read_text())

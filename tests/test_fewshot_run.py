@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from chat_server import ChatServer
 from datasets import load_dataset
+from helpers import run_cli
 
 from meditod_hub.commands.fewshot import main
 from meditod_hub.data.tasks import TASKS
-from meditod_hub.errors import run_main
 from meditod_hub.evaluation.fewshot import prompts as P
 from meditod_hub.evaluation.fewshot.run import TokenCounter
 
@@ -33,16 +33,10 @@ def argv(embedded_build, tiny_models, tiny_retriever, tmp_path):
     return make
 
 
-def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
-    code = run_main(main, args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_dry_run_writes_every_request_and_the_cost_and_sends_nothing(argv, embedded_build,
                                                                      tmp_path, capsys):
     with ChatServer() as server:
-        code, out, _ = run_cli(argv("pol", server.url, "--dry_run", "--input_price", "1.5",
+        code, out, _ = run_cli(main, argv("pol", server.url, "--dry_run", "--input_price", "1.5",
                                     "--output_price", "2"), capsys)
         assert code == 0 and server.received == []
     lines = [json.loads(x) for x in (tmp_path / "out" / "pol" / "requests.jsonl").read_text().splitlines()]
@@ -63,13 +57,13 @@ def test_exemplars_are_dropped_least_similar_first_to_fit_the_window_and_counted
         argv, tiny_models, tmp_path, capsys):
     count = TokenCounter.for_model(str(tiny_models / "tiny-llama"))
     full = argv("nlu", "http://127.0.0.1:9/v1", "--dry_run", "--shots", "3")
-    run_cli(full, capsys)
+    run_cli(main, full, capsys)
     wide = [json.loads(x) for x in (tmp_path / "out" / "nlu" / "requests.jsonl").read_text().splitlines()]
     one_shot = max(count(r["messages"][:1] + r["messages"][1:3] + r["messages"][-1:]) for r in wide)
     window = one_shot + 16
     narrow = full[:full.index("--context_window")] + ["--context_window", str(window)] + \
         full[full.index("--context_window") + 2:] + ["--out", str(tmp_path / "narrow")]
-    assert run_cli(narrow, capsys)[0] == 0
+    assert run_cli(main, narrow, capsys)[0] == 0
     fitted = [json.loads(x) for x in (tmp_path / "narrow" / "requests.jsonl").read_text().splitlines()]
     info = json.loads((tmp_path / "narrow" / "fewshot_info.json").read_text())
     dropped = 0
@@ -85,12 +79,12 @@ def test_a_run_writes_predictions_results_and_its_info_then_reruns_from_the_cach
         argv, tmp_path, capsys):
     out = tmp_path / "out" / "nlg"
     with ChatServer() as server:
-        code, printed, _ = run_cli(argv("nlg", server.url, "--paper_model", "gpt-4-turbo"), capsys)
+        code, printed, _ = run_cli(main, argv("nlg", server.url, "--paper_model", "gpt-4-turbo"), capsys)
         assert code == 0 and len(server.received) == 4
         sent = server.received[0]
         assert (sent["temperature"], sent["max_tokens"]) == (0.0, 16)
         first = (out / "predictions.jsonl").read_text()
-        assert run_cli(argv("nlg", server.url, "--paper_model", "gpt-4-turbo"), capsys)[0] == 0
+        assert run_cli(main, argv("nlg", server.url, "--paper_model", "gpt-4-turbo"), capsys)[0] == 0
         assert len(server.received) == 4, "the rerun sent nothing"
     assert (out / "predictions.jsonl").read_text() == first
     records = [json.loads(x) for x in first.splitlines()]
@@ -110,7 +104,7 @@ def test_a_run_writes_predictions_results_and_its_info_then_reruns_from_the_cach
 
 def test_unparsable_answers_are_counted_as_structure_violations(argv, tmp_path, capsys):
     with ChatServer() as server:
-        assert run_cli(argv("pol", server.url), capsys)[0] == 0
+        assert run_cli(main, argv("pol", server.url), capsys)[0] == 0
     results = json.loads((tmp_path / "out" / "pol" / "results.json").read_text())
     assert results["parse_failures"] == 4  # the stub's echoes are not JSON
     assert results["structure_violations"] == {"count": 4, "share": 1.0}
@@ -124,12 +118,12 @@ def test_constrained_is_its_own_setting_and_the_server_receives_the_grammar(argv
 
     out = tmp_path / "out" / "nlu-constrained"
     with ChatServer() as server:
-        assert run_cli(argv("nlu", server.url), capsys)[0] == 0
+        assert run_cli(main, argv("nlu", server.url), capsys)[0] == 0
         free = list(server.received)
-        assert run_cli(argv("nlu", server.url, "--constrained", "--server_kind", "vllm",
+        assert run_cli(main, argv("nlu", server.url, "--constrained", "--server_kind", "vllm",
                             "--out", str(out)), capsys)[0] == 0
         held = server.received[len(free):]
-        code, _, err = run_cli(argv("nlu", server.url, "--out", str(out)), capsys)
+        code, _, err = run_cli(main, argv("nlu", server.url, "--out", str(out)), capsys)
     assert len(held) == 4, "constrained answers are asked for, not taken from the free ones' cache"
     grammar = C.grammar("fewshot", TASKS["nlu"], C.resolve_vocabulary("train", str(embedded_build)))
     assert all(body["structured_outputs"] == {"grammar": grammar} for body in held)
@@ -143,7 +137,7 @@ def test_constrained_is_its_own_setting_and_the_server_receives_the_grammar(argv
     assert info["constrained"] and info["constraint"]["server_kind"] == "vllm"
     assert grammar not in json.dumps(info), "run_info holds a hash of the grammar, not the grammar"
     assert code == 2 and "holds another few-shot run" in _one_line_error(code, err)
-    line = _one_line_error(*run_cli(argv("pol", "http://127.0.0.1:9/v1", "--constrained"),
+    line = _one_line_error(*run_cli(main, argv("pol", "http://127.0.0.1:9/v1", "--constrained"),
                                     capsys)[::2])
     assert "needs --server_kind" in line
 
@@ -157,26 +151,26 @@ def _one_line_error(code: int, err: str) -> str:
 def test_bad_input_is_one_line_that_says_what_to_do(argv, tmp_path, capsys, monkeypatch):
     with ChatServer(faults=["401"]) as server:
         monkeypatch.setenv("MY_SERVER_KEY", "sk-wrong-key-000")
-        line = _one_line_error(*run_cli(argv("nlu", server.url, "--api_key_env", "MY_SERVER_KEY"),
+        line = _one_line_error(*run_cli(main, argv("nlu", server.url, "--api_key_env", "MY_SERVER_KEY"),
                                         capsys)[::2])
         assert "refused the API key (HTTP 401): set MY_SERVER_KEY" in line
         assert "sk-wrong-key-000" not in line
-        line = _one_line_error(*run_cli(argv("nlu", server.url, "--model", "gpt-9") , capsys)[::2])
+        line = _one_line_error(*run_cli(main, argv("nlu", server.url, "--model", "gpt-9") , capsys)[::2])
         assert "does not serve model 'gpt-9'" in line and "it serves: stub-model" in line
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
-    line = _one_line_error(*run_cli(argv("nlu", dead, "--out", str(tmp_path / "d" / "e")),
+    line = _one_line_error(*run_cli(main, argv("nlu", dead, "--out", str(tmp_path / "d" / "e")),
                                     capsys)[::2])
     assert "cannot reach 127.0.0.1" in line and "start the server" in line
     assert not (tmp_path / "d").exists(), "a failed run leaves no empty folders"
-    code, _, err = run_cli(argv("nlu", dead, "--context_window", "300", "--out",
+    code, _, err = run_cli(main, argv("nlu", dead, "--context_window", "300", "--out",
                                 str(tmp_path / "w")), capsys)
     line = _one_line_error(code, err)
     assert code == 2 and "context window of 300 tokens (--context_window) is smaller than one " \
         "exemplar" in line
     assert "raise --context_window" in line
-    code, _, err = run_cli(argv("nlu", dead, "--tokenizer", str(tmp_path / "nothing"),
+    code, _, err = run_cli(main, argv("nlu", dead, "--tokenizer", str(tmp_path / "nothing"),
                                 "--out", str(tmp_path / "t")), capsys)
     assert "pass --tokenizer" in _one_line_error(code, err)
 
@@ -185,7 +179,7 @@ def test_more_shots_than_the_train_split_holds_are_refused(argv, embedded_build,
                                                             capsys):
     """(before: `--shots 1000` was recorded as given, and fewer were sent)"""
     train = len(load_dataset(str(embedded_build), "nlu", split="train"))
-    code, _, err = run_cli(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run", "--shots", "1000"),
+    code, _, err = run_cli(main, argv("nlu", "http://127.0.0.1:9/v1", "--dry_run", "--shots", "1000"),
                            capsys)
     assert code == 2 and _one_line_error(code, err) == (
         f"error: --shots 1000: the train split of {embedded_build} has {train} nlu rows to "
@@ -197,7 +191,7 @@ def test_out_never_takes_over_another_runs_folder(argv, tmp_path, capsys):
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
-    code, _, err = run_cli(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run", "--out", str(other)),
+    code, _, err = run_cli(main, argv("nlu", "http://127.0.0.1:9/v1", "--dry_run", "--out", str(other)),
                            capsys)
     assert "not empty and holds no few-shot run" in _one_line_error(code, err)
     assert (other / "notes.txt").read_text() == "mine" and len(list(other.iterdir())) == 1
@@ -208,13 +202,13 @@ def test_a_model_without_a_tokenizer_is_sent_unchanged_and_priced_by_an_estimate
     args = argv("nlg", "http://127.0.0.1:9/v1", "--dry_run")
     args = without(without(args, "--tokenizer"), "--context_window")
     args += ["--model", str(tmp_path / "no-tokenizer-here")]
-    code, out, err = run_cli(args, capsys)
+    code, out, err = run_cli(main, args, capsys)
     assert code == 0 and " prompt tokens (estimated) " in out
     lines = [json.loads(x) for x in (tmp_path / "out" / "nlg" / "requests.jsonl").read_text().splitlines()]
     assert all(len(r["messages"]) == 1 + 2 * 2 + 1 and r["prompt_tokens"] is None for r in lines)
     info = json.loads((tmp_path / "out" / "nlg" / "fewshot_info.json").read_text())
     assert info["token_counter"].startswith("none") and info["budget"]["context_window"] is None
-    code, _, err = run_cli(args + ["--context_window", "4096", "--out", str(tmp_path / "w")],
+    code, _, err = run_cli(main, args + ["--context_window", "4096", "--out", str(tmp_path / "w")],
                            capsys)
     assert "needs a tokenizer to count prompt tokens" in _one_line_error(code, err)
 
@@ -231,7 +225,7 @@ def test_the_authors_prompts_go_unchanged_unless_a_window_is_known(argv, tmp_pat
     keeps its exemplars; a window the server reports trims, and the run says what it trimmed."""
     with ChatServer() as server:
         args = without(argv("nlu", server.url, "--shots", "3"), "--context_window")
-        assert run_cli(args, capsys)[0] == 0
+        assert run_cli(main, args, capsys)[0] == 0
         wide = server.received[:]
     assert all(len(body["messages"]) == 1 + 2 * 3 + 1 for body in wide)
     info = json.loads((tmp_path / "out" / "nlu" / "fewshot_info.json").read_text())
@@ -241,7 +235,7 @@ def test_the_authors_prompts_go_unchanged_unless_a_window_is_known(argv, tmp_pat
     with ChatServer(max_model_len=one_shot + 16) as small:
         args = without(argv("nlu", small.url, "--shots", "3", "--out", str(tmp_path / "small")),
                        "--context_window")
-        code, _, err = run_cli(args, capsys)
+        code, _, err = run_cli(main, args, capsys)
         assert code == 0
         sent = small.received[:]
     info = json.loads((tmp_path / "small" / "fewshot_info.json").read_text())
@@ -261,7 +255,7 @@ def test_llama3_models_are_counted_with_the_packaged_llama3_tokenizer(argv, tmp_
     args = without(without(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run"), "--tokenizer"),
                    "--context_window")
     args += ["--model", "aaditya/Llama3-OpenBioLLM-8B"]
-    assert run_cli(args, capsys)[0] == 0
+    assert run_cli(main, args, capsys)[0] == 0
     info = json.loads((tmp_path / "out" / "nlu" / "fewshot_info.json").read_text())
     assert info["token_counter"] == NAME and info["budget"]["context_window"] is None
     first = json.loads((tmp_path / "out" / "nlu" / "requests.jsonl").read_text().splitlines()[0])
@@ -275,7 +269,7 @@ def test_no_key_of_the_environment_goes_to_a_local_server_nor_into_the_run_recor
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     with ChatServer() as server:
-        assert run_cli(argv("nlg", server.url), capsys)[0] == 0
+        assert run_cli(main, argv("nlg", server.url), capsys)[0] == 0
     sent = {{k.lower(): v for k, v in h.items()}["authorization"] for h in server.headers}
     assert sent == {"Bearer EMPTY"}
     info = json.loads((tmp_path / "out" / "nlg" / "fewshot_info.json").read_text())
@@ -284,10 +278,10 @@ def test_no_key_of_the_environment_goes_to_a_local_server_nor_into_the_run_recor
 
 def test_the_run_record_names_the_endpoint_whose_answers_it_holds(argv, tmp_path, capsys):
     with ChatServer(reply="A") as a, ChatServer(reply="B") as b:
-        assert run_cli(argv("nlg", a.url), capsys)[0] == 0
-        assert run_cli(argv("nlg", b.url), capsys)[0] == 0
+        assert run_cli(main, argv("nlg", a.url), capsys)[0] == 0
+        assert run_cli(main, argv("nlg", b.url), capsys)[0] == 0
         assert len(b.received) == 4, "B was asked, not answered from A's cache"
-        code, _, err = run_cli(argv("nlg", b.url), capsys)
+        code, _, err = run_cli(main, argv("nlg", b.url), capsys)
         assert code == 0
     out = tmp_path / "out" / "nlg"
     info = json.loads((out / "fewshot_info.json").read_text())
@@ -300,11 +294,11 @@ def test_the_run_record_names_the_endpoint_whose_answers_it_holds(argv, tmp_path
 def test_a_dry_runs_requests_never_sit_beside_real_results(argv, tmp_path, capsys):
     out = tmp_path / "out" / "pol"
     with ChatServer() as server:
-        assert run_cli(argv("pol", server.url, "--dry_run"), capsys)[0] == 0
+        assert run_cli(main, argv("pol", server.url, "--dry_run"), capsys)[0] == 0
         assert (out / "requests.jsonl").is_file()
-        assert run_cli(argv("pol", server.url), capsys)[0] == 0
+        assert run_cli(main, argv("pol", server.url), capsys)[0] == 0
         assert not (out / "requests.jsonl").exists() and (out / "predictions.jsonl").is_file()
-        code, _, err = run_cli(argv("pol", server.url, "--dry_run"), capsys)
+        code, _, err = run_cli(main, argv("pol", server.url, "--dry_run"), capsys)
     assert "holds this run's results: dry-run into another --out" in _one_line_error(code, err)
     assert not (out / "requests.jsonl").exists()
     assert "dry_run" not in json.loads((out / "fewshot_info.json").read_text())
@@ -342,7 +336,7 @@ def test_an_unreadable_run_record_in_out_is_one_line(argv, tmp_path, capsys, con
     out = tmp_path / "out" / "nlu"
     out.mkdir(parents=True)
     (out / "fewshot_info.json").write_bytes(content)
-    code, _, err = run_cli(argv("nlu", "http://127.0.0.1:9/v1", "--dry_run"), capsys)
+    code, _, err = run_cli(main, argv("nlu", "http://127.0.0.1:9/v1", "--dry_run"), capsys)
     line = _one_line_error(code, err)
     assert "fewshot_info.json" in line and "choose another" in line
     assert (out / "fewshot_info.json").read_bytes() == content

@@ -219,6 +219,55 @@ def test_the_cycle_reader_sees_a_circle():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
+def _deferred_import_blocks(path: Path):
+    """Each run of consecutive import statements inside a function: (first line, last line)."""
+    def walk(node: ast.AST, inner: bool):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            run: list[ast.stmt] = []
+            for stmt in [*(getattr(node, field, None) or []), None]:
+                if inner and isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    run.append(stmt)
+                    continue
+                if run:
+                    yield run[0].lineno, run[-1].end_lineno
+                    run = []
+                if stmt is not None:
+                    yield from walk(stmt, inner or isinstance(
+                        stmt, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    yield from walk(ast.parse(path.read_text(encoding="utf-8")), False)
+
+
+def deferred_imports_without_a_reason() -> list[str]:
+    """Every function-level import (of any module) whose run of imports carries no comment, on
+    one of its lines or the line above it: the reason it is deferred (layers.py's rule)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for first, last in _deferred_import_blocks(path):
+            commented = any("#" in line for line in lines[first - 1:last]) \
+                or lines[first - 2].lstrip().startswith("#")
+            if not commented:
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{first}: {lines[first - 1].strip()}")
+    return found
+
+
+def test_every_deferred_import_says_why():
+    """An import inside a function is kept only where start-up time needs it (a heavy library,
+    an optional extra), with a comment saying so; anything else is imported at module level
+    (issue 37: 172 deferred imports without a reason before)."""
+    found = deferred_imports_without_a_reason()
+    assert not found, (f"{len(found)} deferred import(s) without a reason: import at module "
+                       "level, or add a comment (`# deferred: torch is slow to import`):\n"
+                       + "\n".join(found))
+
+
+def test_the_deferred_import_reader_sees_a_bare_one(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import os\n\n\ndef f():\n    import json\n    import re\n\n    return 1\n\n\n"
+                      "def g():\n    # deferred: why\n    import json\n    import re\n")
+    assert list(_deferred_import_blocks(module)) == [(5, 6), (13, 14)]
+
+
 # ---- the annotation portal's scripts: ES modules, every import one way -------------------------
 
 STATIC = PACKAGE / "apps" / "annotate" / "static"

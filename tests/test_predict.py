@@ -8,6 +8,7 @@ import json
 
 import pytest
 from datasets import load_dataset
+from helpers import rows
 
 from meditod_hub.commands import predict as predict_cmd
 from meditod_hub.data.tasks import TASKS
@@ -19,9 +20,6 @@ from meditod_hub.models.records import read_predictions
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def rows(data, task, split="test"):
-    return list(load_dataset(str(data), task, split=split))
-
 
 def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_build, tmp_path,
                                                           capsys):
@@ -32,7 +30,7 @@ def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_
                       "--data", str(embedded_build), "--split", "test", "--out", str(out),
                       "--max_new_tokens", "12"])
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["id"] for r in lines] == [r["id"] for r in rows(embedded_build, "pol")]
+    assert [r["id"] for r in lines] == [r["id"] for r in rows(embedded_build, "pol", "test")]
     assert all(set(r) == {"id", "prediction", "raw", "parse_ok", "constrained"} for r in lines)
     assert not any(r["constrained"] for r in lines), "the paper's setting by default"
     assert all(isinstance(r["prediction"], list) and isinstance(r["raw"], str) for r in lines)
@@ -104,7 +102,7 @@ def test_batched_generation_equals_one_example_at_a_time(tiny_models, embedded_b
     tok = AutoTokenizer.from_pretrained(tiny_models / name)
     family = FAMILIES[family]
     prompts = [family.prompt(TASKS[task], r, tok, family.default_budget).input_ids
-               for r in rows(embedded_build, task)]
+               for r in rows(embedded_build, task, "test")]
     assert len({len(p) for p in prompts}) > 1
     stops = family.stop_token_ids(tok)
     batched = R.generate_texts(model, tok, prompts, 10, stops, batch_size=16)
@@ -133,8 +131,6 @@ def test_outputs_parse_with_their_familys_parser():
 def test_cascade_rows_from_gold_upstream_equal_gold_inputs(embedded_build, tmp_path):
     """--upstream with gold NLU (for pol) or gold actions (for nlg) reproduces the gold rows."""
     import json as _json
-
-    from datasets import load_dataset
 
     from meditod_hub.models.predict import cascade_rows
 

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import edit_dialogs
 
 import meditod
 from meditod_hub.data import cmas, phrasings, synthetic
@@ -289,9 +290,8 @@ def test_realistic_release_builds_as_synthetic_and_a_tampered_one_does_not(tmp_p
         kind = SYNTHETIC if style == "realistic" else MEDITOD
         assert meditod.build(meditod.BuildArguments(source=source, out=out)).licence.kind == kind
 
-    dialogs = json.loads((source / "dialogs.json").read_text(encoding="utf-8"))
-    dialogs["1"]["utterances"][1]["text"] = "I have had a dry cough for a month."
-    (source / "dialogs.json").write_text(json.dumps(dialogs), encoding="utf-8")
+    edit_dialogs(source, lambda d: d["1"]["utterances"][1].update(
+        text="I have had a dry cough for a month."))
     assert meditod.build(meditod.BuildArguments(source=source, out=out)).licence.kind == MEDITOD
 
 

@@ -247,6 +247,7 @@ def export(conversation: Conversation | None, kind: str, folder: Path) -> str | 
 # --- the Blocks app ----------------------------------------------------------------------------
 def theme():
     """The default look with the system's fonts: no font is fetched from the web."""
+    # deferred: gradio is an optional extra (meditod-hub[app])
     import gradio as gr
 
     return gr.themes.Default(font=["system-ui", "sans-serif"],
@@ -254,6 +255,7 @@ def theme():
 
 
 def build(assistant: Assistant, save_dir: Path | None = None):
+    # deferred: gradio is an optional extra (meditod-hub[app])
     import gradio as gr
 
     # Exports live here until the app exits; Gradio's copies in its cache are deleted after

@@ -21,6 +21,8 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--settings {args.settings!r}: give icl, ft or icl,ft")
     splits = ([s.strip() for s in args.splits.split(",") if s.strip()] if args.splits
               else command.splits_of(args.data))
+    if not splits:
+        raise UsageError(f"--splits {args.splits!r} names no split: give e.g. test,test_ood")
     out = output_folder(args.out, purpose=export.PURPOSE, input_folders=[args.data])
     retriever = None
     if "icl" in settings:

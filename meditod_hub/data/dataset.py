@@ -14,6 +14,7 @@ A Hub id goes through `datasets.load_dataset`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def available_splits(folder: Path, config: str) -> list[str]:
 
 
 def _json_columns(schema) -> list[str]:
+    # deferred: pyarrow is slow to import
     import pyarrow as pa
 
     return [f.name for f in schema if isinstance(f.type, pa.JsonType)
@@ -46,6 +48,7 @@ def _json_columns(schema) -> list[str]:
 
 def _decode_lists_of_json(schema) -> list[str]:
     """List<Json> columns (the `dialogues` config's utterances)."""
+    # deferred: pyarrow is slow to import
     import pyarrow as pa
 
     return [f.name for f in schema if pa.types.is_list(f.type)
@@ -54,6 +57,7 @@ def _decode_lists_of_json(schema) -> list[str]:
 
 def read_parquet_split(folder: str | Path, config: str, split: str) -> list[dict]:
     """Rows of one config and split of a built folder, JSON columns decoded (pyarrow only)."""
+    # deferred: pyarrow is slow to import
     import pyarrow.parquet as pq
 
     folder = Path(folder)
@@ -91,8 +95,6 @@ def hub_shaped(name: str) -> bool:
 def fingerprint(data: str | Path) -> str:
     """What a built folder holds: the hash of its build manifest (every file's hash); a Hub id
     stands for itself."""
-    import hashlib
-
     manifest = Path(data) / MANIFEST
     if manifest.is_file():
         return "sha256:" + hashlib.sha256(manifest.read_bytes()).hexdigest()
@@ -110,6 +112,7 @@ def load_split(data: str | Path, config: str, split: str) -> list[dict]:
     if not hub_shaped(str(data)):
         raise UsageError(f"no such folder: {path} (build one with `meditod build --out {path}`, "
                          "or give a Hub dataset id ORG/NAME)")
+    # deferred: datasets is slow to import
     from datasets import load_dataset
 
     quiet.data_bars_off()

@@ -26,8 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import provenance
+from meditod_hub.data.dataset import load_split as load
+from meditod_hub.data.metrics import MalformedLabel, make_judge, pol_tuples
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, CASCADED_TASKS, TASK_NAMES, Task
 from meditod_hub.errors import UsageError
+from meditod_hub.evaluation.report import bar_chart
 from meditod_hub.files import atomic_write, output_folder
 from meditod_hub.models.cascade import CascadeRun, Pipeline, PipelineArguments, cascade
 from meditod_hub.models.records import Prediction, value_at, write_predictions
@@ -89,8 +92,6 @@ def select_dialogues(rows: dict[str, list[dict]], limit: int | None) -> dict[str
 
 # --- scoring: the one place this module calls into the evaluation --------------------------
 def load_split(data: str, split: str) -> dict[str, list[dict]]:
-    from meditod_hub.data.dataset import load_split as load
-
     return {task: load(data, task, split) for task in TASK_NAMES}
 
 
@@ -103,8 +104,6 @@ def score(task: Task, gold_rows: list[dict], records: list[Prediction], args: Ev
 
 def actions_wrong(gold: list, predicted) -> bool:
     """A POL row is wrong unless its action tuples equal the gold ones (exact match)."""
-    from meditod_hub.data.metrics import MalformedLabel, pol_tuples
-
     try:
         return predicted is None or pol_tuples(predicted).all != pol_tuples(gold).all
     except MalformedLabel:
@@ -192,8 +191,6 @@ def write_markdown(results: dict, path: Path) -> None:
 
 def write_chart(results: dict, path: Path) -> None:
     """Gold-input and cascaded bars per POL and NLG metric (BLEU scaled to 0-1 like the rest)."""
-    from meditod_hub.evaluation.report import bar_chart
-
     rows = {}
     for spec in CASCADED_TASKS:
         for metric in spec.metrics:
@@ -263,7 +260,6 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
                                          stage_prediction_files()),
                   purpose=PURPOSE, input_folders=[args.data, pipeline.nlu, pipeline.pol, pipeline.nlg])
-    from meditod_hub.data.metrics import make_judge
 
     judge = make_judge(args.judge, model=args.judge_model)
     rows = select_dialogues(load_split(args.data, args.split), args.limit)

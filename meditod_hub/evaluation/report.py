@@ -6,10 +6,14 @@ tuple count, so a reader sees where a model fails. NLG: one row per score.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
+from PIL import Image, ImageDraw, ImageFont
+
+from meditod_hub.data.provenance import Provenance
 from meditod_hub.data.tasks import Task
 from meditod_hub.files import atomic_write
 from meditod_hub.models.records import Results, side_files
@@ -56,8 +60,6 @@ def _nlg_markdown(results: dict) -> list[str]:
 def markdown(results: dict, task: Task) -> str:
     """The results table of `results` (a results.json's content) of `task`, titled with what
     it was scored on (MediTOD only for MediTOD's data)."""
-    from meditod_hub.data.provenance import Provenance
-
     data = Provenance.from_json(results.get("provenance"))
     title = (f"# MediTOD {task.name.upper()} results ({results['split']})"
              if data is None or data.comparable else
@@ -78,8 +80,6 @@ _FONT_SIZE, _BAR, _GAP, _PLOT_WIDTH, _MARGIN = 13, 12, 10, 420, 14
 
 def chart_title(results: dict, system: str | None = None) -> tuple[str, str]:
     """Title and subtitle: which model, task and split, on what data, with which decoding."""
-    from meditod_hub.data.provenance import Provenance
-
     data = Provenance.from_json(results.get("provenance"))
     decoding = "constrained" if results.get("constrained") else "free"
     title = f"{system + ': ' if system else ''}{results['task'].upper()}, {results['split']} split"
@@ -121,10 +121,6 @@ def bar_chart(title: str, subtitle: str,
     values) pairs (labels may repeat); `row_colours` colours each row's bars (else the n-th
     series' colour), `shaded` puts rows (by index) on a grey band. The kit's one chart
     renderer: evaluate's, eval-cascade's and `meditod results`' charts."""
-    import io
-
-    from PIL import Image, ImageDraw, ImageFont
-
     rows = list(rows.items()) if isinstance(rows, Mapping) else list(rows)
     font = ImageFont.load_default(size=_FONT_SIZE)
     small = ImageFont.load_default(size=_FONT_SIZE - 3)  # the bars' value labels

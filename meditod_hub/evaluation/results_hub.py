@@ -58,6 +58,7 @@ def _card_rows(repo: str, card, dataset: str | None, link: str) -> tuple[list[Ro
 
 def _read_failure(exc: Exception) -> str:
     """Why a model's card could not be read, in a few words (never the token)."""
+    # deferred: httpx2 and huggingface_hub are slow to import
     import httpx2
     from huggingface_hub.errors import (
         EntryNotFoundError,

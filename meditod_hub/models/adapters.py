@@ -79,6 +79,7 @@ class SharedModels:
         self.notes: list[str] = []
 
     def load(self, folder: str | Path, family: Family, quantized: bool, task: str) -> StageModel:
+        # deferred: transformers is slow to import
         from transformers import AutoTokenizer
 
         key = (str(Path(folder).resolve()), quantized)
@@ -96,6 +97,7 @@ class SharedModels:
             self.notes.append(f"{task}: adapter attached to the base loaded for "
                               f"{shared.first_task} ({base.describe()})")
         elif base and not shared:
+            # deferred: peft is slow to import
             from peft import PeftModel
 
             model = family.auto_model().from_pretrained(base.model, revision=base.revision,

@@ -44,6 +44,7 @@ allows. Outputs that end earlier are never touched by this.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import weakref
 from collections.abc import Iterable
@@ -51,9 +52,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import cmas
+from meditod_hub.data.dataset import load_split
 from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
 from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task
+from meditod_hub.endpoint import AZURE_SUFFIXES, endpoint_host
 from meditod_hub.errors import UsageError
+from meditod_hub.models.formats import chat, pptod
+from meditod_hub.models.formats.chat import ANSWER_CLOSE
+from meditod_hub.models.formats.pptod import CHECK_TYPE_KEY, VALUES_SUFFIX
 
 FORMATS = ("chat", "span", "pptod", "fewshot")
 CLOSING_RESERVE = 32  # tokens before the budget's end where the processor steers to the end
@@ -163,8 +169,6 @@ def medical_values(spec: Task, labels: Iterable) -> Iterable[str]:
 
 def training_vocabulary(data: str) -> Vocabulary:
     """Every canonical medical value of the built dataset's training split (NLU and POL labels)."""
-    from meditod_hub.data.dataset import load_split
-
     values = set()
     for spec in LABELLED_TASKS:
         values.update(medical_values(spec, (row[spec.target_column]
@@ -346,8 +350,6 @@ def span_safe(value: str) -> bool:
 
 
 def _span_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | None) -> str:
-    from meditod_hub.models.formats.pptod import CHECK_TYPE_KEY, VALUES_SUFFIX
-
     for name, body in _SPAN_COMMON.items():
         rules.add(name, body)
     slot_rules = []
@@ -369,8 +371,6 @@ def _span_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | Non
 def grammar(fmt: str, spec: Task, vocabulary: Vocabulary | None = None) -> str | None:
     """The EBNF of `fmt`'s answer to `task`; None where the answer is free text (NLG of the
     span families and of in-context models)."""
-    from meditod_hub.models.formats import chat, pptod
-
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r}: one of {', '.join(FORMATS)}")
     rules = _Rules()
@@ -463,15 +463,11 @@ class Constraint:
 
 
 def constraint(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> Constraint:
-    from meditod_hub.models.formats import pptod
-
     text = grammar(fmt, task, vocabulary)
     markers = ()
     if fmt == "pptod":
         markers = (pptod.NLU_SPAN[1], pptod.ACTION_SPAN[1], pptod.RESPONSE_SPAN[1])
     elif fmt == "chat":
-        from meditod_hub.models.formats.chat import ANSWER_CLOSE
-
         markers = (ANSWER_CLOSE,)
     return Constraint(fmt, task, text, None if vocabulary is None else len(vocabulary), markers)
 
@@ -484,6 +480,7 @@ _TOKENIZER_INFO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _compiled(tokenizer, vocab_size: int, stops: tuple[int, ...], text: str, closing: str,
               markers: tuple[str, ...]):
     """The compiled grammar and the closing-token mask, cached per tokenizer."""
+    # deferred: torch and xgrammar are slow to import
     import torch
     import xgrammar as xgr
 
@@ -539,6 +536,7 @@ class GrammarProcessor:
         self.start = 0
 
     def __call__(self, input_ids, scores):
+        # deferred: torch and xgrammar are slow to import
         import torch
         import xgrammar as xgr
 
@@ -586,8 +584,6 @@ OPENAI_WRAPPER = "answer"  # OpenAI's json_schema needs an object at the root
 def server_kind_for(base_url: str, given: str | None) -> str:
     """`--server_kind`, or OpenAI's own hosts recognised; any other server must be named (vLLM,
     SGLang, TGI and llama.cpp all answer at the same OpenAI routes)."""
-    from meditod_hub.endpoint import AZURE_SUFFIXES, endpoint_host
-
     if given:
         return given
     host = endpoint_host(base_url).split(":")[0]
@@ -661,8 +657,6 @@ class ServedConstraint:
 
     def describe(self) -> dict:
         """For run_info.json: the setting and a hash of what was sent (not the grammar itself)."""
-        import hashlib
-
         body = self.extra_body()
         return {"constrained": True, "format": self.fmt, "server_kind": self.server_kind,
                 "vocabulary_values": None if self.vocabulary is None else len(self.vocabulary),

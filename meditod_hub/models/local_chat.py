@@ -48,8 +48,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tqdm.auto import tqdm
+
 from meditod_hub.endpoint import DEFAULT_CACHE, Answer, AnswerCache, Decoding, Request, Stats
 from meditod_hub.errors import UsageError
+from meditod_hub.models import predictor
+from meditod_hub.models.families import get_family
+from meditod_hub.models.served import checkpoint_scope
 
 if TYPE_CHECKING:
     from meditod_hub.models.constrained import Constraint
@@ -99,8 +104,6 @@ class LocalChat:
     prefix_tokens: int = field(default=0, init=False)  # of the last batch generated
 
     def __post_init__(self):
-        from meditod_hub.models.families import get_family
-
         if not getattr(self.tokenizer, "chat_template", None):
             raise UsageError(f"{self.folder}: the tokenizer has no chat template, so the authors' "
                              "chat messages cannot be rendered: give a chat (instruct) model folder")
@@ -112,15 +115,12 @@ class LocalChat:
         """Model and tokenizer from a local folder (an adapter brings its base), loaded as every
         inference load of the kit (`predictor.load_model`: bf16 on a GPU; on CPU the dtype
         transformers picks, the checkpoint's own for a bf16 checkpoint)."""
-        from meditod_hub.models.families import get_family
-        from meditod_hub.models.predictor import load_model
-
         path = Path(folder)
         if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
             raise UsageError(f"--local_model {folder}: not a model folder (no config.json or "
                              "adapter_config.json): give a Hugging Face causal LM folder with its "
                              "tokenizer")
-        model, tokenizer = load_model(str(path), get_family("llama"))
+        model, tokenizer = predictor.load_model(str(path), get_family("llama"))
         return cls(model, tokenizer, str(path), **kwargs)
 
     @property
@@ -136,8 +136,6 @@ class LocalChat:
     def scope(self) -> str:
         """What tells this model's answers apart in the answer cache beyond folder and name:
         the folder's files, where and at which precision it runs, and the grammar."""
-        from meditod_hub.models.served import checkpoint_scope
-
         grammar = self.constraint.grammar if self.constraint else None
         return json.dumps({"files": checkpoint_scope(self.folder), "device": self.model.device.type,
                            "dtype": str(self.model.dtype), "grammar": grammar and hashlib.sha256(
@@ -198,8 +196,8 @@ class LocalChat:
             self.stats.answers += 1
 
     def _generate(self, missing, max_tokens: int, answers, store, desc) -> None:
+        # deferred: torch is slow to import
         import torch
-        from tqdm.auto import tqdm
 
         prompts = [self.prompt_ids(request.messages) for request, _ in missing]
         self.prefix_tokens = shared_prefix(prompts) if self.reuse_prefix else 0
@@ -222,6 +220,7 @@ class LocalChat:
     def _prefill(self, ids: list[int]):
         """The KV cache of the shared prefix, computed once (logits of its last token only: over
         a 128k vocabulary, all of them would cost more than the prefix itself)."""
+        # deferred: torch and transformers are slow to import
         import torch
         from transformers import DynamicCache
 
@@ -233,6 +232,7 @@ class LocalChat:
     def _answer(self, ids: list[int], prefix, max_tokens: int) -> Answer:
         """One row: a copy of the prefix cache (generation extends it) continued with the row's
         own tokens; without a prefix, a plain `generate` on the whole prompt."""
+        # deferred: torch is slow to import
         import torch
 
         inputs = torch.tensor([ids], device=self.model.device)

@@ -19,9 +19,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data.tasks import TASK_NAMES, Task
+from meditod_hub.data.dataset import load_split
+from meditod_hub.data.tasks import TASK_NAMES, Task, get_task
 from meditod_hub.endpoint import DEFAULT_CACHE, DEFAULT_TIMEOUT_S
 from meditod_hub.errors import UsageError
+from meditod_hub.models.constrained import resolve_vocabulary
 from meditod_hub.models.families import FAMILY_NAMES
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec
 from meditod_hub.models.records import (
@@ -94,7 +96,7 @@ def cascade_rows(task: Task, rows: list[dict], upstream: str | Path) -> list[dic
     if task.upstream is None:
         raise UsageError("--upstream needs --task pol (NLU predictions) or nlg (POL "
                          f"predictions); {task.name} reads no other task's predictions")
-    labels = {i: p.label for i, p in read_predictions(upstream).items()}
+    labels = {i: p.label for i, p in read_predictions(upstream, get_task(task.upstream)).items()}
     return task.cascade_rows(rows, labels)
 
 
@@ -102,8 +104,6 @@ def decode_options(args: PredictArguments) -> DecodeOptions:
     """The decoding flags; with `--constrained`, the vocabulary read once here."""
     vocabulary = None
     if args.constrained:
-        from meditod_hub.models.constrained import resolve_vocabulary
-
         vocabulary = resolve_vocabulary(args.vocabulary, args.data)
     return DecodeOptions(args.batch_size, args.max_length, args.max_new_tokens,
                          args.constrained, vocabulary, args.server_kind)
@@ -126,6 +126,4 @@ def describe_constraint(predictor) -> str:
 
 def load_rows(data: str, task: str, split: str) -> list[dict]:
     """One config and split of a built dataset (folder or Hub id), as a list of rows."""
-    from meditod_hub.data.dataset import load_split
-
     return load_split(data, task, split)

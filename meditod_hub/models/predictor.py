@@ -38,9 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tqdm.auto import tqdm
+
 from meditod_hub.data.dataset import hub_shaped
 from meditod_hub.data.tasks import Task, get_task
+from meditod_hub.endpoint import Endpoint
 from meditod_hub.errors import MeditodError, UsageError, load_failure
+from meditod_hub.models.constrained import ServedConstraint, constraint, server_kind_for
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
 from meditod_hub.models.records import Prediction
@@ -52,6 +56,7 @@ from meditod_hub.models.runs import (
     run_settings,
     run_tasks,
 )
+from meditod_hub.models.served import checkpoint_scope, complete_rows
 
 if TYPE_CHECKING:
     from meditod_hub.models.adapters import SharedModels
@@ -174,8 +179,6 @@ class LocalPredictor(Predictor):
         self._lock = lock or threading.Lock()
         self._threads = torch_threads()
         if decode.constrained:
-            from meditod_hub.models.constrained import constraint
-
             self.constraint = constraint(family.grammar_format, self.spec, decode.vocabulary)
 
     def generate(self, rows, progress, stream=None):
@@ -207,15 +210,12 @@ class ServedPredictor(Predictor):
         super().__init__(family, task, budget, decode, **where)
         self.endpoint, self.tokenizer = endpoint, tokenizer
         if decode.constrained:  # a usage error (unknown server, no JSON form) before any request
-            from meditod_hub.models.constrained import ServedConstraint, server_kind_for
 
             self.constraint = ServedConstraint(
                 server_kind_for(endpoint.base_url, decode.server_kind), family.grammar_format,
                 self.spec, decode.vocabulary)
 
     def generate(self, rows, progress, stream=None):
-        from meditod_hub.models.served import complete_rows
-
         return complete_rows(self.endpoint, self.family, self.spec, rows, self.budget,
                              self.tokenizer, self.constraint)
 
@@ -237,10 +237,9 @@ def load_predictor(spec: ModelSpec, task: str | Task,
             raise UsageError(f"a {family.name} model is an encoder-decoder, which OpenAI-"
                              "compatible servers do not serve: predict it locally (drop "
                              "--endpoint)")
+        # deferred: transformers is slow to import
         from transformers import AutoTokenizer
 
-        from meditod_hub.endpoint import Endpoint
-        from meditod_hub.models.served import checkpoint_scope
 
         tokenizer = AutoTokenizer.from_pretrained(folder) \
             if family.served_as == "completion" else None
@@ -292,11 +291,13 @@ def resolve_source(spec: ModelSpec) -> str:
                          "and the URL as its endpoint (--endpoint)")
     if not hub_shaped(spec.source):
         raise UsageError(f"no such folder: {path}")
+    # deferred: huggingface_hub is slow to import
     from huggingface_hub import snapshot_download
 
     files = None
     if spec.endpoint:  # a served model's weights stay on the server
         files = ["config.json", *TOKENIZER_FILES, *RUN_FILES]
+    # deferred: hubclient imports huggingface_hub, httpx2
     from meditod_hub.hubclient import http_timeout
 
     # each request's limit (a Hub that never answers hung predict, chat and the app for good):
@@ -315,6 +316,7 @@ def resolve_source(spec: ModelSpec) -> str:
                   file=sys.stderr)
             return spec.source
         if _timed_out(exc):
+            # deferred: huggingface_hub is slow to import
             from huggingface_hub import constants
 
             raise MeditodError(f"cannot download {spec.source}{where}: {constants.ENDPOINT} did "
@@ -346,6 +348,7 @@ def load_model(folder: str, family: Family, load_in_4bit: bool = False):
     """Model and tokenizer of a local model folder for inference; an adapter brings its base
     model (named in its adapter config). PEFT is imported only for an adapter, bitsandbytes
     only for a 4-bit base."""
+    # deferred: transformers is slow to import
     from transformers import AutoTokenizer
 
     try:
@@ -366,11 +369,13 @@ def load_kwargs(load_in_4bit: bool = False) -> dict:
     `adapters.SharedModels`): bf16 on a GPU, float32 on a CPU (transformers would keep a bf16
     checkpoint's dtype there: slower on most CPUs, and not what CPU training used), NF4 4-bit for
     a run trained on a 4-bit base."""
+    # deferred: torch is slow to import
     import torch
 
     cuda = torch.cuda.is_available()
     kwargs = {"device_map": "auto"} if cuda else {}
     if load_in_4bit:
+        # deferred: transformers is slow to import
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
@@ -384,6 +389,7 @@ def load_kwargs(load_in_4bit: bool = False) -> dict:
 def callback_streamer(tokenizer, callback: Callable[[str], None]):
     """transformers' TextStreamer (the generated text only, in whole words) handing each
     piece to `callback` instead of printing it."""
+    # deferred: transformers is slow to import
     from transformers import TextStreamer
 
     class CallbackStreamer(TextStreamer):
@@ -396,6 +402,7 @@ def callback_streamer(tokenizer, callback: Callable[[str], None]):
 
 def torch_threads(threads: int | None = None) -> int:
     """Torch's CPU thread count in this thread; with `threads`, set it first."""
+    # deferred: torch is slow to import
     import torch
 
     if threads is not None:
@@ -415,8 +422,8 @@ def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: i
     """
     if streamer is not None and len(prompts) > 1:
         raise ValueError("a streamer follows one prompt at a time")
+    # deferred: torch is slow to import
     import torch
-    from tqdm.auto import tqdm
 
     decoder = not model.config.is_encoder_decoder
     order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))

@@ -82,7 +82,9 @@ def _lines(path: Path) -> Iterable[tuple[int, str]]:
     return enumerate(text.splitlines(), 1)
 
 
-def read_predictions(path: str | Path) -> dict[str, Prediction]:
+def read_predictions(path: str | Path, task: Task | None = None) -> dict[str, Prediction]:
+    """The predictions of a file by id; with `task`, each parsed one must have its labels'
+    shape (`Task.label_problem`)."""
     path = Path(path)
     out: dict[str, Prediction] = {}
     counts: Counter[str] = Counter()
@@ -108,6 +110,12 @@ def read_predictions(path: str | Path) -> dict[str, Prediction]:
         if not isinstance(constrained, bool):
             raise PredictionsError(f"{where}: `constrained` must be true or false, got "
                                    f"{type(constrained).__name__}")
+        problem = task.label_problem(record["prediction"]) if task and parse_ok else None
+        if problem:
+            raise PredictionsError(
+                f"{where} ({record['id']}): the {task.name} prediction is not "
+                f"{task.label_shape} ({problem}): write labels as `meditod predict` does, or set "
+                "parse_ok to false")
         raw = record.get("raw")
         counts[record["id"]] += 1
         out[record["id"]] = Prediction(record["id"], record["prediction"], parse_ok,

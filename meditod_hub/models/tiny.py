@@ -26,7 +26,16 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import (
+    AddedToken,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 from transformers import PreTrainedTokenizerFast
 
 if TYPE_CHECKING:  # the models import torch: only once one is built (`meditod tiny -h` stays light)
@@ -114,6 +123,7 @@ def t5_tokenizer(texts: Iterable[str], markers: Iterable[str] = ()) -> PreTraine
 
 
 def llama_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> LlamaForCausalLM:
+    # deferred: transformers' model classes import torch (slow); `meditod tiny -h` stays light
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(vocab_size=vocab_size, hidden_size=HIDDEN["hidden"],
@@ -126,6 +136,7 @@ def llama_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> LlamaForCausal
 
 
 def biogpt_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> BioGptForCausalLM:
+    # deferred: transformers' model classes import torch (slow); `meditod tiny -h` stays light
     from transformers import BioGptConfig, BioGptForCausalLM
 
     config = BioGptConfig(vocab_size=vocab_size, hidden_size=HIDDEN["hidden"],
@@ -138,6 +149,7 @@ def biogpt_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> BioGptForCaus
 
 
 def t5_model(vocab_size: int, tok: PreTrainedTokenizerFast) -> T5ForConditionalGeneration:
+    # deferred: torch is slow to import, and transformers' model classes import it
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 
@@ -161,6 +173,7 @@ def model_folder(out: str | Path, name: str) -> Path:
 
 def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
     """Train the tokenizer, initialise the model with `seed`, save both under `out/name`."""
+    # deferred: torch is slow to import
     import torch
 
     path = model_folder(out, name)
@@ -186,13 +199,15 @@ def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
 
 def build_retriever(texts: Iterable[str], out: Path, seed: int = 0) -> Path:
     """A tiny BERT sentence embedder (CLS pooling + Normalize, like bge) saved under `out`."""
+    # deferred: torch is slow to import; sentence_transformers is an optional extra (meditod-hub[judge])
     import torch
     from sentence_transformers import SentenceTransformer
     try:
         from sentence_transformers.sentence_transformer import modules as st_models  # >= 6
     except ImportError:
+        # deferred: sentence_transformers is an optional extra (meditod-hub[judge])
         from sentence_transformers import models as st_models
-    from tokenizers import normalizers
+    # deferred: transformers' model classes import torch (slow)
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))

@@ -38,8 +38,13 @@ from huggingface_hub import (
 )
 from huggingface_hub.errors import (
     EntryNotFoundError,
+    RemoteEntryNotFoundError,
+    RevisionNotFoundError,
 )
 
+from meditod_hub.data.build import reprove_licence, verify_manifest
+from meditod_hub.data.dataset import MANIFEST
+from meditod_hub.data.licence import MEDITOD, SYNTHETIC
 from meditod_hub.errors import UsageError
 from meditod_hub.hubclient import (
     HubError,
@@ -256,8 +261,6 @@ def _card_kind(folder: Path) -> tuple[bool, bool]:
 def _remote_build_files(api: HfApi, repo: str, timeout: float) -> set[str]:
     """The files an earlier build of this kit put in the repo (its manifest), plus that manifest;
     a repo holding anything else is refused."""
-    from meditod_hub.data.dataset import MANIFEST
-
     present = set(api.list_repo_files(repo, repo_type="dataset")) - set(KEEP_ON_HUB)
     if not present:
         return set()
@@ -279,14 +282,10 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
     A new repo is private unless `public`; an existing repo keeps its visibility, and a public one
     only takes licence-restricted data with `public`.
     """
-    from meditod_hub.data.build import reprove_licence, verify_manifest
-    from meditod_hub.data.dataset import MANIFEST
-
     timeout = check_timeout(timeout)
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"no such folder: {folder} (build one with `meditod build --out {folder}`)")
-    from meditod_hub.data.licence import MEDITOD, SYNTHETIC
 
     manifest = verify_manifest(folder)
     reprove_licence(folder, manifest)
@@ -334,14 +333,6 @@ def push_dataset(folder: Path, repo: str, public: bool = False, timeout: float =
 def _remote_manifest(api: HfApi, repo: str, timeout: float) -> bytes | None:
     """The repo's build_manifest.json as it is on the Hub's main branch, None if it has none:
     equal to the local one, the repo holds this very build (every file's digest is in it)."""
-    from huggingface_hub.errors import (
-        EntryNotFoundError,
-        RemoteEntryNotFoundError,
-        RevisionNotFoundError,
-    )
-
-    from meditod_hub.data.dataset import MANIFEST
-
     try:
         path = api.hf_hub_download(repo, MANIFEST, repo_type="dataset", revision="main",
                                    etag_timeout=timeout)

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from huggingface_hub import SpaceCard, SpaceCardData, constants
+
 from meditod_hub.data import about
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task, get_task
@@ -35,6 +37,7 @@ from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.evaluation.results_hub import hub_rows
 from meditod_hub.evaluation.results_table import SPLIT_LABELS, Report, Row, paper_rows, table_metrics
 from meditod_hub.models.runs import hub_id
+from meditod_hub.publishing.space import gradio_version, package_files
 
 PROJECT = Path(__file__).resolve().parents[2]
 SPACE_DIR = PROJECT / "spaces" / "leaderboard"
@@ -155,8 +158,6 @@ def status_markdown(board: Board, report: Report) -> str:
 
 
 def header_markdown(config: Settings) -> str:
-    from huggingface_hub import constants
-
     dataset = (f"[{config.dataset}]({constants.ENDPOINT}/datasets/{config.dataset})"
                if config.dataset else "no dataset configured")
     return (f"# {TITLE}\n\nThe [MediTOD paper]({about.PAPER})'s tables (shaded rows) beside every "
@@ -168,6 +169,7 @@ def header_markdown(config: Settings) -> str:
 
 def build(board: Board):
     """The Blocks app: filters, the table, the status line, a timer that re-renders."""
+    # deferred: gradio is an optional extra (meditod-hub[app])
     import gradio as gr
 
     def metric_choices(spec: Task) -> list[tuple[str, str]]:
@@ -215,6 +217,7 @@ def build(board: Board):
 
 def serve(base: Path) -> None:
     """Run the app (the Space's app.py calls this); Gradio's own settings (port, ...) apply."""
+    # deferred: gradio is an optional extra (meditod-hub[app])
     import gradio as gr
 
     demo = build(Board(settings(base=base)))
@@ -242,10 +245,6 @@ class LeaderboardArguments:
 
 def plan(args: LeaderboardArguments) -> dict[str, Path | bytes]:
     """Space path -> local file or content."""
-    from huggingface_hub import SpaceCard, SpaceCardData
-
-    from meditod_hub.publishing.space import gradio_version, package_files
-
     for name in (args.dataset, *args.models):
         if not hub_id(name):
             raise UsageError(f"{name}: not a Hub id (ORG/NAME)")

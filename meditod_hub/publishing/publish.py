@@ -138,6 +138,7 @@ def check_mergeable(run: Run) -> None:
     if not run.info["adapter"]:
         raise RunError(f"{run.path}: --merged needs a LoRA adapter run; this run has full weights, "
                        "push it without --merged")
+    # deferred: peft and transformers are slow to import
     from peft import PeftConfig
     from transformers import AutoConfig
 
@@ -155,6 +156,7 @@ def check_mergeable(run: Run) -> None:
 @contextmanager
 def merged_weights(run: Run) -> Iterator[dict[str, Path]]:
     """The adapter merged into its base reloaded in bf16 (the training base may have been NF4)."""
+    # deferred: torch is slow to import
     import torch
 
     model = run.family.auto_model(adapter=True).from_pretrained(run.path, dtype=torch.bfloat16)

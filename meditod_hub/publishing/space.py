@@ -24,6 +24,8 @@ from fnmatch import fnmatch
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from huggingface_hub import SpaceCard, SpaceCardData
+
 from meditod_hub.data import about, provenance
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import UsageError
@@ -35,6 +37,7 @@ from meditod_hub.models.runs import (
     hub_id,
     run_settings,
 )
+from meditod_hub.publishing.hub import UPLOAD_RECORD, refuse_secrets
 
 PROJECT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
@@ -115,8 +118,6 @@ def card(repo: str, models: list[tuple[str, str]], tiny: bool, trained_on: list[
          ) -> bytes:
     """The Space's README; `trained_on`: what the uploaded runs were trained on, each said as
     its provenance says it (`Provenance.describe`)."""
-    from huggingface_hub import SpaceCard, SpaceCardData
-
     data = SpaceCardData(title="MediTOD assistant", sdk="gradio", sdk_version=gradio_version(),
                          app_file="app.py", license="apache-2.0",
                          models=[m for _, m in models if hub_id(m)] or None,
@@ -170,8 +171,6 @@ def upload(repo: str, files: dict[str, Path | bytes], *, public: bool = False,
 
 def print_plan(repo: str, files: dict[str, Path | bytes], public: bool) -> None:
     """What `upload` would send, after the same scan for tokens (nothing secret is printed)."""
-    from meditod_hub.publishing.hub import UPLOAD_RECORD, refuse_secrets
-
     refuse_secrets(files, f"upload to the Space {repo}")
     print(f"would upload to the Space {repo} ({'public' if public else 'private'}):")
     for path, content in sorted(files.items()):

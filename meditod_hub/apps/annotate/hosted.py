@@ -15,6 +15,10 @@ import re
 import shutil
 from pathlib import Path
 
+from huggingface_hub import CommitOperationAdd, CommitScheduler, HfApi
+from huggingface_hub.errors import RepositoryNotFoundError
+from huggingface_hub.utils import filter_repo_objects
+
 from meditod_hub.errors import MeditodError
 from meditod_hub.hubclient import http_timeout, require_token, translate_errors
 
@@ -43,8 +47,6 @@ def seed_annotator(source: Path | None, folder: Path) -> None:
 
 def check_private(api, repo_id: str) -> None:
     """Refuse a backup repo that exists and is not private (annotations stay private)."""
-    from huggingface_hub.errors import RepositoryNotFoundError
-
     try:
         info = api.repo_info(repo_id, repo_type="dataset")
     except RepositoryNotFoundError:
@@ -62,9 +64,6 @@ def snapshot_scheduler():
     file. This one reads the changed files' bytes while it holds the lock (the lock every save
     of the app takes too), then uploads those bytes (the documented way: override push_to_hub).
     """
-    from huggingface_hub import CommitOperationAdd, CommitScheduler
-    from huggingface_hub.utils import filter_repo_objects
-
     class SnapshotScheduler(CommitScheduler):
         def push_to_hub(self):
             with self.lock:
@@ -96,8 +95,6 @@ class Backup:
     """A private dataset repo that `workdir/annotators/` is committed to every `every` minutes."""
 
     def __init__(self, repo_id: str, workdir: Path, every: float, timeout: float = 30.0):
-        from huggingface_hub import HfApi
-
         action = f"backing up annotations to {repo_id}"
         token = require_token()
         with http_timeout(timeout), translate_errors(action):
@@ -114,8 +111,6 @@ class Backup:
     @staticmethod
     def _restore(api, repo_id: str, workdir: Path) -> None:
         """Bring back the backed-up folders this Space does not hold (a restart)."""
-        from huggingface_hub.errors import RepositoryNotFoundError
-
         try:
             files = [f for f in api.list_repo_files(repo_id, repo_type="dataset")
                      if f.startswith(ANNOTATORS + "/")]

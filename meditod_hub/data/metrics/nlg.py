@@ -22,8 +22,12 @@ import re
 import string
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
+from rouge_score import rouge_scorer, scoring
+
+from meditod_hub.errors import MeditodError, UsageError
 
 PAPER_BERTSCORE_MODEL = "roberta-large"
 PAPER_BERTSCORE_LAYER = 17
@@ -42,6 +46,7 @@ def _check(hypotheses: Sequence[str], references: Sequence[str]) -> None:
 
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """BLEU-2 and BLEU-4 (x100) as the authors' NLTK call."""
+    # deferred: nltk is slow to import
     from nltk.translate.bleu_score import corpus_bleu
 
     _check(hypotheses, references)
@@ -58,8 +63,6 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, floa
 
 def rouge(hypotheses: Sequence[str], references: Sequence[str], seed: int = 0) -> dict[str, float]:
     """ROUGE-1 / ROUGE-L bootstrap mid F-measure (what `evaluate`'s rouge reports)."""
-    from rouge_score import rouge_scorer, scoring
-
     _check(hypotheses, references)
     scorer = rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=False)
     aggregator = scoring.BootstrapAggregator()
@@ -76,6 +79,7 @@ def rouge(hypotheses: Sequence[str], references: Sequence[str], seed: int = 0) -
 
 
 def sacrebleu_score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
+    # deferred: sacrebleu is slow to import
     import sacrebleu
 
     _check(hypotheses, references)
@@ -87,6 +91,7 @@ def sacrebleu_score(hypotheses: Sequence[str], references: Sequence[str]) -> dic
 def bertscore(hypotheses: Sequence[str], references: Sequence[str], model: str,
               layer: int, batch_size: int = 64, device: str | None = None) -> dict:
     """Mean BERTScore F1 with a named or local model and the layer to read."""
+    # deferred: bert_score is slow to import
     from bert_score import score
 
     _check(hypotheses, references)
@@ -95,7 +100,6 @@ def bertscore(hypotheses: Sequence[str], references: Sequence[str], model: str,
                          model_type=model, num_layers=layer, idf=False,
                          rescale_with_baseline=False, batch_size=batch_size, device=device)
     except OSError as exc:  # not cached offline, no such Hub model, damaged files
-        from meditod_hub.errors import MeditodError
 
         raise MeditodError(f"BERTScore model {model}: cannot load it ({str(exc).splitlines()[0]}"
                            "): give a local model folder or one in the Hugging Face cache"
@@ -119,10 +123,6 @@ def nlg_scores(hypotheses: Sequence[str], references: Sequence[str],
 def bertscore_setting(model: str, layer: int | None) -> int:
     """The layer to read from `model`, checked before any scoring: a path-like name must be a
     model folder, and a model other than the paper's needs its layer named."""
-    from pathlib import Path
-
-    from meditod_hub.errors import UsageError
-
     path = Path(model)
     if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
         if not (path / "config.json").is_file():

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from meditod_hub.data.metrics.judges import JudgeError, bundled_minilm_path
 from meditod_hub.errors import MeditodError
 from meditod_hub.evaluation.fewshot.prompts import last_turn
 from meditod_hub.files import atomic_write
@@ -40,6 +41,7 @@ def model_signature(model: str) -> str:
         files = sorted((str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns)
                        for p in path.rglob("*") if p.is_file())
         return hashlib.sha256(json.dumps(files).encode()).hexdigest()
+    # deferred: huggingface_hub is slow to import
     from huggingface_hub import try_to_load_from_cache
 
     cached = try_to_load_from_cache(model, "config.json")
@@ -48,8 +50,6 @@ def model_signature(model: str) -> str:
 
 def not_loadable(model: str, exc: Exception) -> MeditodError:
     """Why a retriever did not load, and the local one to pass instead."""
-    from meditod_hub.data.metrics.judges import JudgeError, bundled_minilm_path
-
     try:
         local = (f", or pass --retriever {bundled_minilm_path()} (all-MiniLM-L6-v2, installed with "
                  "the kit; not the paper's retriever)")
@@ -69,6 +69,7 @@ class Retriever:
 
     def __init__(self, model: str = DEFAULT_RETRIEVER, device: str | None = None,
                  batch_size: int = 128):
+        # deferred: sentence_transformers is an optional extra (meditod-hub[judge])
         from sentence_transformers import SentenceTransformer
 
         try:

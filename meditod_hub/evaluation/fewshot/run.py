@@ -47,7 +47,10 @@ from pathlib import Path
 from meditod_hub import quiet
 from meditod_hub.data import provenance
 from meditod_hub.data.dataset import fingerprint, load_split
+from meditod_hub.data.metrics import make_judge
 from meditod_hub.data.metrics.judges import JUDGE_TIMEOUT_S
+from meditod_hub.data.paper_results import paper_row
+from meditod_hub.data.release import label_errors
 from meditod_hub.data.tasks import TASK_NAMES, Task, get_task
 from meditod_hub.endpoint import (
     DEFAULT_CACHE,
@@ -70,6 +73,8 @@ from meditod_hub.evaluation.fewshot.retrieval import (
 )
 from meditod_hub.evaluation.report import write_results
 from meditod_hub.files import atomic_write, output_folder, read_json
+from meditod_hub.models import constrained as C
+from meditod_hub.models import llama3
 from meditod_hub.models.local_chat import LocalChat, describe_constraint
 from meditod_hub.models.records import Prediction, Results, write_predictions
 from meditod_hub.models.runs import FEWSHOT_INFO
@@ -216,9 +221,9 @@ class TokenCounter:
         """`named` (`--tokenizer`, which must load), else MODEL's own tokenizer if it is on this
         machine (nothing is downloaded), else the packaged Llama-3 tokenizer for a Llama 3 or
         OpenBioLLM model; None when nothing counts this model's tokens."""
+        # deferred: transformers is slow to import
         from transformers import AutoTokenizer
 
-        from meditod_hub.models import llama3
 
         if named:
             try:
@@ -362,8 +367,6 @@ def claim_out(args: FewshotArguments, out: Path) -> None:
 
 def structure_violations(task: Task, records: list[Prediction]) -> int:
     """Answers that do not parse or break the CMAS structure (the paper's POL count)."""
-    from meditod_hub.data.release import label_errors
-
     if not task.structured:
         return sum(not r.parse_ok for r in records)
     return sum(not r.parse_ok or bool(label_errors(task.target_column, r.prediction))
@@ -375,8 +378,6 @@ def structure_violations(task: Task, records: list[Prediction]) -> int:
 def score(args: FewshotArguments, task: Task, rows: list[dict], records: list[Prediction],
           out: Path) -> Results:
     """predictions.jsonl, then results.json/.md/.png through the task's `score`."""
-    from meditod_hub.data.metrics import make_judge
-
     write_predictions(records, out / "predictions.jsonl", purpose="fewshot")
     judge = make_judge(args.judge, model=args.judge_model, base_url=args.judge_url,
                        api_key_env=args.judge_api_key_env, timeout=args.judge_timeout)
@@ -399,8 +400,6 @@ def paper_key(args: FewshotArguments) -> str | None:
 
 
 def beside_the_paper(args: FewshotArguments, task: Task, results: Results) -> str:
-    from meditod_hub.data.paper_results import paper_row
-
     key = paper_key(args)
     paper = paper_row(key, args.task, args.split) if key else {}
     share = results.scores["structure_violations"]["share"]
@@ -430,8 +429,6 @@ def run(args: FewshotArguments) -> dict:
     task = get_task(args.task)
     served = local = None  # the constraint a server enforces, or one enforced here
     if args.constrained:
-        from meditod_hub.models import constrained as C
-
         if args.local_model:
             local = C.constraint("fewshot", task,
                                  C.resolve_vocabulary(args.vocabulary, args.data))
