@@ -61,6 +61,10 @@ BAD_RELEASES = {
             + ', "3": ' + json.dumps(dialogs_of(r)["3"]) + ', "2": ' + json.dumps(dialogs_of(r)["1"]) + "}"),
         "dialogue id(s) listed twice: 2"),
     "invalid JSON": (lambda r: (r / "dialogs.json").write_text('{"1": '), "dialogs.json: invalid JSON"),
+    "NaN in an attribute": (lambda r: edit_dialogs(r, lambda d: first_slot(d).update(
+        onset=float("nan"))), "dialogs.json: holds NaN, which JSON has no number for"),
+    "Infinity in a split file": (lambda r: (r / "test_ids.json").write_text('[Infinity]'),
+                                 "test_ids.json: holds Infinity"),
     "not UTF-8": (lambda r: (r / "dialogs.json").write_bytes(b"\xff\xfe{}"), "dialogs.json: not UTF-8"),
     "malformed release.json": (lambda r: (r / "release.json").write_text("{oops"),
                                "release.json: invalid JSON"),

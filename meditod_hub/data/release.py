@@ -135,7 +135,11 @@ class _Files:
         if text is None:
             return None
         try:
-            value = json.loads(text, object_pairs_hook=hook)
+            value = json.loads(text, object_pairs_hook=hook, parse_constant=_not_json)
+        except _NotJson as exc:
+            self.problems.append(Problem(str(path), f"holds {exc}, which JSON has no number for: "
+                                                    "write the value as a string, or remove it"))
+            return None
         except json.JSONDecodeError as exc:
             self.problems.append(Problem(str(path), f"invalid JSON at line {exc.lineno}, column "
                                                     f"{exc.colno}: {exc.msg}"))
@@ -168,6 +172,15 @@ class _Files:
                                                 f"({text!a}), which is not Unicode text: fix that "
                                                 "\\u escape", did, uid))
         return True
+
+
+class _NotJson(ValueError):
+    """NaN or Infinity: Python's json reads them, no JSON reader or Parquet label column
+    takes them back (a NaN onset was built into the dataset with a warning)."""
+
+
+def _not_json(constant: str):
+    raise _NotJson(constant)
 
 
 def _lone_surrogate(value, keys: tuple = ()) -> tuple[tuple, str] | None:
