@@ -89,7 +89,7 @@ def test_evaluate_bad_input(case, embedded_build, predictions, tmp_path, capsys)
                                   "model path is a file", "wrong family", "unknown split",
                                   "trained for another task", "upstream for nlu",
                                   "out is a file", "model without run_info or family",
-                                  "hub model unreachable"])
+                                  "run_info without a family", "hub model unreachable"])
 def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, monkeypatch):
     argv = ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
             "--split", "test", "--out", tmp_path / "p.jsonl"]
@@ -104,6 +104,7 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, m
         "upstream for nlu": ("--upstream needs --task pol", 2),
         "out is a file": ("is a file, not a folder", 2),
         "model without run_info or family": ("has no run_info.json: pass --family", 2),
+        "run_info without a family": ("run_info.json records no family: pass --family", 2),
         "hub model unreachable": ("cannot download org/some-model", 1),
     }[case]
     if case == "model path missing":
@@ -128,6 +129,8 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, m
         argv[9] = tmp_path / "notes.txt"
     elif case == "model without run_info or family":
         (run_folder / "run_info.json").unlink()
+    elif case == "run_info without a family":  # before: "has no run_info.json", beside one
+        (run_folder / "run_info.json").write_text("{}")
     elif case == "hub model unreachable":  # the Hub is never reached in tests
         monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
         argv[1] = "org/some-model"

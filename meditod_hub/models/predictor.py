@@ -51,6 +51,7 @@ from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import (
     CHECKPOINTS,
     RUN_FILES,
+    RUN_INFO,
     TOKENIZER_FILES,
     run_budget,
     run_settings,
@@ -260,7 +261,10 @@ def load_predictor(spec: ModelSpec, task: str | Task,
 def model_family(spec: ModelSpec, info: dict, task: str) -> Family:
     """The family `spec` names, else its run's; refuses a model trained for another task."""
     if spec.family is None and "family" not in info:
-        raise UsageError(f"{spec.source} has no run_info.json: pass --family (predict) or "
+        recorded = spec.endpoint is None and (Path(spec.source) / RUN_INFO).is_file()
+        said = f"{spec.source}/{RUN_INFO} records no family" if recorded \
+            else f"{spec.source} has no {RUN_INFO}"
+        raise UsageError(f"{said}: pass --family (predict) or "
                          f"--{task}_family (chat, eval-cascade, annotate): one of "
                          f"{', '.join(FAMILY_NAMES)}")
     if "task" in info and task not in run_tasks(info):  # a multi-task run answers all three
