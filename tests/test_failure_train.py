@@ -304,3 +304,24 @@ def test_a_max_length_beyond_the_models_positions_is_refused_before_any_work(
     expect(outcome, f"{recipe}: max_length {limit * 2 if where == 'flag' else limit + 1} is "
                     f"beyond the {limit} positions of {base}", f"at most {limit}", code=2)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_tiny_base_whose_first_build_failed_is_built_on_its_next_use(
+        embedded_release, embedded_build, tmp_path, monkeypatch):
+    """Before: a tiny recipe's first use on a release folder (not a build) failed, leaving
+    build/tiny-models/tiny-llama holding only the output guard's record; every later run took
+    that folder for the base and failed on "Couldn't instantiate the backend tokenizer"."""
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from meditod_hub.errors import MeditodError
+    from meditod_hub.models import tiny
+
+    monkeypatch.setattr(tiny, "DEFAULT_OUT", tmp_path / "tiny-models")
+    base = SimpleNamespace(model_name_or_path=str(tmp_path / "tiny-models" / "tiny-llama"))
+    with pytest.raises(MeditodError, match="build it first"):
+        T.ensure_tiny_base(base, str(embedded_release))
+    assert not (Path(base.model_name_or_path) / "tiny.json").exists()
+    T.ensure_tiny_base(base, str(embedded_build))
+    assert len(AutoTokenizer.from_pretrained(base.model_name_or_path)) > 0

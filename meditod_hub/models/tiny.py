@@ -171,6 +171,13 @@ def model_folder(out: str | Path, name: str) -> Path:
     return output_folder(Path(out) / name, purpose=PURPOSE)
 
 
+def is_built(path: Path) -> bool:
+    """Whether `path` is a finished tiny base: `tiny.json` is written last and renamed in with
+    the rest, while a build that failed early leaves its folder holding only the output guard's
+    record (which a later use must build over, not take for a model)."""
+    return (path / "tiny.json").is_file()
+
+
 def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
     """Train the tokenizer, initialise the model with `seed`, save both under `out/name`."""
     # deferred: torch is slow to import

@@ -613,10 +613,10 @@ def ensure_tiny_base(model_args, dataset: str) -> None:
     """Make a tiny recipe's missing base (`build/tiny-models/<name>`) from `dataset`'s training
     split, as `meditod tiny` does, so the tiny recipes run on a fresh checkout."""
     path = Path(model_args.model_name_or_path)
-    if path.exists() or path.parent != tiny.DEFAULT_OUT or path.name not in tiny.FAMILY_OF:
+    if tiny.is_built(path) or path.parent != tiny.DEFAULT_OUT or path.name not in tiny.FAMILY_OF:
         return
     with PartialState().main_process_first():
-        if not path.exists():
+        if not tiny.is_built(path):
             logger.info("%s: not built yet; building it from %s (meditod tiny --data %s --models "
                         "%s)", path, dataset, dataset, path.name)
             tiny.build_all(dataset, path.parent, [path.name])
