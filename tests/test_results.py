@@ -134,6 +134,15 @@ def test_a_run_with_a_damaged_run_info_is_skipped_and_named(tmp_path, capsys):
     assert "1 local and 0 Hub rows" in captured.err
 
 
+def test_a_runs_folder_with_no_results_file_is_said_never_a_silent_empty_table(tmp_path, capsys):
+    """Before: `0 local and 0 Hub rows` and nothing else, for a mistyped or unevaluated folder."""
+    (tmp_path / "runs" / "unevaluated").mkdir(parents=True)
+    assert run_main(results_cmd.main, ["--runs", str(tmp_path / "runs"), "--out",
+                                       str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped: --runs {tmp_path / 'runs'}: no results file under it" in err, err
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs, embedded_build,
                                                                      tmp_path):

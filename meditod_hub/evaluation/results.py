@@ -125,9 +125,13 @@ def local_rows(folders: Iterable[str | Path]) -> tuple[list[Row], list[str]]:
     for folder in map(Path, folders):
         if not folder.exists():
             raise UsageError(f"--runs {folder}: no such folder")
-        for path in [folder] if folder.is_file() else sorted(
-                p for p in folder.rglob("*.json") if is_results_name(p.name)
-                or p.name.startswith(RESULTS_PREFIX)):
+        found = [folder] if folder.is_file() else sorted(
+            p for p in folder.rglob("*.json") if is_results_name(p.name)
+            or p.name.startswith(RESULTS_PREFIX))
+        if not found:  # said, never a silent empty table
+            skipped.append(f"--runs {folder}: no results file under it (`meditod evaluate` "
+                           "writes one into a run's eval folder)")
+        for path in found:
             if path.resolve() in seen:  # folders given twice, or one inside another
                 continue
             seen.add(path.resolve())
