@@ -8,6 +8,7 @@ Offline, CPU.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,30 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, m
         argv[1] = "org/some-model"
     outcome = run_case(f"predict: {case}", predict_cmd.main, argv, capsys, protect=[run_folder])
     expect(outcome, phrase, code=code)
+
+
+# --- a run_info.json a user or another tool edited: each key the kit reads has its shape -------
+BROKEN_RUN_INFO = {  # before: 4 of these were "unexpected TypeError/ValueError", 2 ran on
+    "family a list": ({"family": ["llama"]}, "`family` must be a string, got a list"),
+    "task a list": ({"task": ["nlu"]}, "`task` must be a string, got a list"),
+    "tasks a string": ({"tasks": "nlu"}, "`tasks` must be a list of task names, got a string"),
+    "budget a string": ({"budget": "big"}, "`budget` must be an object of max_length"),
+    "budget negative": ({"budget": {"max_length": 64, "max_new_tokens": -5}},
+                        "`budget` must be an object of max_length"),
+    "quantization a boolean": ({"quantization": True}, "`quantization` must be null or a string"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_RUN_INFO)
+def test_a_run_info_key_of_the_wrong_shape_is_one_line_naming_it(case, run_folder, embedded_build,
+                                                                  tmp_path, capsys):
+    change, phrase = BROKEN_RUN_INFO[case]
+    info = json.loads((run_folder / "run_info.json").read_text())
+    (run_folder / "run_info.json").write_text(json.dumps({**info, **change}))
+    outcome = run_case(f"predict: run_info.json with {case}", predict_cmd.main,
+                       ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
+                        "--split", "test", "--out", tmp_path / "p"], capsys, protect=[run_folder])
+    expect(outcome, f"{run_folder / 'run_info.json'}: {phrase}", code=1)
 
 
 # --- issue 36, the battery's silent harness: a folder with no tasks in it ------------------------

@@ -23,6 +23,7 @@ import yaml
 
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import MULTITASK, TASKS, Task, task_specs_of, tasks_of
+from meditod_hub.data.tasks.task import json_kind
 from meditod_hub.errors import MeditodError
 from meditod_hub.files import atomic_write, read_json
 from meditod_hub.models.families import FAMILY_ALIASES, Budget, Family, get_family
@@ -113,13 +114,53 @@ def eval_dir(run: Path, split: str) -> Path:
     return Path(run) / "eval" / split
 
 
-def _read_json(path: Path) -> dict:
-    """A run's JSON file through the kit's one reader (`files.read_json`), failing as a
-    `RunError`: callers tell an unusable run from other failures."""
+def _text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _budget(value) -> bool:
+    positive = {"max_length": lambda v: v is None or _count(v) and v > 0,
+                "max_new_tokens": lambda v: _count(v) and v > 0}
+    return isinstance(value, dict) and set(value) == set(positive) \
+        and all(check(value[key]) for key, check in positive.items())
+
+
+# What each run_info.json key the kit reads must hold (`read_run_info`), as a message says it.
+RUN_INFO_SHAPES = {
+    **dict.fromkeys(("model", "task", "family", "recipe_family", "base_model", "dataset",
+                     "hardware"), (_text, "a string")),
+    "tasks": (lambda v: isinstance(v, list) and all(map(_text, v)), "a list of task names"),
+    "adapter": (lambda v: isinstance(v, bool), "true or false"),
+    "quantization": (lambda v: v is None or _text(v), "null or a string"),
+    "budget": (_budget, "an object of max_length (a positive whole number or null) and "
+                        "max_new_tokens (a positive whole number)"),
+    **dict.fromkeys(("global_step", "seed", "train_examples", "truncated_examples",
+                     "state_cut_examples", "skipped_examples"), (_count, "a whole number")),
+    "train_runtime_s": (lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+                        "a number"),
+    **dict.fromkeys(("provenance", "framework_versions"), (lambda v: isinstance(v, dict),
+                                                           "an object")),
+}
+
+
+def read_run_info(path: Path) -> dict:
+    """A run's run_info.json through the kit's one reader (`files.read_json`), each key the kit
+    reads checked for its shape (`RUN_INFO_SHAPES`): a hand-edited or foreign file fails here in
+    one line naming the key, never later inside a library. Fails as a `RunError`: callers tell
+    an unusable run from other failures."""
     try:
-        return read_json(path, fix="is it a run of this kit?")
+        info = read_json(path, fix="is it a run of this kit?")
     except MeditodError as exc:
         raise RunError(str(exc)) from None
+    for key, (fits, shape) in RUN_INFO_SHAPES.items():
+        if key in info and not fits(info[key]):
+            raise RunError(f"{path}: `{key}` must be {shape}, got {json_kind(info[key])}: is it "
+                           "a run of this kit? (restore the file, or train the run again)")
+    return info
 
 
 def read_run(path: str | Path, require_results: bool = True) -> Run:
@@ -129,7 +170,7 @@ def read_run(path: str | Path, require_results: bool = True) -> Run:
     for needed in (info_file, recipe_file):
         if not needed.is_file():
             raise RunError(f"{needed}: missing; is {path} a finished training run?")
-    info = _read_json(info_file)
+    info = read_run_info(info_file)
     missing = [key for key in REQUIRED_INFO if key not in info]
     if missing:
         raise RunError(f"{info_file}: missing keys {', '.join(missing)}")
@@ -160,7 +201,7 @@ def read_run(path: str | Path, require_results: bool = True) -> Run:
 def run_settings(model_path: str | Path) -> tuple[dict, dict]:
     """run_info.json and recipe.yaml beside a model ({} for each when absent, e.g. a Hub id)."""
     path = Path(model_path)
-    info = _read_json(path / RUN_INFO) if (path / RUN_INFO).exists() else {}
+    info = read_run_info(path / RUN_INFO) if (path / RUN_INFO).exists() else {}
     recipe = _read_recipe(path / RECIPE) if (path / RECIPE).exists() else {}
     return info, recipe
 
