@@ -163,6 +163,30 @@ def test_a_run_info_key_of_the_wrong_shape_is_one_line_naming_it(case, run_folde
     expect(outcome, f"{run_folder / 'run_info.json'}: {phrase}", code=1)
 
 
+BROKEN_RUN_RECIPE = {  # before: the first three were "unexpected TypeError/ValueError", the rest ran on
+    "max_new_tokens a string": "max_new_tokens: x\n",
+    "max_new_tokens negative": "max_new_tokens: -1\n",
+    "max_new_tokens a list": "max_new_tokens: [1]\n",
+    "max_new_tokens a fraction": "max_new_tokens: 2.5\n",
+    "max_length zero": "max_new_tokens: 4\nmax_length: 0\n",
+    "max_length a word": "max_new_tokens: 4\nmax_length: big\n",
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_RUN_RECIPE)
+def test_a_run_recipe_budget_of_the_wrong_shape_is_one_line_naming_it(case, run_folder,
+                                                                       embedded_build, tmp_path,
+                                                                       capsys):
+    """A run whose run_info.json records no budget takes it from its recipe.yaml."""
+    (run_folder / "recipe.yaml").write_text(BROKEN_RUN_RECIPE[case])
+    key = case.split(" ")[0]
+    outcome = run_case(f"predict: recipe.yaml with {case}", predict_cmd.main,
+                       ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
+                        "--split", "test", "--out", tmp_path / "p"], capsys, protect=[run_folder])
+    expect(outcome, f"{run_folder / 'recipe.yaml'}: `{key}` must be a positive whole number",
+           code=1)
+
+
 # --- issue 36, the battery's silent harness: a folder with no tasks in it ------------------------
 @pytest.mark.parametrize("case", ["a folder of notes", "an empty nlu folder", "--splits ,"])
 def test_harness_on_a_folder_with_no_tasks_fails_saying_what_it_expected(case, embedded_build,

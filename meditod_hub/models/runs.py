@@ -129,6 +129,8 @@ def _budget(value) -> bool:
         and all(check(value[key]) for key, check in positive.items())
 
 
+# A run's recipe.yaml keys its token budget comes from (`Family.budget`'s keys)
+RECIPE_BUDGET_KEYS = ("max_length", "max_source_length", "max_new_tokens")
 # What each run_info.json key the kit reads must hold (`read_run_info`), as a message says it.
 RUN_INFO_SHAPES = {
     **dict.fromkeys(("model", "task", "family", "recipe_family", "base_model", "dataset",
@@ -203,6 +205,12 @@ def run_settings(model_path: str | Path) -> tuple[dict, dict]:
     path = Path(model_path)
     info = read_run_info(path / RUN_INFO) if (path / RUN_INFO).exists() else {}
     recipe = _read_recipe(path / RECIPE) if (path / RECIPE).exists() else {}
+    for key in RECIPE_BUDGET_KEYS:  # what `run_budget` reads when run_info.json has no budget
+        value = recipe.get(key)
+        if value is not None and not (_count(value) and value > 0):
+            raise RunError(f"{path / RECIPE}: `{key}` must be a positive whole number, got "
+                           f"{json_kind(value)} {value!r}: restore the file, or train the run "
+                           "again")
     return info, recipe
 
 
