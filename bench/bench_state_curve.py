@@ -30,8 +30,8 @@ each as `meditod train recipes/smollm2-135m/nlu.yaml --dataset_name=<16-dialogue
 | `--max_steps=340 --train_sampling_strategy=group_by_length --per_device_train_batch_size=2` | 645 | 0.596 |
 
 `time make demo` (the NLU run's batches grouped by length, the rest as the demo has it): 140 NLU
-steps, 408 s of NLU training, 0.538 exact, the demo 10 min 29 s; 200 steps (what make demo trains
-now), 678 s, 0.635 exact, the demo 15 min 3 s.
+steps, 408 s of NLU training, 0.538 exact, the demo 10 min 29 s; 185 steps (what make demo trains
+now), 603 s, 0.635 exact, the demo 14 min 4 s; 200 steps, 678 s, 0.635, the demo 15 min 3 s.
 
 Grouping by length computes 18% fewer padded tokens (NLU examples: mean 161 tokens, 123-213 for
 the middle 80%), so 170 steps fit where 140 random ones did, and learn no more: within the same

@@ -35,7 +35,7 @@ PATIENT_LINES = ("I have a cough", "no fever")
 EXPECTED_STATE = {"positive_symptom": [{"value": "coughing"}],
                   "negative_symptom": [{"value": "fever"}]}
 # The least share of the held-out lines whose whole state the demo's NLU run must get right.
-# Measured: 0.635 (33 of 52 lines) after the demo's 200 NLU steps (bf16, two threads); the floor
+# Measured: 0.635 (33 of 52 lines) after the demo's 185 NLU steps (bf16, two threads); the floor
 # leaves room for float32 on one thread (the suite's workers). 0.70 needs more steps than the
 # demo's 15 minutes hold: 400 reach 0.83 (bench/bench_state_curve.py).
 STATE_FLOOR = 0.45
