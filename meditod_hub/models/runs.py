@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import yaml
@@ -26,7 +26,7 @@ from meditod_hub.data.tasks import MULTITASK, TASKS, Task, task_specs_of, tasks_
 from meditod_hub.data.tasks.task import json_kind
 from meditod_hub.errors import MeditodError
 from meditod_hub.files import atomic_write, read_json
-from meditod_hub.models.families import FAMILY_ALIASES, Budget, Family, get_family
+from meditod_hub.models.families import FAMILIES, FAMILY_ALIASES, Budget, Family, get_family
 from meditod_hub.models.records import Results, ResultsError
 
 RUN_INFO, RECIPE, CHECKPOINTS, PUBLISHED = "run_info.json", "recipe.yaml", "checkpoints", "published.json"
@@ -122,15 +122,20 @@ def _count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _positive(value) -> bool:
+    return _count(value) and value > 0
+
+
 def _budget(value) -> bool:
-    positive = {"max_length": lambda v: v is None or _count(v) and v > 0,
-                "max_new_tokens": lambda v: _count(v) and v > 0}
-    return isinstance(value, dict) and set(value) == set(positive) \
-        and all(check(value[key]) for key, check in positive.items())
+    """A recorded `Budget`: its fields, each positive (`max_length` may be None: no fitting)."""
+    names = [f.name for f in fields(Budget)]
+    return isinstance(value, dict) and set(value) == set(names) and all(
+        _positive(value[name]) or name == "max_length" and value[name] is None for name in names)
 
 
-# A run's recipe.yaml keys its token budget comes from (`Family.budget`'s keys)
-RECIPE_BUDGET_KEYS = ("max_length", "max_source_length", "max_new_tokens")
+# A run's recipe.yaml keys its token budget comes from (`Family.budget` reads them)
+RECIPE_BUDGET_KEYS = tuple(dict.fromkeys(
+    [family.budget_key for family in FAMILIES.values()] + ["max_new_tokens"]))
 # What each run_info.json key the kit reads must hold (`read_run_info`), as a message says it.
 RUN_INFO_SHAPES = {
     **dict.fromkeys(("model", "task", "family", "recipe_family", "base_model", "dataset",
@@ -207,7 +212,7 @@ def run_settings(model_path: str | Path) -> tuple[dict, dict]:
     recipe = _read_recipe(path / RECIPE) if (path / RECIPE).exists() else {}
     for key in RECIPE_BUDGET_KEYS:  # what `run_budget` reads when run_info.json has no budget
         value = recipe.get(key)
-        if value is not None and not (_count(value) and value > 0):
+        if value is not None and not _positive(value):
             raise RunError(f"{path / RECIPE}: `{key}` must be a positive whole number, got "
                            f"{json_kind(value)} {value!r}: restore the file, or train the run "
                            "again")
