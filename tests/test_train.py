@@ -171,6 +171,49 @@ class Interrupted(Exception):
     pass
 
 
+def test_on_cpu_the_fused_lm_head_scores_only_labelled_positions_for_the_same_loss_and_grads(
+        monkeypatch):
+    """labelled_positions_only: TRL's fused head projects the labelled positions alone (a prompt
+    carries no label), and the loss and every gradient are the ones of scoring every position."""
+    import trl.trainer.utils as trl_utils
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64,
+                                         num_hidden_layers=2, num_attention_heads=4,
+                                         num_key_value_heads=2))
+    trl_utils.add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))
+    ids = torch.randint(0, 300, (3, 12))
+    labels = ids.clone()
+    labels[:, :8] = -100   # an 8-token prompt before a 4-token completion
+    labels[2, 10:] = -100  # and padding in the last row
+    scored, kernel = [], trl_utils._ChunkedLogProbFunction
+
+    class Counting:
+        @staticmethod
+        def apply(hidden, *rest):
+            scored.append(len(hidden))
+            return kernel.apply(hidden, *rest)
+
+    monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", Counting)
+
+    def loss_and_grads():
+        model.zero_grad()
+        out = model(input_ids=ids, labels=labels, fused_lm_head=True)
+        out.loss.backward()
+        return out.loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+    every_position = loss_and_grads()
+    decides = trl_utils._use_triton
+    with T.labelled_positions_only(torch.device("cpu")):
+        labelled_only = loss_and_grads()
+    assert trl_utils._use_triton is decides  # the patch lasts the forward only
+    assert scored == [3 * 11, int((labels[:, 1:] != -100).sum())] == [33, 10]
+    assert torch.allclose(every_position[0], labelled_only[0], atol=1e-6)
+    assert all(torch.allclose(a, b, atol=1e-6)
+               for a, b in zip(every_position[1], labelled_only[1], strict=True))
+
+
 @pytest.mark.slow
 def test_interrupted_run_resumes_to_the_same_global_step(tiny_models, embedded_build, tmp_path):
     from transformers import TrainerCallback
