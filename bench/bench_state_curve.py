@@ -30,13 +30,21 @@ each as `meditod train recipes/smollm2-135m/nlu.yaml --dataset_name=<16-dialogue
 | `--max_steps=340 --train_sampling_strategy=group_by_length --per_device_train_batch_size=2` | 645 | 0.596 |
 
 `time make demo` (the NLU run's batches grouped by length, the rest as the demo has it): 140 NLU
-steps, 408 s of NLU training, 0.538 exact, the demo 10 min 29 s; 185 steps (what make demo trains
-now), 603 s, 0.635 exact, the demo 14 min 4 s; 200 steps, 678 s, 0.635, the demo 15 min 3 s.
+steps, 408 s of NLU training, 0.538 exact, the demo 10 min 29 s; 185 steps, 603 s, 0.635 exact,
+the demo 14 min 4 s; 200 steps, 678 s, 0.635, the demo 15 min 3 s.
 
 Grouping by length computes 18% fewer padded tokens (NLU examples: mean 161 tokens, 123-213 for
 the middle 80%), so 170 steps fit where 140 random ones did, and learn no more: within the same
-minutes every variant stays at 30-31 of 52 lines (one line is 0.019). 0.70 needs more of
-training, as the table above shows, than a 15-minute demo on 2 cores has.
+minutes every variant stays at 30-31 of 52 lines (one line is 0.019).
+
+What bought the steps 0.70 needs: TRL's fused LM head scored every position of a batch on CPU,
+the prompt's too, which carries no label (`train.labelled_positions_only`; the same losses,
+bench/bench_cpu_step.py). Scoring the labelled positions only, `time make demo` (grouped):
+245 steps, 630 s of NLU training, 0.654 exact (34 of 52), the demo 13 min 49 s; 260 steps, 691 s,
+0.731 exact (38 of 52), the demo 14 min 59 s; the same 260 with POL's 4 steps cut to 2 (what make
+demo trains now), 628 s, 0.731, the demo 13 min 40 s (the same NLU run: the machine's step time
+varied by 10% between the two). Between 185 and 260 steps the curve is steep and uneven: a few
+lines come and go from one length to the next.
 
 Every command is the kit's own (`meditod synthetic`, `build`, `train`, `eval-state`), in its own
 process; the corpus is the demo's (scripts/demo_cpu.sh's DIALOGUES). Figures are about the

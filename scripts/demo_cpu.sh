@@ -34,11 +34,13 @@ started=$SECONDS
 # The training budget (bench/bench_state_curve.py measures the state accuracy along the steps):
 # NLU gets most of it, as the assistant's state is NLU's (on a 60-dialogue corpus, bf16: 150
 # steps 0.60 exact, 400 steps 0.83). 16 dialogues keep the test split to one dialogue, which the
-# NLU run predicts; 185 steps of 4 see their 613 NLU rows about 1.2 times (grouped by length:
-# 0.635 exact in a 14 min 4 s demo; 200 steps: 0.635 in 15 min 3 s; 140: 0.538 in 10 min 29 s).
-DIALOGUES=16 NLU_STEPS=185 POL_STEPS=4 NLG_STEPS=12
-# bf16 autocast where the CPU computes bf16 natively (AVX512-BF16, AMX): 4.0 s a step of 4 NLU
-# examples against 5.0 in float32 on 2 AMD EPYC cores; where it is emulated it is slower, so
+# NLU run predicts; 260 steps of 4 see their 613 NLU rows about 1.7 times (grouped by length:
+# 0.731 exact; 245 steps: 0.654; 185: 0.635). POL's 2 steps only teach it the answer format the
+# assistant reads (its few steps learn no policy: bench/bench_real_model.py), NLG's 12 the shape
+# of a doctor's question.
+DIALOGUES=16 NLU_STEPS=260 POL_STEPS=2 NLG_STEPS=12
+# bf16 autocast where the CPU computes bf16 natively (AVX512-BF16, AMX): 2.8 s a step of 4 NLU
+# examples against 3.6 in float32 on 2 AMD EPYC cores (bench/bench_cpu_step.py); where it is emulated it is slower, so
 # float32 there (and wherever /proc/cpuinfo is not).
 precision=--bf16=false
 if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then precision=--bf16=true; fi
