@@ -304,7 +304,7 @@ def labelled_positions_only(device: torch.device):
     TRL decides through its module's `_use_triton`, patched here for the forward's duration only;
     drop this once TRL compacts off CUDA too.
     """
-    if device.type != "cpu":
+    if device.type != "cpu" or not hasattr(trl_utils, "_use_triton"):  # a TRL that decides otherwise
         yield
         return
     decides = trl_utils._use_triton
