@@ -28,22 +28,16 @@ import argparse
 import contextlib
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench_state_curve import realistic_corpus  # the same corpus and base as the curve's
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 ARMS = ("every position", "labelled only")
-
-
-def kit(*args: str) -> None:
-    """A command of the kit in its own process (the corpus and the converted base)."""
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"{' '.join(args[:3])} ... failed:\n{done.stderr[-3000:]}")
 
 
 def one_run(arm: str, task: str, data: Path, out: Path, steps: int,
@@ -89,14 +83,10 @@ def main() -> None:
     losses = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        kit("-m", "meditod_hub.cli", "pretrained")
-        kit("-m", "meditod_hub.commands.synthetic", "--out", str(work / "release"),
-            "--dialogues", str(args.dialogues), "--style", "realistic")
-        kit("-m", "meditod_hub.cli", "build", "--source", str(work / "release"),
-            "--out", str(work / "realistic"))
+        data = realistic_corpus(work, args.dialogues)
         for repeat in range(args.repeats):
             for arm in ARMS:
-                per_step, losses[arm] = one_run(arm, args.task, work / "realistic",
+                per_step, losses[arm] = one_run(arm, args.task, data,
                                                 work / f"run-{repeat}-{arm[:5]}", args.steps,
                                                 args.bf16)
                 seconds[arm].append(per_step)

@@ -77,6 +77,16 @@ def run(*args: str) -> float:
     return time.perf_counter() - start
 
 
+def realistic_corpus(work: Path, dialogues: int) -> Path:
+    """The converted SmolLM2 (made once) and a realistic synthetic corpus built under `work`."""
+    run("-m", "meditod_hub.cli", "pretrained")
+    run("-m", "meditod_hub.commands.synthetic", "--out", str(work / "release"),
+        "--dialogues", str(dialogues), "--style", "realistic")
+    run("-m", "meditod_hub.cli", "build", "--source", str(work / "release"),
+        "--out", str(work / "realistic"))
+    return work / "realistic"
+
+
 def point(steps: int, data: Path, work: Path, limit: list[str], bf16: bool) -> tuple[float, dict]:
     """Train for `steps` (none: the base model) and score; (training minutes, results)."""
     model, family, minutes = BASE, ["--family", "chat"], 0.0
@@ -106,12 +116,8 @@ def main() -> None:
         args.dialogues = 12
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        run("-m", "meditod_hub.cli", "pretrained")
-        run("-m", "meditod_hub.commands.synthetic", "--out", str(work / "release"),
-            "--dialogues", str(args.dialogues), "--style", "realistic")
-        run("-m", "meditod_hub.cli", "build", "--source", str(work / "release"),
-            "--out", str(work / "realistic"))
-        points = [(n, *point(n, work / "realistic", work, limit, args.bf16))
+        data = realistic_corpus(work, args.dialogues)
+        points = [(n, *point(n, data, work, limit, args.bf16))
                   for n in sorted(set(steps))]
     lines = points[0][2]["lines"]
     baseline = points[0][2]["exact_state_accuracy"]
