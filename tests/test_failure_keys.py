@@ -8,11 +8,13 @@ Offline, CPU.
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import (
     edit_dialogs,
     evaluated_run,
@@ -140,16 +142,27 @@ def _plant(path: Path, written: str) -> None:
         path.write_text(json.dumps({**data, "note": "KEY"}).replace('"KEY"', f'"{written}"'))
     elif path.suffix == ".yaml":
         path.write_text((path.read_text() if path.exists() else "") + f'note: "{written}"\n')
+    elif path.suffix == ".png":  # a chart with an iTXt chunk (UTF-8), as an image editor adds one
+        from PIL import Image
+        from PIL.PngImagePlugin import PngInfo
+
+        info = PngInfo()
+        info.add_itxt("Comment", written)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (4, 4)).save(path, "PNG", pnginfo=info)
     else:
         path.write_text(f"{{# {written} #}}{{{{ messages }}}}\n")
 
 
-# (command, file the key is planted in)
+# (command, file the key is planted in); issue 46 added the PNG chart's text chunk, the card
+# `publish --dry_run --card_dir` writes, and the dataset's name, an utterance and its keywords
 KEY_PLACES = [("publish", "adapter_model.safetensors"), ("publish", "adapter_config.json"),
               ("publish", "run_info.json"), ("publish", "recipe.yaml"),
               ("publish", "chat_template.jinja"), ("publish", "eval/test/results.json"),
+              ("publish", "eval/test/results.png"), ("publish --card_dir", "recipe.yaml"),
               ("space", "model.safetensors"), ("space", "config.json"),
-              ("space", "chat_template.jinja"), ("push", "dataset description")]
+              ("space", "chat_template.jinja"), ("push", "dataset description"),
+              ("push", "dataset name"), ("push", "an utterance"), ("push", "an utterance's keywords")]
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -158,25 +171,64 @@ def test_no_key_of_any_kind_is_uploaded(command, place, key, embedded_release, t
                                         monkeypatch):
     """Before: only hf_ tokens were looked for, unescaped; an OpenAI or AWS key, an escaped
     token or a key variable's value in any of these files went to the Hub."""
+    secret, written = KEYS[key]
+    monkeypatch.setenv(KEY_VARIABLE, KEYS["the value of a key variable"][0])
+    _refused(command, place, key, secret, written, embedded_release, tmp_path, capsys, monkeypatch)
+
+
+def _fits(written: str, place: str) -> bool:
+    """Whether `written` is a string the place's format holds as written (a YAML escape is no
+    JSON string, a raw line break no JSON or YAML one-line string)."""
+    if place.endswith((".json", ".safetensors")) or place.startswith(("dataset", "an utterance")):
+        try:
+            json.loads(f'"{written}"')
+        except ValueError:
+            return False
+        return True
+    if place.endswith(".yaml"):
+        try:
+            return isinstance(yaml.safe_load(f'note: "{written}"\n'), dict)
+        except yaml.YAMLError:
+            return False
+    return "#}" not in written
+
+
+def _refused(command, place, key, secret, written, embedded_release, tmp_path, capsys,
+             monkeypatch, kind: str = "") -> None:
+    """`written` planted in `place`, then `command` run as a user would: it must stop with one
+    clear line naming the file (and `kind`, the detector), never showing or writing `secret`."""
     from meditod_hub.commands import space
 
-    secret, written = KEYS[key]
     monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
-    monkeypatch.setenv(KEY_VARIABLE, KEYS["the value of a key variable"][0])
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    written_to = [tmp_path / "card"]
     if command == "push":
         release = tmp_path / "release"
         shutil.copytree(embedded_release, release)
-        (release / "release.json").write_text(json.dumps({"description": f"notes {secret}"}))
-        if "escapes" in key:  # the JSON file itself holds the escapes
-            (release / "release.json").write_text('{"description": "notes ' + written + '"}')
+        raw = written if _fits(written, place) else json.dumps(secret)[1:-1]
+        if place == "dataset description":
+            (release / "release.json").write_text('{"description": "notes ' + raw + '"}')
+        elif place == "dataset name":
+            (release / "release.json").write_text('{"name": "notes ' + raw + '"}')
+        else:
+            dialogs = json.loads((release / "dialogs.json").read_text())
+            first = dialogs[next(iter(dialogs))]["utterances"][0]
+            if place == "an utterance":
+                first["text"] = "PLANTED"
+            else:
+                first["keywords"] = ["PLANTED"]
+            (release / "dialogs.json").write_text(
+                json.dumps(dialogs).replace('"PLANTED"', f'"notes {raw}"'))
         assert run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m")]) == 0
         capsys.readouterr()
-        main, argv, named = push_cmd.main, ["--folder", tmp_path / "m", "--repo", "org/x"], "README.md"
-    elif command == "publish":
+        main, argv = push_cmd.main, ["--folder", tmp_path / "m", "--repo", "org/x"]
+        named = "README.md" if place.startswith("dataset") else ".parquet"
+    elif command.startswith("publish"):
         run = evaluated_run(tmp_path / "run")
         _plant(run / place, written)
         main, argv, named = publish_cmd.main, ["--run", run, "--repo", "org/x", "--dry_run"], place
+        if command.endswith("--card_dir"):
+            argv += ["--card_dir", tmp_path / "card"]
     else:
         run = write_run(tmp_path / "whole", adapter=False)
         (run / "config.json").write_text('{"model_type": "llama"}')
@@ -184,6 +236,62 @@ def test_no_key_of_any_kind_is_uploaded(command, place, key, embedded_release, t
         _plant(run / place, written)
         main, argv, named = space.main, ["--repo", "org/x", "--nlu", run, "--pol", run,
                                          "--nlg", run, "--dry_run"], place
-    outcome = run_case(f"{command}: {key} in {place}", main, argv, capsys, secrets=[secret])
-    expect(outcome, "refusing", code=1)
+    outcome = run_case(f"{command}: {key} in {place}", main, argv, capsys, secrets=[secret],
+                       written=written_to)
+    expect(outcome, "refusing", kind, code=1)
     assert named.split("/")[-1] in outcome.err, outcome.err
+    assert not (tmp_path / "card").exists()
+
+
+# --- issue 46, the battery: keys a regex list missed, written every way, in every upload ----------
+TOKEN = "hf_sweepBatteryToken0123456789abcdefABCD"
+PEM_BODY = "MIIEowIBAAKCAQEAsweepPemBodyNotARealKey0123456789abcdefghijklmnop"
+JWT = ".".join(base64.urlsafe_b64encode(part).decode().rstrip("=") for part in (
+    b'{"alg":"HS256","typ":"JWT"}', b'{"sub":"sweep","iat":1700000000}', b"sweep-signature-0123456789"))
+# the key variables the old name pattern missed, as a user's environment holds them
+VARIABLES = {"SERVICE_KEY": "service-sweep-value-7319", "STRIPE_KEY": "stripe-sweep-value-8402",
+             "GH_PAT": "ghpat-sweep-value-1187", "PRIVATE_KEY": "private-sweep-value-5521"}
+# kind of key -> (the key, as written in the file, what the refusal calls it)
+BATTERY = {
+    "a GitHub fine-grained token": (
+        "github_pat_11SWEEP0123456789abcdef_" + "Zq8Wm3" * 9 + "Zq8Wm", None,
+        "a GitHub fine-grained token"),
+    "a Slack bot token": ("xoxb-123456789012-1234567890123-sweepslack0123456789abcd", None,
+                          "a Slack Token"),
+    "a Stripe live key": ("sk_live_" + "Sw33pStr1peL1veKey0123ab", None, "a Stripe Access Key"),
+    "a PEM private key": (PEM_BODY, "-----BEGIN RSA PRIVATE KEY-----\\n" + PEM_BODY
+                          + "\\n-----END RSA PRIVATE KEY-----", "a Private Key"),
+    "a JWT": (JWT, None, "a JSON Web Token"),
+    "an hf_ token in base64": (TOKEN, base64.b64encode(TOKEN.encode()).decode(),
+                               "a Hugging Face token"),
+    "an hf_ token split by U+200B": (TOKEN, TOKEN[:9] + "\u200b" + TOKEN[9:], "a Hugging Face token"),
+    "an hf_ token split by U+2060": (TOKEN, TOKEN[:17] + "\u2060" + TOKEN[17:],
+                                     "a Hugging Face token"),
+    "an hf_ token split by a soft hyphen": (TOKEN, TOKEN[:5] + "\u00ad" + TOKEN[5:],
+                                            "a Hugging Face token"),
+    "an hf_ token in YAML \\U escapes": (TOKEN, "".join(f"\\U{ord(c):08x}" for c in TOKEN[:6])
+                                         + TOKEN[6:], "a Hugging Face token"),
+    "an hf_ token folded over YAML lines": (TOKEN, TOKEN[:14] + "\\\n    " + TOKEN[14:],
+                                            "a Hugging Face token"),
+    **{f"the value of ${name}": (value, None, f"the value of ${name}")
+       for name, value in VARIABLES.items()},
+}
+# each battery key in three places where its form fits, turn by turn over KEY_PLACES, so every
+# command and every place meets several of them
+BATTERY_CASES = []
+for _n, (_key, (_secret, _written, _)) in enumerate(BATTERY.items()):
+    _places = [p for p in KEY_PLACES if _fits(_written or _secret, p[1])]
+    BATTERY_CASES += [(*_places[(_n * 3 + i) % len(_places)], _key) for i in range(3)]
+
+
+@pytest.mark.parametrize("command,place,key", BATTERY_CASES)
+def test_the_battery_of_keys_is_refused_in_every_upload(command, place, key, embedded_release,
+                                                        tmp_path, capsys, monkeypatch):
+    """Before: a fine-grained GitHub token, a Slack, Stripe, PEM or JWT key, a base64'd token, a
+    token split by an invisible character, escaped with YAML's \\U or folded over lines, and
+    the values of $SERVICE_KEY, $STRIPE_KEY, $GH_PAT and $PRIVATE_KEY were uploaded."""
+    secret, written, kind = BATTERY[key]
+    for name, value in VARIABLES.items():
+        monkeypatch.setenv(name, value)
+    _refused(command, place, key, secret, written or secret, embedded_release, tmp_path, capsys,
+             monkeypatch, kind=kind)

@@ -29,8 +29,8 @@ from meditod_hub.commands import train as train_cmd
 from meditod_hub.data.dataset import load_split
 from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
 from meditod_hub.hubclient import HubError
-from meditod_hub.publishing import hub as H
 from meditod_hub.publishing import publish as U
+from meditod_hub.publishing import secrets as secrets_scan
 from meditod_hub.publishing.hub import refuse_secrets
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -270,7 +270,7 @@ def test_the_users_own_token_is_found_wherever_it_is(tmp_path, monkeypatch):
 
 
 def test_a_token_across_two_scanned_blocks_is_found(tmp_path, monkeypatch):
-    monkeypatch.setattr(H, "SCAN_BLOCK", 64)
+    monkeypatch.setattr(secrets_scan, "SCAN_BLOCK", 64)
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(b"\x00\xff" * 30 + FAKE_TOKEN.encode() + b"\x00" * 100)
     with pytest.raises(HubError, match="model.safetensors contains a Hugging Face token"):

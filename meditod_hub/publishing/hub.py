@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
 import sys
 import threading
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 from pathlib import Path
 
 import yaml
@@ -34,7 +31,6 @@ from huggingface_hub import (
     CommitOperationDelete,
     DatasetCard,
     HfApi,
-    get_token,
 )
 from huggingface_hub.errors import (
     EntryNotFoundError,
@@ -53,33 +49,13 @@ from meditod_hub.hubclient import (
     hub_session,
 )
 
+# The secret scan every upload shares lives in secrets.py; its names stay importable from here.
+from meditod_hub.publishing.secrets import NEVER_UPLOADED, SCAN_BLOCK, refuse_secrets  # noqa: F401
+
 KEEP_ON_HUB = (".gitattributes",)  # the Hub's own file in every repo
 # What a Space or model repo got from this kit's last upload (the dataset push's is the build
 # manifest): a later upload replaces and deletes only these, never the owner's own files.
 UPLOAD_RECORD = "meditod_upload.json"
-# The key shapes never uploaded, printed or written for others (the user's own token and the
-# values of key variables set in the environment are looked for as well, `_secrets_to_find`).
-# An sk- key needs a digit in its body, so a hyphenated word is no key.
-KEY_SHAPES = {
-    "a Hugging Face token (hf_...)": rb"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}",
-    "an OpenAI-style API key (sk-...)": rb"(?<![A-Za-z0-9])sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}",
-    "an AWS access key (AKIA...)": rb"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])",
-    "a GitHub token (ghp_...)": rb"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{36,}",
-    "a Google API key (AIza...)": rb"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}",
-}
-_KEY_PATTERNS = {kind: re.compile(shape) for kind, shape in KEY_SHAPES.items()}
-# Environment variables whose values are keys, by name (HF_TOKEN, OPENAI_API_KEY,
-# AWS_SECRET_ACCESS_KEY, --api_key_env's usual names), not those naming a place (..._DIR);
-# a value shorter than MIN_KEY_LENGTH is no key.
-KEY_VARIABLE = re.compile(r"TOKEN|API_?KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|ACCESS_KEY",
-                          re.IGNORECASE)
-MIN_KEY_LENGTH = 12
-NOT_A_KEY = ("_DIR", "_PATH", "_FILE", "_SOCK", "_URL", "_HOST")
-# A key written with escapes (JSON's \u0068f_..., YAML's \x68) is the same key: decoded first.
-_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2}))")
-SCAN_BLOCK = 8 << 20  # bytes of a file scanned at a time (weights can be gigabytes)
-# Pickles can hold anything, the training arguments' token included (training_args.bin).
-NEVER_UPLOADED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth")
 
 
 @dataclass
@@ -90,80 +66,6 @@ class PushArguments:
     public: bool = field(default=False, metadata={"help": "make the repo public (default: private)"})
     timeout: float = field(default=120.0, metadata={"above": 0,
         "help": "seconds for the whole push, retries included (also the limit of each request)"})
-
-
-def refuse_secrets(items: dict[str, str | bytes | Path], action: str) -> None:
-    """Stop before `items` (repo path or shown name -> text, bytes or local file) are uploaded,
-    printed or written for others: no pickle, and no key in any file, binary ones too (a
-    safetensors header, a tokenizer can hold one), escaped or not: no known key shape (Hub, OpenAI,
-    AWS, GitHub, Google) and no value of a key variable set in the environment. The one scan every
-    upload and every printed card goes through; the message names the file and the kind of key,
-    never the key."""
-    pickles = sorted(name for name in items
-                     if any(fnmatch(Path(name).name, p) for p in NEVER_UPLOADED))
-    if pickles:
-        raise HubError(f"{action}: refusing to share {', '.join(pickles)} (a pickle can hold the "
-                       "token and runs code when loaded)")
-    secrets = _secrets_to_find()
-    leaking = [(name, kind) for name, item in sorted(items.items())
-               if (kind := _key_in(item, secrets))]
-    if leaking:
-        shown = ", ".join(f"{name} contains {kind}" for name, kind in leaking[:5])
-        raise HubError(f"{action}: refusing: {shown}; remove it (e.g. from the run's recipe.yaml "
-                       "or config.json) and rerun")
-
-
-def _secrets_to_find() -> dict[str, bytes]:
-    """Key values to look for besides the known shapes: the user's Hub token and every key
-    variable's value in the environment (by the variable's name only: never the value)."""
-    found = {}
-    own = get_token()
-    if own:
-        found["a Hugging Face token (hf_...)"] = own.encode()
-    for variable, value in sorted(os.environ.items()):
-        if KEY_VARIABLE.search(variable) and not variable.upper().endswith(NOT_A_KEY) \
-                and len(value.strip()) >= MIN_KEY_LENGTH:
-            found.setdefault(f"the value of ${variable}", value.strip().encode())
-    return found
-
-
-def _key_in(item: str | bytes | Path, secrets: dict[str, bytes]) -> str | None:
-    """What key text, bytes or a file holds (a known shape, or one of `secrets`), None if none;
-    a file is read a block at a time, each block with the end of the one before, so a key
-    across two blocks is found too."""
-    if isinstance(item, Path):
-        if not item.is_file():
-            return None
-        with item.open("rb") as f:
-            return _key_in_blocks(iter(lambda: f.read(SCAN_BLOCK), b""), secrets)
-    return _key_in_blocks([item.encode("utf-8", "surrogatepass") if isinstance(item, str)
-                           else item], secrets)
-
-
-def _unescaped(data: bytes) -> bytes:
-    if b"\\" not in data:
-        return data
-
-    def char(match: re.Match) -> bytes:
-        code = int(match.group(1) or match.group(2), 16)
-        return bytes([code]) if code < 128 else match.group(0)
-    return _ESCAPE.sub(char, data)
-
-
-def _key_in_blocks(blocks, secrets: dict[str, bytes]) -> str | None:
-    overlap = max([512, *(6 * len(value) for value in secrets.values())])
-    tail = b""
-    for block in blocks:
-        data = tail + block
-        for text in {data, _unescaped(data)}:
-            for kind, value in secrets.items():
-                if value in text:
-                    return kind
-            for kind, pattern in _KEY_PATTERNS.items():
-                if pattern.search(text):
-                    return kind
-        tail = data[-overlap:]
-    return None
 
 
 def upload_plan(api: HfApi, repo: str, uploads: set[str] | dict[str, str | bytes | Path], *,
