@@ -44,6 +44,7 @@ from meditod_hub.data.card import render_dataset_card
 from meditod_hub.data.dataset import MANIFEST
 from meditod_hub.data.licence import KINDS as LICENCE_KINDS
 from meditod_hub.data.licence import (
+    LICENCE_LIST,
     OWN,
     SAMPLE_FINGERPRINT,
     SYNTHETIC,
@@ -425,30 +426,33 @@ def verify_manifest(folder: Path) -> dict:
 
 
 EMBEDDED_SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
-DESCRIBED_FILES = ("README.md",)  # the card: checked against the manifest by the push itself
 
 
 def reprove_licence(folder: Path, manifest: dict) -> None:
     """Prove again, from the data, the licence a build's manifest claims before a push trusts it
     (a manifest and its card are files anyone can edit together): synthetic only when a fresh
     build of the proven source (the embedded sample, or the corpus regenerated from its recorded
-    seed) holds the very same data files; the user's own only under a licence one can see."""
+    seed) holds the very same files, the card README.md included, so the card carries nothing
+    that source does not make (none of the authors' utterances); the user's own only under an
+    id of the Hub's licence list, `unknown` and look-alikes refused (`licence.declared_licence`)."""
     kind, path = manifest["licence"], folder / MANIFEST
     if kind == OWN and not declared_licence(manifest.get("license")):
         raise ManifestError(f"{path} says the dialogues are your own but declares no visible "
-                            "licence: rebuild with `meditod build --license ID`")
+                            "licence the Hub accepts: rebuild with `meditod build --license ID` "
+                            f"(see {LICENCE_LIST})")
     if kind != SYNTHETIC:
         return
     with tempfile.TemporaryDirectory(prefix="meditod-reprove-") as tmp:
         source = _proven_source(path, manifest, Path(tmp))
         with redirect_stderr(io.StringIO()):
             rebuilt = build(BuildArguments(source=source, out=Path(tmp) / "rebuilt")).manifest
-    ours = {n: d for n, d in manifest["files"].items() if n not in DESCRIBED_FILES}
-    theirs = {n: d for n, d in rebuilt["files"].items() if n not in DESCRIBED_FILES}
+    # every file, the card too: a README.md edited along with the manifest is not the source's
+    ours, theirs = manifest["files"], rebuilt["files"]
     if rebuilt["licence"] != SYNTHETIC or ours != theirs:
-        raise ManifestError(f"{path} says the data is synthetic, but its data files are not what "
-                            f"{source.name} builds: rebuild the folder with `meditod build` (a "
-                            "manifest is never proof)")
+        differ = sorted(n for n in set(ours) | set(theirs) if ours.get(n) != theirs.get(n))
+        raise ManifestError(f"{path} says the data is synthetic, but its files are not what "
+                            f"{source.name} builds ({name_ids(differ, 3)} differ): rebuild the "
+                            "folder with `meditod build` (a manifest is never proof)")
 
 
 def _proven_source(path: Path, manifest: dict, tmp: Path) -> Path:
