@@ -16,8 +16,10 @@ What this module adds on top (written here, the client has no such thing):
 * bounded concurrency (N requests in flight) over asyncio;
 * one deadline (`timeout`, what every command's `--timeout` sets) over the whole batch, retries
   and backoff included, and the first request that fails for good stops the batch (the others
-  are cancelled, not waited for); and a silence deadline: no answer from the server for
-  `SILENCE_S` seconds ends the batch too (a connection gets `CONNECT_TIMEOUT_S`);
+  are cancelled, not waited for); and a silence deadline: no complete answer from the server
+  for `SILENCE_S` seconds (or MEDITOD_NETWORK_TIMEOUT, `netwait`) ends the batch too (a
+  connection gets `CONNECT_TIMEOUT_S`); each attempt, connection, first byte and the whole body
+  together, ends within its own deadline however slowly the server drips (`netwait.bound`);
 * an on-disk answer cache (SQLite) keyed by (endpoint URL, model, messages or prompt, decoding
   settings, and a `cache_scope` the caller may add), written as each answer arrives: an
   interrupted batch resumes where it stopped, a rerun sends nothing, and two servers that serve
@@ -328,6 +330,18 @@ class Endpoint:
     def attempt_timeout(self) -> float:
         return min(self.request_timeout, self.timeout or self.request_timeout)
 
+    def silence_s(self) -> float:
+        """How long a batch waits without a complete answer: MEDITOD_NETWORK_TIMEOUT when set,
+        else SILENCE_S (at least one attempt's deadline)."""
+        # deferred: netwait loads httpx2, which only a batch that sends requests needs
+        from meditod_hub import netwait
+
+        return netwait.limit(max(SILENCE_S, self.attempt_timeout))
+
+    def attempt_budget(self) -> float:
+        """One attempt's deadline for connection, first byte and whole answer together."""
+        return min(self.attempt_timeout, self.silence_s())
+
     def describe(self) -> dict:
         """Settings and counts for run_info.json: the endpoint without the URL's user, never the
         key; `cache_hits` of the answers came from this endpoint's cache entries."""
@@ -398,14 +412,14 @@ class Endpoint:
         loop = asyncio.get_running_loop()
         batch_end = loop.time() + self.timeout if self.timeout else float("inf")
 
-        silence = max(SILENCE_S, self.attempt_timeout)
+        silence = self.silence_s()
 
         def next_deadline() -> float:
             return min(batch_end, loop.time() + silence)
 
         try:
             async with asyncio.timeout_at(next_deadline()) as deadline:
-                self._heard = lambda: deadline.reschedule(next_deadline())
+                self._heard = lambda: deadline.expired() or deadline.reschedule(next_deadline())
                 await self._all(one, missing)
         except TimeoutError:
             done = sum(1 for r, _ in missing if r.id in answers)
@@ -414,9 +428,10 @@ class Endpoint:
             if loop.time() < batch_end:
                 kept = " (kept in the cache: rerun the same command to resume)" if cache else ""
                 raise EndpointError(
-                    f"{self.host} sent no answer for {silence:g} s, retries "
+                    f"{self.host} sent no complete answer for {silence:g} s, retries "
                     f"included: {done} of {len(missing)} answers{kept}; check that the server "
-                    "is up and not overloaded") from None
+                    "is up and not overloaded, or set MEDITOD_NETWORK_TIMEOUT=SECONDS to wait "
+                    "longer") from None
             raise EndpointError(
                 f"{self.host}: not done within {self.flag('timeout')} {self.timeout:g} s, retries "
                 f"included: {done} of {len(missing)} answers {resume} allow a longer "
@@ -436,8 +451,10 @@ class Endpoint:
             raise failed.exceptions[0] from None
 
     def _client(self):
-        # deferred: openai is an optional extra (meditod-hub[endpoint])
+        # deferred: openai is an optional extra (meditod-hub[endpoint]); netwait loads httpx2
         import openai
+
+        from meditod_hub import netwait
 
         def count(_request):
             self.stats.requests += 1
@@ -445,11 +462,11 @@ class Endpoint:
         async def count_async(request):
             count(request)
 
-        async def heard(_response):  # the server answered: the silence deadline starts again
+        def heard():  # an answer arrived whole: the silence deadline starts again
             self._heard()
 
-        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_async],
-                                                           "response": [heard]})
+        http = netwait.bound(openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_async]}),
+                             budget=self.attempt_budget(), on_answer=heard)
         timeout = openai.Timeout(self.attempt_timeout,
                                  connect=min(CONNECT_TIMEOUT_S, self.attempt_timeout))
         common = {"api_key": self._key, "max_retries": self.max_retries,
@@ -486,10 +503,13 @@ class Endpoint:
         except (openai.NotFoundError, openai.BadRequestError) as exc:
             raise self._status_error(exc) from None
         except openai.APITimeoutError:
+            budget = self.attempt_budget()
+            knob = ("; set MEDITOD_NETWORK_TIMEOUT=SECONDS to wait longer"
+                    if budget < self.attempt_timeout else "")
             raise EndpointError(
-                f"{self.host} did not answer within {self.attempt_timeout:g} s, "
+                f"{self.host} did not answer within {budget:g} s, "
                 f"{self.max_retries} retries included: check that the server is up and not "
-                f"overloaded ({self.flag('timeout')} bounds the whole run)") from None
+                f"overloaded ({self.flag('timeout')} bounds the whole run){knob}") from None
         except openai.APIConnectionError as exc:
             raise self._connection_error(exc) from None
         except openai.APIStatusError as exc:
@@ -542,13 +562,17 @@ class Endpoint:
 
     def _listed_models(self) -> list:
         """The entries of GET /models ([] when the server does not list them)."""
-        # deferred: openai is an optional extra (meditod-hub[endpoint])
+        # deferred: openai is an optional extra (meditod-hub[endpoint]); netwait loads httpx2
         import openai
 
+        from meditod_hub import netwait
+
+        seconds = min(self.attempt_budget(), 10.0)
         try:
-            client = openai.OpenAI(base_url=self.base_url, api_key=self._key, max_retries=0,
-                                   timeout=min(self.attempt_timeout, 10.0))
-            return list(client.models.list())
+            with openai.OpenAI(base_url=self.base_url, api_key=self._key, max_retries=0,
+                               timeout=seconds, http_client=netwait.bound(
+                                   openai.DefaultHttpxClient(), budget=seconds)) as client:
+                return list(client.models.list())
         except (openai.OpenAIError, AttributeError, TypeError):
             return []
 

@@ -4,6 +4,12 @@ command, a timeout on each request, and failures as one line (`HubError`).
 On the ground floor (`meditod_hub.layers`): `meditod push` and publishing, `meditod results`
 (evaluation) reading Hub model cards, and the annotation portal's hosted store all reach the
 Hub through it.
+
+Every Hub request of the process also runs under `netwait`'s deadline for the whole exchange
+(a Hub that drips its answer or sends one without end is cut, not only a silent one), and no
+thread waits on the Hub longer than HUB_SILENCE_S without a complete answer, retries included,
+in an `http_timeout` block (push, publish, space, leaderboard) as outside one.
+MEDITOD_NETWORK_TIMEOUT replaces HUB_SILENCE_S (`netwait.limit`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import validate_repo_id
 from huggingface_hub.utils._http import default_client_factory
 
+from meditod_hub import netwait
 from meditod_hub.errors import MeditodError, UsageError
 
 T = TypeVar("T")
@@ -43,6 +50,10 @@ RETRY_GAP_S = 10.0  # above huggingface_hub's longest wait between two tries (8 
 
 class HubError(MeditodError):
     """A Hub operation that cannot go on; the CLI prints it as one line."""
+
+
+class HubSilenceError(HubError):
+    """The Hub sent no complete answer for HUB_SILENCE_S (`_silence_left`)."""
 
 
 def check_timeout(seconds: float) -> float:
@@ -108,16 +119,17 @@ def require_token() -> str:
 def _client_with_deadlines() -> httpx2.Client:
     client = default_client_factory()
     client.event_hooks = {**client.event_hooks,
-                          "request": [*client.event_hooks["request"], _timeout_of_this_call],
-                          "response": [*client.event_hooks["response"], _answered]}
-    return client
+                          "request": [*client.event_hooks["request"], _timeout_of_this_call]}
+    # the Hub is heard once an answer arrived whole (or moved), not at its headers: a Hub that
+    # drips a body after quick headers is as silent as one that sends nothing
+    return netwait.bound(client, on_answer=_answered)
 
 
 def bound_hub_requests() -> None:
-    """Give every huggingface_hub request of this process a connect and a read deadline (the
-    harness, a Space, the leaderboard, the portal's models: none waits forever on a silent
-    Hub); an `http_timeout` block still sets its own. Every command calls it
-    (`meditod_hub.commands` on import)."""
+    """Give every huggingface_hub request of this process a connect and a read deadline, and a
+    deadline for the whole answer (`netwait.bound`): the harness, a Space, the leaderboard, the
+    portal's models, none waits forever on a silent or dripping Hub; an `http_timeout` block
+    still sets its own. Every command calls it (`meditod_hub.commands` on import)."""
     set_client_factory(_client_with_deadlines)
 
 
@@ -128,19 +140,27 @@ _REQUEST_TIMEOUT: ContextVar[float | None] = ContextVar("meditod_hub_request_tim
 def _timeout_of_this_call(request: httpx2.Request) -> None:
     """Request hook: the timeout of the `http_timeout` block this request was made in, if any;
     else the request's own, each deadline it left unset (huggingface_hub passes `timeout=None`
-    down from most `HfApi` methods) filled in with HUB_CONNECT_TIMEOUT_S / HUB_READ_TIMEOUT_S,
-    and none beyond what is left of HUB_SILENCE_S (`_silence_left`)."""
+    down from most `HfApi` methods) filled in with HUB_CONNECT_TIMEOUT_S / HUB_READ_TIMEOUT_S;
+    either way none beyond what is left of HUB_SILENCE_S (`_silence_left`), which also bounds
+    the whole answer (`netwait.stamp`). (Before, a block's --timeout, 600 s for publish and a
+    Space, replaced the silence budget: a silent Hub held them for the whole --timeout.)"""
     seconds = _REQUEST_TIMEOUT.get()
-    if seconds is not None:
-        request.extensions["timeout"] = httpx2.Timeout(seconds).as_dict()
-        return
-    given = request.extensions.get("timeout") or {}
     left = _silence_left(str(request.url.join("/")).rstrip("/"))
-    request.extensions["timeout"] = timeouts = {
-        phase: min(given.get(phase) or (HUB_CONNECT_TIMEOUT_S if phase == "connect"
-                                        else HUB_READ_TIMEOUT_S), left)
-        for phase in ("connect", "read", "write", "pool")}
-    _SILENCE.ends = time.monotonic() + timeouts["connect"] + timeouts["read"]
+    if seconds is not None:
+        budget = min(seconds, left)
+        request.extensions["timeout"] = {phase: budget
+                                         for phase in ("connect", "read", "write", "pool")}
+        netwait.stamp(request, budget, "allow a longer --timeout" if seconds < left
+                      else netwait.RAISE_IT)
+    else:
+        given = request.extensions.get("timeout") or {}
+        request.extensions["timeout"] = {
+            phase: min(given.get(phase) or (HUB_CONNECT_TIMEOUT_S if phase == "connect"
+                                            else HUB_READ_TIMEOUT_S), left)
+            for phase in ("connect", "read", "write", "pool")}
+        budget = left
+        netwait.stamp(request, budget)
+    _SILENCE.ends = time.monotonic() + budget
 
 
 class _Silence(threading.local):
@@ -156,21 +176,24 @@ _SILENCE = _Silence()
 
 
 def _silence_left(hub: str) -> float:
-    """Seconds this thread may still wait on the Hub: what is left of HUB_SILENCE_S since its
-    unanswered requests began; none left is a one-line HubError, not another try."""
+    """Seconds this thread may still wait on the Hub: what is left of HUB_SILENCE_S (or
+    MEDITOD_NETWORK_TIMEOUT) since its unanswered requests began; none left is a one-line
+    HubError, not another try."""
+    silence = netwait.limit(HUB_SILENCE_S)
     now = time.monotonic()
     if _SILENCE.since is None or now > _SILENCE.ends + RETRY_GAP_S:
         _SILENCE.since = now
-    left = HUB_SILENCE_S - (now - _SILENCE.since)
+    left = silence - (now - _SILENCE.since)
     if left <= 0:
         _SILENCE.since = None
-        raise HubError(f"{hub} answered nothing for {HUB_SILENCE_S:g} s, retries "
-                       "included: it is down or unreachable; retry later (or check HF_ENDPOINT)")
+        raise HubSilenceError(f"{hub} sent no complete answer for {silence:g} s, retries "
+                              "included: it is down, unreachable or too slow; retry later (check "
+                              f"HF_ENDPOINT), or {netwait.RAISE_IT}")
     return left
 
 
-def _answered(response: httpx2.Response) -> None:
-    """Response hook: the Hub answered this thread (its silence ends)."""
+def _answered() -> None:
+    """The Hub answered this thread whole, or its answer moved (its silence ends)."""
     _SILENCE.since = None
 
 
@@ -187,6 +210,8 @@ def http_timeout(seconds: float) -> Iterator[None]:
     if _timeout_of_this_call not in session.event_hooks["request"]:
         hooks = session.event_hooks
         session.event_hooks = {**hooks, "request": [*hooks["request"], _timeout_of_this_call]}
+    if not netwait.is_bound(session):  # a client of another factory than ours
+        netwait.bound(session, on_answer=_answered)
     token = _REQUEST_TIMEOUT.set(seconds)
     try:
         yield
@@ -200,6 +225,8 @@ def translate_errors(action: str) -> Iterator[None]:
     endpoint = constants.ENDPOINT
     try:
         yield
+    except (netwait.NetworkTimeout, HubSilenceError) as exc:
+        raise HubError(f"{action}: {exc}") from None
     except httpx2.TimeoutException:
         raise HubError(f"{action}: {endpoint} did not answer in time "
                        "(retry later, or allow a longer --timeout)") from None

