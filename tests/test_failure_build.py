@@ -65,6 +65,13 @@ BAD_RELEASES = {
         onset=float("nan"))), "dialogs.json: holds NaN, which JSON has no number for"),
     "Infinity in a split file": (lambda r: (r / "test_ids.json").write_text('[Infinity]'),
                                  "test_ids.json: holds Infinity"),
+    # issue 46: Python read 1e400 as inf, which no JSON reader or Parquet column takes back
+    "1e400 in an attribute": (lambda r: (r / "dialogs.json").write_text(
+        (r / "dialogs.json").read_text().replace('"utterances"', '"x": 1e400, "utterances"', 1)),
+        "dialogs.json: holds the number 1e400, past what a double holds"),
+    "an integer past 64 bits in a split file": (
+        lambda r: (r / "test_ids.json").write_text("[" + "9" * 25 + "]"),
+        "test_ids.json: holds the number 9999999999999999999999999, past a 64-bit integer"),
     "not UTF-8": (lambda r: (r / "dialogs.json").write_bytes(b"\xff\xfe{}"), "dialogs.json: not UTF-8"),
     "malformed release.json": (lambda r: (r / "release.json").write_text("{oops"),
                                "release.json: invalid JSON"),

@@ -88,9 +88,16 @@ SAVED_VOCABULARIES = {
     "NaN as the values": '{"values": NaN}',
     "a lone surrogate": '{"values": ["cough \\ud800"]}',
     "a number as a value": '{"values": [1]}',
+    # issue 46: numbers past a double or a 64-bit integer (Python read 1e400 as inf: a 500)
+    "1e400 as a value": '{"values": ["cough", 1e400]}',
+    "a 5000-digit integer": '{"values": [' + "9" * 5000 + "]}",
 }
 SENT_BODIES = {"deep JSON": DEEP, "NaN": '{"text": NaN, "name": "v.json"}',
-               "Infinity": '{"text": "cough", "name": "v.json", "x": -Infinity}'}
+               "Infinity": '{"text": "cough", "name": "v.json", "x": -Infinity}',
+               "1e400": '{"text": "cough", "name": "v.json", "x": 1e400}',
+               "-1e400": '{"text": "cough", "name": "v.json", "x": [-1e400]}',
+               "an integer past 64 bits": '{"text": "cough", "name": "v.json", "x": ' + "9" * 30 + "}",
+               "a 5000-digit integer": '{"text": "cough", "name": "v.json", "x": ' + "9" * 5000 + "}"}
 # (what is sent, route): every write route, and the vocabulary files the loading route reads
 SENT = [(case, f"{m.upper()} {p}") for case in SENT_BODIES for m, p in PORTAL_WRITES] + [
     (case, "POST /api/vocabulary") for case in ("a deep vocabulary file",

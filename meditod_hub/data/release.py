@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub import strictjson
 from meditod_hub.data import cmas
 from meditod_hub.data.state import DialogueState
 from meditod_hub.errors import MeditodError, name_ids
@@ -135,10 +137,10 @@ class _Files:
         if text is None:
             return None
         try:
-            value = json.loads(text, object_pairs_hook=hook, parse_constant=_not_json)
-        except _NotJson as exc:
-            self.problems.append(Problem(str(path), f"holds {exc}, which JSON has no number for: "
-                                                    "write the value as a string, or remove it"))
+            value = strictjson.loads(text, object_pairs_hook=hook)
+        except strictjson.NotJsonNumber as exc:
+            self.problems.append(Problem(str(path), f"holds {exc}: write the value as a string, "
+                                                    "or remove it"))
             return None
         except json.JSONDecodeError as exc:
             self.problems.append(Problem(str(path), f"invalid JSON at line {exc.lineno}, column "
@@ -148,6 +150,8 @@ class _Files:
             self.problems.append(Problem(str(path), "JSON nested too deeply to read: not a "
                                                     "release file"))
             return None
+        if _SURROGATE_ESCAPE.search(text) is None:  # a lone surrogate needs a \\ud800-\\udfff escape
+            return value
         if isinstance(value, dict) and path.name == DIALOGS_FILE:  # only those dialogues refused
             for did in [did for did, dialogue in value.items()
                         if self.surrogate(path, dialogue, did)]:
@@ -174,20 +178,27 @@ class _Files:
         return True
 
 
-class _NotJson(ValueError):
-    """NaN or Infinity: Python's json reads them, no JSON reader or Parquet label column
-    takes them back (a NaN onset was built into the dataset with a warning)."""
+# A file read as UTF-8 holds no surrogate; one in its JSON comes from a \\u escape (a pair of
+# them, valid, too: those files are walked string by string, `_lone_surrogate`).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _not_json(constant: str):
-    raise _NotJson(constant)
+def _is_text(value: str) -> bool:
+    """No lone surrogate: ASCII, or UTF-8 encodes it (one C-level pass either way)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _lone_surrogate(value, keys: tuple = ()) -> tuple[tuple, str] | None:
     """(the key path, the string) of the first string or key in `value` that holds a lone
     surrogate (\\ud800-\\udfff), if any."""
     if isinstance(value, str):
-        return (keys, value[:60]) if any("\ud800" <= c <= "\udfff" for c in value) else None
+        return None if _is_text(value) else (keys, value[:60])
     items = value.items() if isinstance(value, dict) else enumerate(value) \
         if isinstance(value, list) else ()
     for key, inner in items:

@@ -17,7 +17,6 @@ dataset layer's own code, never a port of it to JavaScript.
 
 from __future__ import annotations
 
-import json
 import secrets
 import warnings
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from meditod_hub import strictjson
 from meditod_hub.apps.annotate.assist import LabelSuggester
 from meditod_hub.apps.annotate.schema import schema
 from meditod_hub.apps.annotate.store import (
@@ -139,10 +139,6 @@ def _holds_non_text(value) -> bool:
     return isinstance(value, list) and any(_holds_non_text(v) for v in value)
 
 
-def _no_number_named(constant: str):
-    raise ValueError(f"{constant} is not a JSON number")
-
-
 def text_guard(app: FastAPI) -> None:
     """Refuse (400) a request body holding a lone surrogate, NaN or Infinity, or JSON nested
     past what Python reads, before any route reads it: written into a dialogue, the first would
@@ -152,16 +148,15 @@ def text_guard(app: FastAPI) -> None:
     async def require_text(request: Request, call_next):
         if request.method in ("POST", "PUT"):
             try:
-                body = json.loads(await request.body(), parse_constant=_no_number_named)
+                body = strictjson.loads(await request.body())
                 non_text = _holds_non_text(body)
             except RecursionError:
                 return JSONResponse({"detail": "the request's JSON is nested too deeply: nothing "
                                                "was saved"}, status_code=400)
-            except ValueError as exc:
-                if "not a JSON number" in str(exc):
-                    return JSONResponse({"detail": f"the request holds {exc} (NaN and Infinity "
-                                                   "are not JSON): nothing was saved"},
-                                        status_code=400)
+            except strictjson.NotJsonNumber as exc:
+                return JSONResponse({"detail": f"the request holds {exc}: nothing was saved"},
+                                    status_code=400)
+            except ValueError:
                 non_text = False  # not JSON: the route's own validation answers
             if non_text:
                 return JSONResponse({"detail": "the request holds text that is not valid Unicode "

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meditod_hub import strictjson
 from meditod_hub.apps.annotate.jsondoc import JsonDocument, replace_value, same
 from meditod_hub.data import cmas
 from meditod_hub.data.release import (
@@ -240,7 +241,7 @@ class ReleaseStore:
         if not path.exists():
             return set()
         try:
-            values = json.loads(path.read_text(encoding="utf-8"))["values"]
+            values = strictjson.loads(path.read_text(encoding="utf-8"))["values"]
             if not all(isinstance(v, str) and _is_text(v) for v in values):
                 raise ValueError("a value that is not text: a number, NaN or a lone surrogate")
         except (ValueError, OSError, TypeError, KeyError, RecursionError) as exc:
@@ -454,7 +455,7 @@ class ReleaseStore:
         out: dict[str, str] = {}
         for split, path in self._split_files().items():
             try:
-                ids = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+                ids = strictjson.loads(path.read_text(encoding="utf-8")) if path.exists() else []
             except (ValueError, OSError):
                 continue
             for did in ids if isinstance(ids, list) else []:
@@ -474,7 +475,7 @@ class ReleaseStore:
                 if not text and name != split and (name == OOD_SPLIT or split is None):
                     continue
                 try:
-                    ids = json.loads(text) if text.strip() else []
+                    ids = strictjson.loads(text) if text.strip() else []
                 except ValueError:
                     raise MeditodError(f"{path}: not valid JSON; fix it before assigning "
                                        "splits") from None
@@ -504,7 +505,7 @@ def parse_vocabulary(text: str, name: str) -> set[str]:
     stripped = text.strip()
     if stripped[:1] in ("[", "{"):
         try:
-            data = json.loads(stripped)
+            data = strictjson.loads(stripped)
         except ValueError as exc:
             raise MeditodError(f"{name}: looks like JSON but does not parse ({exc}); give one "
                                "value a line or valid JSON") from None
