@@ -160,12 +160,14 @@ def test_a_hub_base_is_known_by_its_id_and_revision():
 
 # (flag, the allowed range the error names); each is refused while parsing, before any work
 BAD_TRAIN_NUMBERS = {
-    "--learning_rate=1e309": "--learning_rate=inf: must be a finite number above 0",
-    "--learning_rate=0": "--learning_rate=0.0: must be a finite number above 0",
-    "--learning_rate=-1e-4": "must be a finite number above 0",
+    "--learning_rate=1e309": "--learning_rate=inf: must be a finite number from 1e-8 to 1",
+    "--learning_rate=0": "--learning_rate=0.0: must be a finite number from 1e-8 to 1",
+    "--learning_rate=-1e-4": "must be a finite number from 1e-8 to 1",
+    # issue 46: a rate no weight moves with trained nothing, silently
+    "--learning_rate=1e-300": "--learning_rate=1e-300: must be a finite number from 1e-8 to 1",
     # issue 36: finite but absurd, refused up front (before: it trained, and diverged)
-    "--learning_rate=1e30": "--learning_rate=1e+30: must be a finite number above 0 and at most 1",
-    "--learning_rate=1.5": "--learning_rate=1.5: must be a finite number above 0 and at most 1",
+    "--learning_rate=1e30": "--learning_rate=1e+30: must be a finite number from 1e-8 to 1",
+    "--learning_rate=1.5": "--learning_rate=1.5: must be a finite number from 1e-8 to 1",
     "--num_train_epochs=0": "--num_train_epochs=0.0: must be a finite number above 0",
     "--max_steps=-2": "--max_steps=-2: must be -1 (unset: num_train_epochs decides) or at least 1",
     "--max_length=0": "--max_length=0: must be a whole number of at least 1",
@@ -187,7 +189,7 @@ def test_train_numbers_out_of_range_are_usage_errors(flag, tmp_path, capsys):
 def test_a_bad_number_in_the_recipe_names_the_recipe(tmp_path, capsys):
     recipe = _recipe(tmp_path, TINY_NLU_RECIPE.replace("learning_rate: 5.0e-3", "learning_rate: .inf"))
     outcome = run_case("train: recipe learning_rate inf", train_cmd.main, [recipe], capsys)
-    expect(outcome, f"{recipe}: learning_rate: inf: must be a finite number above 0", code=2)
+    expect(outcome, f"{recipe}: learning_rate: inf: must be a finite number from 1e-8 to 1", code=2)
     epochs = train_cmd.parse_recipe([str(PROJECT / "recipes" / "tiny-llama" / "nlu.yaml"),
                                      "--num_train_epochs=0", "--max_steps=3"])
     assert epochs.training.max_steps == 3, "epochs are not checked when max_steps decides"
@@ -274,7 +276,30 @@ SILENT_RECIPES = {
                              "per_device_train_batch_size: True: must be a whole number"),
     "a boolean max_length": ("max_length: 1024", "max_length: false",
                              "max_length: False: must be a whole number"),
+    # issue 46: epochs that max_steps overrides were not checked at all
+    "a boolean num_train_epochs": ("num_train_epochs: 40", "num_train_epochs: true\nmax_steps: 3",
+                                   "num_train_epochs: True: must be a finite number above 0"),
 }
+
+
+# --- issue 46: training publishes nothing by itself ------------------------------------------------
+@pytest.mark.parametrize("setting", ["push_to_hub: true", "push_to_hub: false", "hub_model_id: me/x",
+                                     "hub_token: hf_notarealtokenatall0123456789", "hub_private_repo: false",
+                                     "hub_strategy: every_save", "--push_to_hub=true",
+                                     "--hub_model_id=me/x", "--hub_token=x", "--hub_always_push"])
+def test_the_trainers_own_upload_is_refused_naming_publish(setting, tmp_path, capsys):
+    """The trainer's upload would make a repo (public) and upload training_args.bin, a pickle
+    holding hub_token, past every check of `meditod publish`."""
+    recipe, flags = PROJECT / "recipes" / "tiny-llama" / "nlu.yaml", []
+    if setting.startswith("--"):
+        flags = [setting]
+    else:
+        recipe = _recipe(tmp_path, TINY_NLU_RECIPE + setting + "\n")
+    outcome = run_case(f"train: {setting}", train_cmd.main,
+                       [str(recipe), *flags, f"--output_dir={tmp_path / 'run'}"], capsys)
+    expect(outcome, "training never uploads", "meditod publish --run", code=2)
+    assert "hf_notarealtoken" not in outcome.err
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("case", SILENT_RECIPES)

@@ -60,6 +60,7 @@ def parse_recipe(argv: list[str]) -> Recipe:
 
     path, overrides = Path(argv[0]), list(argv[1:])
     config = recipes.read_recipe(path)
+    recipes.refuse_publishing(path, config, overrides)
     family = get_family(flag_value(overrides, "family") or config.get("family") or "(missing)")
     # Without CUDA, TrainingArguments must be told so at construction: it then runs several
     # processes as gloo DDP (otherwise each trains alone) and accepts bf16 recipes.

@@ -153,13 +153,31 @@ def recipe_paths(argv: list[str]) -> tuple[list[Path], list[str]]:
     return [folder / f"{task}.yaml" for task in tasks], rest
 
 
+# --- nothing publishes outside `meditod publish` ----------------------------------------------------
+# The trainer's own upload (push_to_hub, hub_*) would create a public repo and upload the weights
+# and training_args.bin (a pickle holding hub_token) past every check of `publish`: the secret
+# scan, the card, the private default.
+PUBLISHING_KEYS = ("push_to_hub", "hub_", "push_to_hub_")
+
+
+def refuse_publishing(path: Path, config: dict, overrides: list[str]) -> None:
+    """Refuse the trainer's upload settings in a recipe or a flag, whatever their value."""
+    for where, keys in ((str(path), list(config)), ("a flag", flag_names(overrides))):
+        found = [key for key in keys if key.startswith(PUBLISHING_KEYS)]
+        if found:
+            raise UsageError(f"{where}: {', '.join(sorted(found))}: training never uploads; "
+                             "remove it, and publish the trained, evaluated run with `meditod "
+                             "publish --run RUN --repo ORG/NAME` (private unless --public)")
+
+
 # --- numbers no run can train with ---------------------------------------------------------------
 # Numbers no run can train with, which TRL and transformers take silently (a zero batch fails
 # minutes later, an infinite learning rate trains NaN): key -> (allowed?, the allowed range).
 # None (unset) is always allowed.
 NUMBER_RULES = {
-    "learning_rate": (lambda v: math.isfinite(v) and 0 < v <= 1, "a finite number above 0 and "
-                                                                 "at most 1"),
+    # below 1e-8 no weight moves in float32 or bf16 (1e-300 trained nothing, silently)
+    "learning_rate": (lambda v: math.isfinite(v) and 1e-8 <= v <= 1, "a finite number from 1e-8 "
+                                                                     "to 1"),
     "max_steps": (lambda v: v == -1 or v >= 1, "-1 (unset: num_train_epochs decides) or at least 1"),
     "num_train_epochs": (lambda v: math.isfinite(v) and v > 0, "a finite number above 0 (or set "
                                                                "max_steps)"),
@@ -212,8 +230,9 @@ def check_numbers(path: Path, values: dict, cli_keys: list[str]) -> None:
     """Refuse a numeric setting outside `NUMBER_RULES` before any work, naming where it was set."""
     for key, (allowed, range_) in NUMBER_RULES.items():
         value = values.get(key)
-        if value is None or (key == "num_train_epochs" and values.get("max_steps", -1) >= 1):
-            continue  # unset, or epochs that max_steps overrides
+        if value is None or (key == "num_train_epochs" and values.get("max_steps", -1) >= 1
+                             and not isinstance(value, bool)):
+            continue  # unset, or epochs that max_steps overrides (a boolean is still refused)
         if isinstance(value, bool) or not (math.isfinite(value) and allowed(value)):
             where = f"--{key}={value}" if key in cli_keys else f"{path}: {key}: {value}"
             raise UsageError(f"{where}: must be {range_}")
