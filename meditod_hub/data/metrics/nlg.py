@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from rouge_score import rouge_scorer, scoring
 
 from meditod_hub.errors import MeditodError, UsageError
 
@@ -64,6 +63,9 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, floa
 def rouge(hypotheses: Sequence[str], references: Sequence[str], seed: int = 0) -> dict[str, float]:
     """ROUGE-1 / ROUGE-L bootstrap mid F-measure (what `evaluate`'s rouge reports)."""
     _check(hypotheses, references)
+    # deferred: rouge_score imports nltk (2 s), which only scoring NLG needs
+    from rouge_score import rouge_scorer, scoring
+
     scorer = rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=False)
     aggregator = scoring.BootstrapAggregator()
     for hyp, ref in zip(hypotheses, references):
