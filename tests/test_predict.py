@@ -13,6 +13,7 @@ from helpers import rows
 from meditod_hub.commands import predict as predict_cmd
 from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import run_main
+from meditod_hub.models import loading
 from meditod_hub.models import predictor as R
 from meditod_hub.models.families import FAMILIES
 from meditod_hub.models.records import read_predictions
@@ -78,14 +79,14 @@ def test_an_adapter_brings_its_base_model(tiny_models, tmp_path, name, family):
                                               if family == "llama" else ["q", "v"]))
     adapter.save_pretrained(tmp_path / "adapter")
     AutoTokenizer.from_pretrained(tiny_models / name).save_pretrained(tmp_path / "adapter")
-    model, tokenizer = R.load_model(str(tmp_path / "adapter"), FAMILIES[family])
+    model, tokenizer = loading.load_model(str(tmp_path / "adapter"), FAMILIES[family])
     assert isinstance(model, PeftModel)
     assert model.peft_config["default"].base_model_name_or_path == str(tiny_models / name)
     assert tokenizer.pad_token_id is not None
 
 
 def test_a_4bit_run_is_served_on_a_4bit_base(tiny_models):
-    model, _ = R.load_model(str(tiny_models / "tiny-llama"), FAMILIES["llama"], load_in_4bit=True)
+    model, _ = loading.load_model(str(tiny_models / "tiny-llama"), FAMILIES["llama"], load_in_4bit=True)
     assert getattr(model, "is_loaded_in_4bit", False)
 
 

@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.models import predictor
+from meditod_hub.models import loading
 from meditod_hub.models.families import Family
 
 ADAPTER_CONFIG = "adapter_config.json"
@@ -101,7 +101,7 @@ class SharedModels:
             from peft import PeftModel
 
             model = family.auto_model().from_pretrained(base.model, revision=base.revision,
-                                                        **predictor.load_kwargs(quantized))
+                                                        **loading.load_kwargs(quantized))
             if not _fits(model, tokenizer):  # as AutoPeftModel does for a run that added tokens
                 model.resize_token_embeddings(len(tokenizer))
             model = PeftModel.from_pretrained(model, str(folder), adapter_name=task)
@@ -114,7 +114,7 @@ class SharedModels:
                               + (f"; not shared with {', '.join(others)}: another base, revision "
                                  "or quantisation" if others else ""))
         else:
-            model, tokenizer = predictor.load_model(str(folder), family, quantized)
+            model, tokenizer = loading.load_model(str(folder), family, quantized)
             stage = StageModel(model, tokenizer, None)
             self.notes.append(f"{task}: its own model (" + (
                 "full weights, not an adapter" if base is None else

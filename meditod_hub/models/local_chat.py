@@ -52,7 +52,7 @@ from tqdm.auto import tqdm
 
 from meditod_hub.endpoint import DEFAULT_CACHE, Answer, AnswerCache, Decoding, Request, Stats
 from meditod_hub.errors import UsageError
-from meditod_hub.models import predictor
+from meditod_hub.models import loading
 from meditod_hub.models.families import get_family
 from meditod_hub.models.served import checkpoint_scope
 
@@ -113,14 +113,14 @@ class LocalChat:
     @classmethod
     def load(cls, folder: str | Path, **kwargs) -> LocalChat:
         """Model and tokenizer from a local folder (an adapter brings its base), loaded as every
-        inference load of the kit (`predictor.load_model`: bf16 on a GPU; on CPU the dtype
+        inference load of the kit (`loading.load_model`: bf16 on a GPU; on CPU the dtype
         transformers picks, the checkpoint's own for a bf16 checkpoint)."""
         path = Path(folder)
         if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
             raise UsageError(f"--local_model {folder}: not a model folder (no config.json or "
                              "adapter_config.json): give a Hugging Face causal LM folder with its "
                              "tokenizer")
-        model, tokenizer = predictor.load_model(str(path), get_family("llama"))
+        model, tokenizer = loading.load_model(str(path), get_family("llama"))
         return cls(model, tokenizer, str(path), **kwargs)
 
     @property

@@ -43,10 +43,11 @@ from tqdm.auto import tqdm
 from meditod_hub.data.dataset import hub_shaped
 from meditod_hub.data.tasks import Task, get_task
 from meditod_hub.endpoint import Endpoint
-from meditod_hub.errors import MeditodError, UsageError, load_failure
+from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.models.constrained import ServedConstraint, constraint, server_kind_for
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
+from meditod_hub.models.loading import load_model
 from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import (
     CHECKPOINTS,
@@ -319,6 +320,9 @@ def resolve_source(spec: ModelSpec) -> str:
                   f"run files are unknown, so the {spec.family} family's default budget is used",
                   file=sys.stderr)
             return spec.source
+        own = _own_error(exc)
+        if own is not None:  # the kit's own deadline (netwait): its line says how to allow more
+            raise MeditodError(f"cannot download {spec.source}{where}: {own}") from None
         if _timed_out(exc):
             # deferred: huggingface_hub is slow to import
             from huggingface_hub import constants
@@ -328,6 +332,16 @@ def resolve_source(spec: ModelSpec) -> str:
                                "--timeout") from None
         raise MeditodError(f"cannot download {spec.source}{where} ({type(exc).__name__}): check "
                            "the id, the revision and HF_TOKEN, or pass a local folder") from None
+
+
+def _own_error(exc: BaseException | None) -> MeditodError | None:
+    """The kit's own error among the causes of `exc` (the Hub wraps what its client raised)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, MeditodError):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 def _timed_out(exc: BaseException | None) -> bool:
@@ -341,53 +355,6 @@ def _timed_out(exc: BaseException | None) -> bool:
 
 
 HUB_REQUEST_TIMEOUT_S = 60.0
-
-
-# --- a model in this process ----------------------------------------------------------------
-def is_adapter(folder: str) -> bool:
-    return (Path(folder) / "adapter_config.json").is_file()
-
-
-def load_model(folder: str, family: Family, load_in_4bit: bool = False):
-    """Model and tokenizer of a local model folder for inference; an adapter brings its base
-    model (named in its adapter config). PEFT is imported only for an adapter, bitsandbytes
-    only for a 4-bit base."""
-    # deferred: transformers is slow to import
-    from transformers import AutoTokenizer
-
-    try:
-        model = family.auto_model(is_adapter(folder)).from_pretrained(folder,
-                                                                      **load_kwargs(load_in_4bit))
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-    except MeditodError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - safetensors, pickle, JSON, config: one message
-        raise MeditodError(f"{folder}: cannot load the model or tokenizer "
-                           f"({load_failure(exc)}): its files are damaged or incomplete; retrain "
-                           "or download it again") from None
-    return model, tokenizer
-
-
-def load_kwargs(load_in_4bit: bool = False) -> dict:
-    """`from_pretrained` settings of every inference load (also a shared base's,
-    `adapters.SharedModels`): bf16 on a GPU, float32 on a CPU (transformers would keep a bf16
-    checkpoint's dtype there: slower on most CPUs, and not what CPU training used), NF4 4-bit for
-    a run trained on a 4-bit base."""
-    # deferred: torch is slow to import
-    import torch
-
-    cuda = torch.cuda.is_available()
-    kwargs = {"device_map": "auto"} if cuda else {}
-    if load_in_4bit:
-        # deferred: transformers is slow to import
-        from transformers import BitsAndBytesConfig
-
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4",
-            bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
-    else:
-        kwargs["dtype"] = torch.bfloat16 if cuda else torch.float32
-    return kwargs
 
 
 def callback_streamer(tokenizer, callback: Callable[[str], None]):
