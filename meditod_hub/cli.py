@@ -48,6 +48,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                                  "beside gold inputs"),
     "eval-state": ("meditod_hub.commands.eval_state", "an NLU model's state accuracy on the kit's "
                                                      "held-out patient lines"),
+    "eval-policy": ("meditod_hub.commands.eval_policy", "a POL model's acceptable next actions on the "
+                                                       "kit's held-out interview moments"),
+    "eval-nlg": ("meditod_hub.commands.eval_nlg", "an NLG model's slot errors and questions on the "
+                                                 "kit's held-out action sets"),
+    "eval-conversations": ("meditod_hub.commands.eval_conversations", "the assistant through the "
+                           "kit's scripted patient conversations, each turn marked right or wrong"),
     "chat": ("meditod_hub.commands.chat", "talk to the three models as the patient (terminal)"),
     "app": ("meditod_hub.commands.app", "the chat app in the browser (Gradio, http://127.0.0.1:7860)"),
     "space": ("meditod_hub.commands.space", "upload the chat app (app.py) as a Hub Space, private"),

@@ -160,7 +160,7 @@ PIPELINE = {  # target -> what it needs to print its command
     "publish": ["RUN=r", "REPO=o/x"], "push": ["REPO=o/x"], "annotate": [],
     "agreement": ["A=a", "B=b"], "eval-cascade": ["NLU=a", "POL=b", "NLG=c"], "chat": [],
     "app": [], "space": ["REPO=o/x"], "results": [], "pretrained": [], "harness": [],
-    "eval-state": []}
+    "eval-state": [], "eval-policy": [], "eval-nlg": [], "eval-conversations": []}
 # named for what they make (issue 20's `make leaderboard-space` runs `meditod leaderboard`)
 OTHER_TARGETS = {"tiny-runs", "published", "leaderboard-space"}
 

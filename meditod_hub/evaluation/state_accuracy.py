@@ -1,14 +1,17 @@
 """Held-out state accuracy: does an NLU model put what a patient says into the dialogue state?
 
-    meditod eval-state --nlu runs/smollm2-135m/nlu            # -> runs/smollm2-135m/nlu/eval/state
+    meditod eval-state --nlu runs/smollm2-135m/nlu            # -> runs/smollm2-135m/nlu/eval/state/test
+    meditod eval-state --nlu runs/smollm2-135m/nlu --set dev  # the set recipes are chosen on
     meditod eval-state --nlu runs/smollm2-135m/nlu --no_constrained --out out/state-free
 
-`heldout_lines.json` (beside this module) holds invented patient lines, each the answer to a
-doctor's question, with the gold CMAS state change it makes: denials, symptom attributes
-(onset, location, severity, ...), medications, habits, family history, allergies, tests and
-lines that say several things at once. They were written for this check: no corpus the kit
-generates says any of them (tests/test_state_accuracy.py holds that), and nothing trains on
-them. Each line is labelled by the model as the assistant labels a chat turn (the same
+Two sets of invented patient lines beside this module, each line the answer to a doctor's
+question, with the gold CMAS state change it makes: denials, symptom attributes (onset,
+location, severity, ...), medications, habits, family history, allergies, tests, travel, lines
+that say several things at once, bare yes/no answers and hedged ones. `heldout_dev.json` (52
+lines) is for choosing (recipes, steps, data); `heldout_test.json` is for reporting, and nothing
+is chosen by looking at it (the demo's floor applies to it). They were written for this check:
+no corpus the kit generates says any of them (tests/test_state_accuracy.py holds that), and
+nothing trains on them. Each line is labelled by the model as the assistant labels a chat turn (the same
 predictor, by default under the CMAS grammar with the medical values of the run's training
 split), and its label folded into a state by `data.state`. A line is the answer to its question
 where a chat would ask it: a line that answers the doctor's opening question ("what brings you
@@ -25,6 +28,7 @@ the chief complaint that every first exchange a model trained on was). Scores:
 - denials: of the lines whose gold state denies something (negative_*, unavail_*), those whose
   predicted denials are exactly the gold ones
 - parse failures: answers that did not parse, scored as an empty state (never a crash)
+- by kind: the exact state of the lines of each kind (a line's `covers`: denial, onset, ...)
 
 The state a line makes is what the assistant shows and what POL reads, so this is the
 assistant's quality as a patient sees it, on sentences it never trained on. The figures are
@@ -51,7 +55,7 @@ from meditod_hub.models.constrained import VOCABULARY_DEFAULT, resolve_vocabular
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 from meditod_hub.models.runs import run_settings
 
-HELDOUT_FILE = "heldout_lines.json"
+HELDOUT_SETS = ("dev", "test")  # heldout_<set>.json beside this module
 # What comes before a line that does not answer the opening question: no slot, no detail.
 OPENING_EXCHANGE = (("doctor", "Hello, what brings you in today?"),
                     ("patient", "Hi, I haven't been feeling well lately."))
@@ -62,9 +66,12 @@ RESULTS_FILE, LINES_FILE = "state_accuracy.json", "state_lines.jsonl"
 @dataclass
 class EvalStateArguments:
     nlu: str = field(metadata={"help": "NLU model: run folder, model folder or Hub id"})
+    set: str = field(default="test", metadata={
+        "choices": HELDOUT_SETS, "help": "the held-out lines: dev (for choosing recipes and "
+                                         "steps) or test (for reporting: nothing is chosen on it)"})
     out: Path | None = field(default=None, metadata={
         "help": "folder for state_accuracy.json and state_lines.jsonl (default: "
-                "<run>/eval/state, or <run>/eval/state-free without the grammar)"})
+                "<run>/eval/state/<set>, or <run>/eval/state-free/<set> without the grammar)"})
     constrained: bool = field(default=True, metadata={
         "help": "decode under the CMAS grammar, as the assistant does (--no_constrained: free "
                 "text, as the paper's evaluation)"})
@@ -78,9 +85,11 @@ class EvalStateArguments:
         "min": 1, "help": "only the first N lines (smoke runs)"})
 
 
-def heldout_lines() -> list[dict]:
-    """The held-out lines: {id, covers, doctor, patient, state}."""
-    text = resources.files(__package__).joinpath(HELDOUT_FILE).read_text(encoding="utf-8")
+def heldout_lines(which: str = "test") -> list[dict]:
+    """The held-out lines of a set (HELDOUT_SETS): {id, covers, doctor, patient, state}."""
+    if which not in HELDOUT_SETS:
+        raise UsageError(f"no held-out set {which!r}: choose one of {', '.join(HELDOUT_SETS)}")
+    text = resources.files(__package__).joinpath(f"heldout_{which}.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
@@ -129,8 +138,9 @@ def _ratio(hits: int, total: int) -> float:
 
 
 def score(gold_states: Sequence[dict], predicted_states: Sequence[dict],
-          parsed: Sequence[bool]) -> dict:
-    """The figures of the module docstring, for aligned gold and predicted states."""
+          parsed: Sequence[bool], kinds: Sequence[Sequence[str]] | None = None) -> dict:
+    """The figures of the module docstring, for aligned gold and predicted states; `kinds`,
+    each line's `covers`, adds the exact state of each kind's lines."""
     counts = {"slots": [0, 0, 0], "attributes": [0, 0, 0]}  # hits, predicted, gold
     exact = denial_lines = denials_right = 0
     for gold, predicted in zip(gold_states, predicted_states, strict=True):
@@ -150,6 +160,12 @@ def score(gold_states: Sequence[dict], predicted_states: Sequence[dict],
         results[f"{name}_recall"] = _ratio(hits, gold)
     results.update(denial_accuracy=_ratio(denials_right, denial_lines), denial_lines=denial_lines,
                    parse_failures=sum(not ok for ok in parsed))
+    if kinds is not None:
+        right = [_canonical(g) == _canonical(p) for g, p in zip(gold_states, predicted_states)]
+        results["by_kind"] = {
+            kind: {"lines": len(hits), "exact_state_accuracy": _ratio(sum(hits), len(hits))}
+            for kind in sorted({k for line in kinds for k in line})
+            for hits in [[ok for ok, line in zip(right, kinds, strict=True) if kind in line]]}
     return results
 
 
@@ -169,7 +185,7 @@ def evaluate_state(args: EvalStateArguments) -> dict:
         raise UsageError("--vocabulary applies under the grammar: drop it, or drop "
                          "--no_constrained")
     out = Path(args.out) if args.out else \
-        Path(args.nlu) / "eval" / ("state" if args.constrained else "state-free")
+        Path(args.nlu) / "eval" / ("state" if args.constrained else "state-free") / args.set
     output_folder(out, [RESULTS_FILE, LINES_FILE], purpose="eval-state",
                   input_folders=[args.nlu] if args.out else [])
     vocabulary = None
@@ -179,16 +195,19 @@ def evaluate_state(args: EvalStateArguments) -> dict:
     spec = ModelSpec(args.nlu, args.family, decode=DecodeOptions(
         args.batch_size, constrained=args.constrained, vocabulary=vocabulary))
     predictor = load_predictor(spec, LABELLING_TASKS["patient"])  # NLU, resolved once
-    lines = heldout_lines()[:args.limit]
+    lines = heldout_lines(args.set)[:args.limit]
     records = predictor.predict(line_rows(lines))
     gold = [line["state"] for line in lines]
     predicted = [fold(record.label) for record in records]
-    results = score(gold, predicted, [record.parse_ok for record in records])
+    results = score(gold, predicted, [record.parse_ok for record in records],
+                    [line["covers"] for line in lines])
     info, _ = run_settings(args.nlu)
     results.update(
         model=str(args.nlu), constrained=args.constrained,
         trained_on=provenance.of_run(info).describe() if info else "unrecorded",
-        evaluated_on=f"the kit's {len(lines)} held-out patient lines (invented; not MediTOD)")
+        set=args.set,
+        evaluated_on=f"the kit's {len(lines)} held-out {args.set} patient lines (invented; "
+                     "not MediTOD)")
     outcomes = [json.dumps({"id": line["id"], "exact": _canonical(g) == _canonical(p),
                             "gold": g, "predicted": p, "parse_ok": r.parse_ok, "raw": r.raw})
                 for line, g, p, r in zip(lines, gold, predicted, records)]
@@ -209,4 +228,7 @@ def table(results: dict) -> str:
         f"recall {results['attributes_recall']:.3f}",
         f"denials            {results['denial_accuracy']:.3f}  "
         f"(of {results['denial_lines']} lines that deny something)",
-        f"parse failures     {results['parse_failures']}"])
+        f"parse failures     {results['parse_failures']}",
+        "by kind (exact)    " + ", ".join(f"{kind} {figures['exact_state_accuracy']:.2f}"
+                                          f"/{figures['lines']}"
+                                          for kind, figures in results.get("by_kind", {}).items())])
