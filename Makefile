@@ -30,12 +30,16 @@ DATA_GIVEN = $(if $(filter command line environment%,$(origin DATA)),--data "$(D
 GPUS ?= 1
 SPLIT ?= test
 PYTEST_ARGS ?=
+# make demo's number format: auto (bf16 where the CPU has it natively), float32 or bf16; its
+# profile: full (the quality floors) or smoke (a few steps a run: the suite's docs test)
+PRECISION ?= auto
+DEMO_PROFILE ?= full
 # The variables recipes put inside "..." for bash. A ", $, ` or \ in one would end the quotes or
 # run a command (SOURCE='x"; rm -rf ~; "'), so such a value stops make before any target runs;
 # its raw text is read ($(value)), never expanded, so a $(shell ...) in it runs nothing either.
 QUOTED_VARIABLES := A B ACCELERATE_CONFIG CASCADE DATA ENDPOINT HOST HUB_DATASET LEADERBOARD \
 	LICENSE LOCAL_MODEL MODEL MODEL_PATH NAME NLG NLU NLU_MODEL OOD_SOURCE OUT POL POL_MODEL \
-	PREDICTIONS REFRESH REPO RETRIEVER RUN SHOTS SOURCE SPLIT TASK VOCABULARY
+	PRECISION DEMO_PROFILE PREDICTIONS REFRESH REPO RETRIEVER RUN SHOTS SOURCE SPLIT TASK VOCABULARY
 $(foreach v,$(QUOTED_VARIABLES),$(if $(or $(findstring ",$(value $(v))),$(findstring $$,$(value \
 	$(v))),$(findstring `,$(value $(v))),$(findstring \,$(value $(v)))),$(error $(v) holds a \
 	", $$, ` or \, which the shell would read as the end of a quote or a command: rename that \
@@ -45,7 +49,7 @@ $(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a tar
 	into (e.g. OUT=$(patsubst %/,%,$(dir $(OUT)))); the file names inside it are fixed))
 
 .PHONY: setup lock demo test lint build infos bench bench-quick tiny train predict fewshot \
-	evaluate harness publish push published pretrained annotate agreement tiny-runs eval-cascade eval-state chat app space \
+	evaluate harness publish push published pretrained annotate agreement tiny-runs eval-cascade eval-state eval-policy eval-nlg eval-conversations chat app space \
 	screenshot clean data eval push-data results leaderboard-space
 
 setup: $(STAMP)
@@ -80,7 +84,7 @@ infos: setup
 
 ## demo: the whole pipeline on the embedded synthetic sample, on CPU (scripts/demo_cpu.sh)
 demo: setup
-	PYTHON="$(PY)" scripts/demo_cpu.sh
+	PYTHON="$(PY)" PRECISION="$(PRECISION)" DEMO_PROFILE="$(DEMO_PROFILE)" scripts/demo_cpu.sh
 
 ## test: the suite on every core (pytest-xdist: a worker per core, at most 4, each holding a real
 ## model at times; a test file runs whole on one worker, longest first, as tests/conftest.py
@@ -95,7 +99,7 @@ lint: setup
 
 ## bench: every bench at full (paper) scale, figures beside a same-process baseline; bench-quick:
 ## each at a small scale that only checks it works (the test suite runs it: tests/test_bench.py)
-BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model harness state_curve cpu_step
+BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model harness state_curve cpu_step seeds
 bench: setup
 	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
@@ -222,11 +226,30 @@ eval-cascade: setup
 	"$(MEDITOD)" eval-cascade --nlu "$(NLU)" --pol "$(POL)" --nlg "$(NLG)" $(DATA_GIVEN) \
 		--split "$(SPLIT)" $(if $(OUT),--out "$(OUT)") $(ARGS)
 
-## eval-state: the NLU model NLU's state accuracy on the kit's held-out patient lines (invented;
-## default model as chat's); writes NLU/eval/state (OUT to choose): state_accuracy.json and each
-## line's outcome in state_lines.jsonl
+## eval-state: the NLU model NLU's state accuracy on the kit's held-out test patient lines (invented;
+## default model as chat's; ARGS="--set dev" for the lines recipes are chosen on); writes
+## NLU/eval/state/test (OUT to choose): state_accuracy.json and each line's outcome in state_lines.jsonl
 eval-state: setup
 	"$(MEDITOD)" eval-state --nlu "$(or $(NLU),$(DEFAULT_NLU))" $(if $(OUT),--out "$(OUT)") $(ARGS)
+
+## eval-policy: the POL model POL's acceptable next actions on the kit's held-out test interview moments
+## (invented; default model as chat's; ARGS="--set dev" for the moments recipes are chosen on); writes
+## POL/eval/policy/test (OUT to choose): policy_accuracy.json and each moment's outcome in policy_moments.jsonl
+eval-policy: setup
+	"$(MEDITOD)" eval-policy --pol "$(or $(POL),$(DEFAULT_POL))" $(if $(OUT),--out "$(OUT)") $(ARGS)
+
+## eval-nlg: the NLG model NLG's slot error rate and questions on the kit's held-out test action sets
+## (invented; default model as chat's; ARGS="--set dev" for the sets recipes are chosen on); writes
+## NLG/eval/nlg/test (OUT to choose): nlg_accuracy.json and each item's reply in nlg_items.jsonl
+eval-nlg: setup
+	"$(MEDITOD)" eval-nlg --nlg "$(or $(NLG),$(DEFAULT_NLG))" $(if $(OUT),--out "$(OUT)") $(ARGS)
+
+## eval-conversations: the assistant (NLU, POL, NLG; default models as chat's) through the kit's scripted
+## patient conversations (invented), each turn marked right or wrong; writes POL/eval/conversations
+## (OUT to choose): conversation_results.json and conversation_transcript.txt
+eval-conversations: setup
+	"$(MEDITOD)" eval-conversations --nlu "$(or $(NLU),$(DEFAULT_NLU))" --pol "$(or $(POL),$(DEFAULT_POL))" \
+		--nlg "$(or $(NLG),$(DEFAULT_NLG))" $(if $(OUT),--out "$(OUT)") $(ARGS)
 
 ## chat: talk to the NLU/POL/NLG models as the patient; ARGS=--show_state. Default: the demo's runs
 ## after `make demo` (SmolLM2 NLU, POL and NLG, under out/demo), else the tiny runs (make tiny-runs)

@@ -1,13 +1,16 @@
 """The assistant's learning curve: SmolLM2-135M-Instruct's state accuracy on the kit's held-out
-patient lines (`meditod eval-state`) after N LoRA steps of the NLU recipe on the realistic
-synthetic corpus, each point a run of its own (the cosine schedule ends at N and examples are
-drawn at random, as the demo's are), beside the untrained model under the same grammar (0 steps:
-the baseline of the ratio column).
+patient lines (`meditod eval-state`, the dev and the test set) after N LoRA steps of the NLU
+recipe on the realistic synthetic corpus, each point a run of its own (the cosine schedule
+ends at N and examples are drawn at random, as the demo's are), beside the untrained model
+under the same grammar (0 steps: the baseline of the ratio column).
 
     .venv/bin/python bench/bench_state_curve.py                   # 0 80 150 250 400 steps (880 steps)
     .venv/bin/python bench/bench_state_curve.py --dialogues 60 --bf16 --steps 150 400  # measured below
     .venv/bin/python bench/bench_state_curve.py --steps 0 150     # two points
     .venv/bin/python bench/bench_state_curve.py --quick           # that it runs (1 step, 4 lines)
+
+The figures below were measured before the test set existed, on the 52 lines that are now the
+dev set (`--set dev`), which the demo's step count was chosen on.
 
 Measured on 2 AMD EPYC cores (2026-12-06), with the bench's own two commands per point (`meditod
 train recipes/smollm2-135m/nlu.yaml --dataset_name=<60-dialogue realistic build> --max_steps=N
@@ -87,19 +90,25 @@ def realistic_corpus(work: Path, dialogues: int) -> Path:
     return work / "realistic"
 
 
-def point(steps: int, data: Path, work: Path, limit: list[str], bf16: bool) -> tuple[float, dict]:
-    """Train for `steps` (none: the base model) and score; (training minutes, results)."""
+def point(steps: int, data: Path, work: Path, limit: list[str], bf16: bool,
+          sets: tuple[str, ...] = ("dev",), flags: tuple[str, ...] = (
+              "--train_sampling_strategy=random",)) -> tuple[float, dict[str, dict]]:
+    """Train for `steps` (none: the base model) with `flags` and score on each held-out set;
+    (training minutes, set -> results)."""
     model, family, minutes = BASE, ["--family", "chat"], 0.0
+    name = "-".join([str(steps), *(f.strip("-").replace("=", "") for f in flags)])
     if steps:
-        model, family = work / f"nlu-{steps}", []
+        model, family = work / f"nlu-{name}-{'bf16' if bf16 else 'fp32'}", []
         minutes = run("-m", "meditod_hub.cli", "train", "recipes/smollm2-135m/nlu.yaml",
-                      f"--dataset_name={data}", f"--max_steps={steps}",
-                      "--train_sampling_strategy=random", f"--bf16={str(bf16).lower()}",
-                      f"--output_dir={model}") / 60
-    out = work / f"state-{steps}"
-    run("-m", "meditod_hub.cli", "eval-state", "--nlu", str(model), "--out", str(out),
-        *family, *limit)
-    return minutes, json.loads((out / "state_accuracy.json").read_text())
+                      f"--dataset_name={data}", f"--max_steps={steps}", *flags,
+                      f"--bf16={str(bf16).lower()}", f"--output_dir={model}") / 60
+    scores = {}
+    for held_out in sets:
+        out = work / f"state-{model.name}-{held_out}"
+        run("-m", "meditod_hub.cli", "eval-state", "--nlu", str(model), "--set", held_out,
+            "--out", str(out), *family, *limit)
+        scores[held_out] = json.loads((out / "state_accuracy.json").read_text())
+    return minutes, scores
 
 
 def main() -> None:
@@ -108,6 +117,8 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true",
                         help="bf16 autocast (what make demo uses where the CPU has native bf16)")
     parser.add_argument("--dialogues", type=int, default=16, help="the realistic corpus' size")
+    parser.add_argument("--sets", nargs="+", choices=("dev", "test"), default=["dev", "test"],
+                        help="the held-out sets scored (dev chooses, test reports)")
     parser.add_argument("--quick", action="store_true",
                         help="1 step on 12 dialogues, the first 4 lines")
     args = parser.parse_args()
@@ -117,21 +128,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         data = realistic_corpus(work, args.dialogues)
-        points = [(n, *point(n, data, work, limit, args.bf16))
+        points = [(n, *point(n, data, work, limit, args.bf16, sets=tuple(args.sets)))
                   for n in sorted(set(steps))]
-    lines = points[0][2]["lines"]
-    baseline = points[0][2]["exact_state_accuracy"]
     print(f"SmolLM2-135M-Instruct NLU (LoRA, recipes/smollm2-135m/nlu.yaml"
           f"{', bf16 autocast' if args.bf16 else ''}) trained on a realistic "
-          f"synthetic corpus ({args.dialogues} dialogues, invented), scored on the kit's {lines} "
+          f"synthetic corpus ({args.dialogues} dialogues, invented), scored on the kit's "
           "held-out patient lines (invented; not MediTOD), under the CMAS grammar:")
-    print("| steps | train min | exact state | slots P | slots R | attr P | attr R | denials | "
-          f"exact vs {points[0][0]} steps |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n, minutes, results in points:
-        ratio = results["exact_state_accuracy"] / baseline if baseline else float("nan")
-        print(f"| {n} | {minutes:.1f} | " + " | ".join(f"{results[c]:.3f}" for c in COLUMNS)
-              + f" | {ratio:.2f}x |")
+    print("| set | steps | train min | exact state | slots P | slots R | attr P | attr R | "
+          f"denials | exact vs {points[0][0]} steps |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for held_out in args.sets:
+        baseline = points[0][2][held_out]["exact_state_accuracy"]
+        for n, minutes, scores in points:
+            results = scores[held_out]
+            ratio = results["exact_state_accuracy"] / baseline if baseline else float("nan")
+            print(f"| {held_out} ({results['lines']} lines) | {n} | {minutes:.1f} | "
+                  + " | ".join(f"{results[c]:.3f}" for c in COLUMNS) + f" | {ratio:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@ Two checks, both on the real model (SmolLM2-135M-Instruct with the demo's three 
 
 Then: what each model was trained and evaluated on, what its figures mean, and what to run next.
 
+`--smoke` (the demo's smoke profile, a few steps a run: the suite's docs test) keeps the checks
+that hold of any run, every NLU answer parsing and actions on every turn, and drops the quality
+ones (the floor, questions, the exact state), which only a fully trained run can meet.
+
     .venv/bin/python scripts/demo_check.py --demo out/demo
 """
 
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -28,37 +31,30 @@ from meditod_hub.apps.assistant import Assistant
 from meditod_hub.apps.state_view import state_lines
 from meditod_hub.data.cmas import INQUIRE_ACTION
 from meditod_hub.data.dataset import load_split
+from meditod_hub.evaluation.nlg_accuracy import is_question
 from meditod_hub.evaluation.state_accuracy import RESULTS_FILE
 from meditod_hub.models.cascade import PipelineArguments
 
 PATIENT_LINES = ("I have a cough", "no fever")
 EXPECTED_STATE = {"positive_symptom": [{"value": "coughing"}],
                   "negative_symptom": [{"value": "fever"}]}
-# The least share of the held-out lines whose whole state the demo's NLU run must get right.
-# Measured: 0.731 (38 of 52 lines) after the demo's 260 NLU steps, bf16, with two threads and with
-# the suite's one; 245 steps gave 0.654 and 185 0.635, so the floor, 34 lines, fails a demo that
-# has fallen back to where 185 steps were, and leaves room for float32 where bf16 is not native.
-STATE_FLOOR = 0.65
+# The least share of the held-out TEST lines (heldout_test.json, 205: nothing was chosen on them)
+# whose whole state the demo's NLU run must get right. Measured after the demo's 260 NLU steps:
+# float32 0.239 (49 of 205; the same run: 0.615 on the 52 dev lines the step count was chosen
+# on); bf16: the README. One run per format so far (bench/bench_seeds.py measures the spread over
+# seeds): the floor, 31 lines, sits well below both, so `make demo` passes on any CPU and fails a
+# run that has learnt far less.
+STATE_FLOOR = 0.15
 TASKS = ("nlu", "pol", "nlg")
 NEXT = """Next:
   make chat          talk to these three models as the patient (terminal; the demo's runs)
   make app           the same assistant in the browser, http://127.0.0.1:7860
   make eval-state NLU=out/demo/runs/smollm2-135m/nlu
                      the NLU run's state accuracy on the held-out lines, line by line"""
-_QUESTION = re.compile(r"^[A-Z][A-Za-z0-9 ,'/()-]*[a-z][A-Za-z0-9 ,'/()-]*\?$")
 
 
 def runs(demo: Path) -> dict[str, Path]:
     return {task: demo / "runs/smollm2-135m" / task for task in TASKS}
-
-
-def is_question(reply: str) -> bool:
-    """A doctor's question as a sentence: a capital first, words, one question mark at the end,
-    at least three words, no markup (`[answer]`, JSON) left over."""
-    sentences = re.split(r"(?<=[.?!])\s+", reply.strip())
-    return (len(reply.split()) >= 3 and sentences[-1].endswith("?")
-            and all(_QUESTION.match(s) or re.match(r"^[A-Z][A-Za-z0-9 ,'-]*\.$", s)
-                    for s in sentences))
 
 
 def _entries(state: dict) -> set[str]:
@@ -81,16 +77,17 @@ def score_failures(results: dict, floor: float = STATE_FLOOR) -> list[str]:
             f"the floor of {floor:.2f}"]
 
 
-def check(demo: Path) -> list[str]:
+def check(demo: Path, smoke: bool = False) -> list[str]:
     """The held-out score, then the patient lines through the assistant: what failed (nothing,
-    when the check holds)."""
+    when the check holds). `smoke`: only the checks any run meets (parsing, actions)."""
     folders = runs(demo)
-    results = json.loads((folders["nlu"] / "eval/state" / RESULTS_FILE).read_text())
+    results = json.loads((folders["nlu"] / "eval/state/test" / RESULTS_FILE).read_text())
     print(f"state accuracy on the kit's {results['lines']} held-out patient lines (invented; "
-          f"exact state {results['exact_state_accuracy']:.3f}, floor {STATE_FLOOR:.2f}; slots "
+          f"exact state {results['exact_state_accuracy']:.3f}, "
+          f"{'no floor: smoke profile' if smoke else f'floor {STATE_FLOOR:.2f}'}; slots "
           f"P {results['slots_precision']:.3f} R {results['slots_recall']:.3f}; denials "
           f"{results['denial_accuracy']:.3f})")
-    failures = score_failures(results)
+    failures = [] if smoke else score_failures(results)
     pipeline = PipelineArguments(**{task: str(path) for task, path in folders.items()})
     assistant = Assistant.load(*pipeline.specs(constrained=True))
     conversation = assistant.new_conversation()
@@ -104,10 +101,10 @@ def check(demo: Path) -> list[str]:
         if not turn.actions:
             failures.append(f"no actions after {line!r}")
         asks = any(action.get("action") == INQUIRE_ACTION for action in turn.actions)
-        if asks and not is_question(turn.reply):
+        if asks and not smoke and not is_question(turn.reply):
             failures.append(f"the doctor's reply after {line!r} is not a question: {turn.reply!r}")
     print("tracked state:\n  " + "\n  ".join(state_lines(conversation.state)))
-    return failures + state_failures(conversation.state)
+    return failures + ([] if smoke else state_failures(conversation.state))
 
 
 def figure(path: Path, key: str) -> str:
@@ -120,7 +117,7 @@ def summary(demo: Path) -> str:
     steps = {task: json.loads((folders[task] / "run_info.json").read_text())["global_step"]
              for task in TASKS}
     dialogues = len(load_split(demo / "realistic", "dialogues", "train"))
-    state = json.loads((folders["nlu"] / "eval/state" / RESULTS_FILE).read_text())
+    state = json.loads((folders["nlu"] / "eval/state/test" / RESULTS_FILE).read_text())
     head = ("task", "LoRA steps", "evaluated on", "figure")
     rows = [("NLU", steps["nlu"], "realistic corpus test (unseen)",
              f"F1 {figure(folders['nlu'] / 'eval/test/results.json', 'f1')}"),
@@ -137,16 +134,19 @@ def summary(demo: Path) -> str:
         *lines,
         "Read: SmolLM2 is a real pretrained model; a few minutes of LoRA on invented dialogues",
         "teach it the CMAS answer format, the slots and the doctor's questions, on lines it never",
-        "saw. The held-out lines are the kit's own (meditod_hub/evaluation/heldout_lines.json).",
+        "saw. The held-out lines are the kit's own (meditod_hub/evaluation/heldout_test.json).",
         "None of these figures is comparable with the paper's, which are on MediTOD."])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--demo", type=Path, default=Path("out/demo"), help="the demo's folder")
-    demo = parser.parse_args(argv).demo
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smoke profile's checks only: parsing and actions, no quality floor")
+    args = parser.parse_args(argv)
+    demo = args.demo
     quiet.command_warnings_off()
-    failures = check(demo)
+    failures = check(demo, args.smoke)
     print()
     print(summary(demo))
     print()
@@ -154,9 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     if failures:
         print(f"\nThe demo's check FAILED: {'; '.join(failures)}", file=sys.stderr)
         return 1
-    print(f"\nThe demo's check holds: the state accuracy is at or above {STATE_FLOOR:.2f}, every "
-          "NLU answer parsed, every reply that asks is a question, and the tracked state is "
-          "exactly what the patient said.")
+    if args.smoke:
+        print("\nThe demo's check holds (smoke profile): every NLU answer parsed and every turn "
+              "had actions; the quality floors are the full demo's (make demo).")
+    else:
+        print(f"\nThe demo's check holds: the state accuracy is at or above {STATE_FLOOR:.2f}, "
+              "every NLU answer parsed, every reply that asks is a question, and the tracked "
+              "state is exactly what the patient said.")
     return 0
 
 

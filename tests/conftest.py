@@ -39,28 +39,28 @@ TRAINING_FIXTURES = {"tiny_runs", "tiny_t5_runs", "lora_runs", "nlu_run"}
 
 # `make test` runs pytest-xdist, a worker per core, with the scheduler below: a test file runs
 # whole on one worker (its module fixtures are made once), except the tests under OWN_GROUPS, each
-# a group of its own (the demo and every bench: long and independent). Groups start longest first
-# (LONGEST_FIRST, measured on 2 cores) so the workers end together, except the third: xdist
-# gives each worker a second group at once, which waits behind the first, so the demo's worker
-# gets a short one (of 3 tests or more, else xdist queues a third), and the other worker's second
-# is test_harness.py, which uses all three shared training fixtures (tiny_runs, tiny_t5_runs,
-# lora_runs): they are trained while the demo runs, before two workers would want one at once
-# (one trains it, the other waits on its lock). xdist's own `--dist loadgroup` cannot do this
-# under pytest 9.2: its group marks rename Item._nodeid, which pytest no longer reads, and the
-# tests went out one by one.
-OWN_GROUPS = ("tests/test_docs.py::test_make_demo_runs_end_to_end", "tests/test_bench.py::")
-LONGEST_FIRST = ("tests/test_docs.py::test_make_demo_runs_end_to_end",
-                 "tests/test_bench.py::test_bench_runs_quick[bench_real_model]",
-                 "tests/test_layers.py", "tests/test_harness.py", "tests/test_docs.py",
-                 "tests/test_bench.py::test_bench_runs_quick[bench_harness]",
-                 "tests/test_app.py", "tests/test_adapters.py", "tests/test_failure_inputs.py",
-                 "tests/test_failure_train.py", "tests/test_failure_build.py",
-                 "tests/test_failure_network.py", "tests/test_constrained.py", "tests/test_train.py")
+# a group of its own (every bench: long and independent). Groups start longest first, by the
+# seconds the suite recorded for each (DURATIONS, written by `pytest --store-durations`, as
+# pytest-split names it), so the workers end together; a group with no record yet goes last.
+# xdist's own `--dist loadgroup` cannot do this under pytest 9.2: its group marks rename
+# Item._nodeid, which pytest no longer reads, and the tests went out one by one.
+OWN_GROUPS = ("tests/test_bench.py::",)
+DURATIONS = Path(__file__).with_name("durations.json")
 
 
 def worker_group(nodeid: str) -> str:
     """The worker group of a test: itself under OWN_GROUPS, else its file."""
     return nodeid if nodeid.startswith(OWN_GROUPS) else nodeid.split("::", 1)[0]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--store-durations", action="store_true",
+                     help=f"record each worker group's seconds into {DURATIONS.name} (the "
+                          "order `make test` starts them in): the groups that ran replace theirs")
+
+
+def recorded_durations() -> dict[str, float]:
+    return json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: the suite also runs without xdist
@@ -81,8 +81,19 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if TRAINING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(worker_group(item.nodeid), len(rank)))  # stable
+    seconds = recorded_durations()
+    items.sort(key=lambda item: -seconds.get(worker_group(item.nodeid), 0.0))  # stable
+
+
+_GROUP_SECONDS: dict[str, float] = {}  # this run's, gathered where reports arrive (the controller)
+
+
+def pytest_sessionfinish(session):
+    if XDIST_WORKER or not session.config.getoption("store_durations") or not _GROUP_SECONDS:
+        return
+    seconds = {**recorded_durations(), **{g: round(s, 1) for g, s in _GROUP_SECONDS.items()}}
+    DURATIONS.write_text(json.dumps(dict(sorted(seconds.items(), key=lambda kv: -kv[1])),
+                                    indent=1) + "\n")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -301,6 +312,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_logreport(report):
+    group = worker_group(report.nodeid)
+    _GROUP_SECONDS[group] = _GROUP_SECONDS.get(group, 0.0) + report.duration
     for key, entry in report.user_properties:
         if key.startswith("tally:"):
             TALLIES[key.removeprefix("tally:")].append(tuple(entry))

@@ -14,10 +14,11 @@ PROJECT = Path(__file__).resolve().parent.parent
 BENCHES = sorted(p.stem for p in (PROJECT / "bench").glob("bench_*.py"))
 # they train, or run trained or real models: slow
 TRAINS = {"bench_train", "bench_assistant", "bench_real_model", "bench_harness",
-          "bench_state_curve", "bench_cpu_step"}
+          "bench_state_curve", "bench_cpu_step", "bench_seeds"}
 # they run the real SmolLM2 from build/pretrained: converted first, under the suite's lock
 # (`smollm2`), never by two processes at once
-REAL_MODEL = {"bench_real_model", "bench_harness", "bench_state_curve", "bench_cpu_step"}
+REAL_MODEL = {"bench_real_model", "bench_harness", "bench_state_curve", "bench_cpu_step",
+              "bench_seeds"}
 
 
 def run_quick(name: str, *extra: str) -> subprocess.CompletedProcess:
