@@ -182,16 +182,16 @@ def test_make_results_prints_a_trained_runs_f1_beside_the_papers_rows(tiny_runs,
                                                "nlu.png", "pol.png", "nlg.png", RECORD}
 
 
-def test_readme_and_dataset_card_show_the_generated_headline_table(embedded_release, embedded_build,
-                                                                  tmp_path):
+def test_the_evaluation_page_and_dataset_card_show_the_generated_headline_table(
+        embedded_release, embedded_build, tmp_path):
     """A MediTOD build's card shows the paper's table; a synthetic build's card does not."""
     import shutil
 
     from meditod_hub.data.build import BuildArguments, build
 
     table = paper_results.headline_markdown()
-    readme = (PROJECT / "README.md").read_text()
-    generated = readme.split("tests/test_results.py checks this copy -->\n")[1]
+    page = (PROJECT / "docs" / "evaluation.md").read_text()
+    generated = page.split("tests/test_results.py checks this copy -->\n")[1]
     assert generated.split("\n<!-- end of generated table -->")[0] == table
     shutil.copytree(embedded_release, tmp_path / "release")  # renamed: no longer the sample
     build(BuildArguments(source=tmp_path / "release", out=tmp_path / "built", name="Renamed"))

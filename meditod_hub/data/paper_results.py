@@ -1,5 +1,5 @@
 """The MediTOD paper's reported numbers (arXiv 2410.14204), kept as data so model cards, the
-results tables, the leaderboard and the README can set a run beside them. The one place they
+results tables, the leaderboard and docs/evaluation.md can set a run beside them. The one place they
 live: tests/test_paper_results.py checks every number against the paper's tables.
 
 Keys follow results.json (`meditod_hub.models.records.Results`), nested fields joined with dots
@@ -173,7 +173,7 @@ def cell(value: float | None, metric: Metric) -> str:
 
 def headline_markdown() -> str:
     """The paper's headline table: each task's headline metric per model and split (the dataset
-    card and the README show it; tests/test_results.py keeps the README's copy equal to it)."""
+    card and docs/evaluation.md show it; tests/test_results.py keeps that copy equal to it)."""
     tasks = list(TASKS.values())
     heads = [f"{t.name.upper()} {t.headline_metric.name.split(' (')[0]}"
              + ("" if split == "test" else " (OOD)") for split in EVAL_SPLITS for t in tasks]
