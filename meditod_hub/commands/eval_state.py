@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from meditod_hub import quiet
-from meditod_hub.arguments import parse_args
+from meditod_hub.commands.heldout import run_check
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation import state_accuracy
-from meditod_hub.evaluation.state_accuracy import EvalStateArguments
 
 
 def main(argv: list[str]) -> int:
-    (args,) = parse_args((EvalStateArguments,), argv, "meditod eval-state",
-                         state_accuracy.__doc__.split("\n\n")[0])
-    quiet.progress_bars_off()
-    results = state_accuracy.evaluate_state(args)
-    print(f"{results['model']} on {results['evaluated_on']}; trained on {results['trained_on']}; "
-          f"{'under the CMAS grammar' if results['constrained'] else 'free decoding'}:")
-    print(state_accuracy.table(results))
-    print(f"wrote {results['out']}/{state_accuracy.RESULTS_FILE} and {state_accuracy.LINES_FILE}")
-    return 0
+    return run_check(argv, "meditod eval-state", state_accuracy, state_accuracy.EvalStateArguments,
+                     state_accuracy.evaluate_state, (state_accuracy.RESULTS_FILE, state_accuracy.LINES_FILE))
 
 
 if __name__ == "__main__":
