@@ -7,10 +7,11 @@ import sys
 from meditod_hub.commands.heldout import run_check
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation import nlg_accuracy
+from meditod_hub.evaluation.nlg_accuracy import EvalNlgArguments
 
 
 def main(argv: list[str]) -> int:
-    return run_check(argv, "meditod eval-nlg", nlg_accuracy, nlg_accuracy.EvalNlgArguments,
+    return run_check(argv, "meditod eval-nlg", nlg_accuracy, EvalNlgArguments,
                      nlg_accuracy.evaluate_nlg, (nlg_accuracy.RESULTS_FILE, nlg_accuracy.ITEMS_FILE))
 
 

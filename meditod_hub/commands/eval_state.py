@@ -7,10 +7,11 @@ import sys
 from meditod_hub.commands.heldout import run_check
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation import state_accuracy
+from meditod_hub.evaluation.state_accuracy import EvalStateArguments
 
 
 def main(argv: list[str]) -> int:
-    return run_check(argv, "meditod eval-state", state_accuracy, state_accuracy.EvalStateArguments,
+    return run_check(argv, "meditod eval-state", state_accuracy, EvalStateArguments,
                      state_accuracy.evaluate_state, (state_accuracy.RESULTS_FILE, state_accuracy.LINES_FILE))
 
 
