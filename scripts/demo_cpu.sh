@@ -40,13 +40,15 @@ started=$SECONDS
 # assistant reads (its few steps learn no policy: bench/bench_real_model.py), NLG's 12 the shape
 # of a doctor's question.
 # DEMO_PROFILE=smoke (the suite's docs test: a minute or two) runs the same commands and the check's
-# parsing and provenance checks at a few steps each, on the first held-out lines, without the
-# quality floors: `make test` proves the pipeline runs; the full demo, after it in CI (.ci/run),
-# proves it learns.
+# parsing and provenance checks at a few steps each, predicting the corpus's test dialogue with 32
+# new tokens a row, on the first 8 held-out lines and one patient line (a run of a few steps
+# answers up to its whole token budget: each row costs seconds), without the quality floors:
+# `make test` proves the pipeline runs; the full demo, after it in CI (.ci/run), proves it learns.
 DIALOGUES=16
 case ${DEMO_PROFILE:-full} in
-  full) NLU_STEPS=260 POL_STEPS=2 NLG_STEPS=12 limit=() check=() ;;
-  smoke) NLU_STEPS=3 POL_STEPS=1 NLG_STEPS=1 limit=(--limit 8) check=(--smoke) ;;
+  full) NLU_STEPS=260 POL_STEPS=2 NLG_STEPS=12 limit=() budget=() check=() ;;
+  smoke) NLU_STEPS=3 POL_STEPS=1 NLG_STEPS=1 limit=(--limit 8) budget=(--max_new_tokens 32)
+         check=(--smoke) ;;
   *) echo "DEMO_PROFILE=${DEMO_PROFILE} is none of full, smoke" >&2; exit 2 ;;
 esac
 # PRECISION=auto (the default): bf16 autocast where the CPU computes bf16 natively (AVX512-BF16,
@@ -102,7 +104,7 @@ for task in nlu pol nlg; do
 done
 nlu=$demo/runs/smollm2-135m/nlu
 stage smollm2-nlu-predict "${meditod[@]}" predict --model_path "$nlu" --task nlu --split test \
-  --batch_size 32 --out "$nlu/eval/test"
+  --batch_size 32 --out "$nlu/eval/test" "${budget[@]}"
 stage smollm2-nlu-evaluate "${meditod[@]}" evaluate --task nlu --split test \
   --predictions "$nlu/eval/test/predictions.jsonl"
 stage smollm2-nlu-eval-state "${meditod[@]}" eval-state --nlu "$demo/runs/smollm2-135m/nlu" \
