@@ -149,6 +149,21 @@ class Stats:
         return max(0, self.requests - self.answers)
 
 
+def check_url(base_url: str, flag: str = "endpoint") -> str:
+    """`base_url` if it is an http(s) URL with a host, the only kind an OpenAI-compatible server
+    answers (ftp://, file:// or a bare host would fail at the first request, or never); else one
+    line naming `flag`."""
+    parts = urlsplit(base_url)
+    if parts.scheme and parts.scheme.lower() not in ("http", "https"):
+        raise EndpointError(f"{flag} {base_url!r} is not an http:// or https:// URL, the only "
+                            "ones an OpenAI-compatible server answers: give e.g. "
+                            "http://127.0.0.1:8000/v1")
+    if not parts.scheme or not parts.hostname:
+        raise EndpointError(f"{flag} {base_url!r} is not a URL: give the server's base URL, e.g. "
+                            "http://127.0.0.1:8000/v1")
+    return base_url
+
+
 def endpoint_host(base_url: str) -> str:
     """`host[:port]` of a URL: what logs and run_info name (no scheme path, user or password)."""
     parts = urlsplit(base_url)
@@ -305,14 +320,7 @@ class Endpoint:
         if self.timeout is not None and not 0 < self.timeout < float("inf"):
             raise UsageError(f"{self.flag('timeout')} must be a positive number of seconds, "
                              f"got {self.timeout}")
-        scheme = urlsplit(self.base_url).scheme.lower()
-        if scheme and scheme not in ("http", "https"):
-            raise EndpointError(f"endpoint {self.base_url!r} is not an http:// or https:// URL, "
-                                "the only ones an OpenAI-compatible server answers: give e.g. "
-                                "http://127.0.0.1:8000/v1")
-        if not scheme or not urlsplit(self.base_url).hostname:
-            raise EndpointError(f"endpoint {self.base_url!r} is not a URL: give the server's base "
-                                "URL, e.g. http://127.0.0.1:8000/v1")
+        check_url(self.base_url)
         self.key_variable = key_variable(self.base_url, self.api_key_env)
         self._heard = lambda: None  # a batch in flight restarts its silence deadline here
         self._key = _api_key(self.base_url, self.key_variable,

@@ -210,6 +210,67 @@ def test_harness_on_a_folder_with_no_tasks_fails_saying_what_it_expected(case, e
     assert not (tmp_path / "out").exists()
 
 
+# --- issue 46, the battery's silent cases: a model, a family, a budget or a URL that cannot be ---
+# what the command would run. Before: each ran (or printed commands) without a word.
+SILENT_PREDICT = {
+    "--max_length beyond the positions": (["--max_length", "5000"],
+                                          "--max_length 5000 is beyond the model's 4096 positions"),
+    "--max_new_tokens 1e9": (["--max_new_tokens", "1000000000"],
+                             "--max_new_tokens 1000000000 is beyond the model's 4096 positions"),
+    "--family of another family than the run's": (["--family", "biogpt"],
+                                                  "was trained as the llama family"),
+    "--family of another architecture": (["--family", "flan-t5"], "is a decoder (its config.json)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SILENT_PREDICT))
+def test_predict_refuses_what_the_model_cannot_be(case, run_folder, embedded_build, tmp_path,
+                                                  capsys):
+    extra, phrase = SILENT_PREDICT[case]
+    if case == "--family of another architecture":  # a model folder without run files
+        (run_folder / "run_info.json").unlink()
+    argv = ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
+            "--split", "test", "--out", tmp_path / "p.jsonl", *extra]
+    outcome = run_case(f"predict: {case}", predict_cmd.main, argv, capsys, protect=[run_folder])
+    expect(outcome, phrase, code=2)
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_predict_refuses_4bit_without_a_gpu(run_folder, embedded_build, tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is here: 4-bit loads")
+    argv = ["--model_path", run_folder, "--task", "nlu", "--data", embedded_build,
+            "--split", "test", "--out", tmp_path / "p.jsonl", "--load_in_4bit", "true"]
+    outcome = run_case("predict: --load_in_4bit true on a CPU", predict_cmd.main, argv, capsys)
+    expect(outcome, "4-bit loading (bitsandbytes NF4) is for a CUDA GPU", code=2)
+
+
+SILENT_HARNESS = {
+    "--model a README": (lambda t, run: ["--model", PROJECT / "README.md"], "is a file"),
+    "--model a missing folder": (lambda t, run: ["--model", t / "runs/llama3-8b/nlu"],
+                                 "no such folder"),
+    "--model a folder without a model": (lambda t, run: ["--model", t], "is not a model folder"),
+    "--endpoint ftp://": (lambda t, run: ["--endpoint", "ftp://127.0.0.1/v1"],
+                          "is not an http:// or https:// URL"),
+    "--endpoint without a host": (lambda t, run: ["--endpoint", "http:///v1"], "is not a URL"),
+    "--family of another family than --model's run": (
+        lambda t, run: ["--model", run, "--family", "pptod"], "was trained as the llama family"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SILENT_HARNESS))
+def test_harness_refuses_a_model_or_endpoint_it_cannot_name(case, run_folder, embedded_build,
+                                                            tmp_path, capsys):
+    extra, phrase = SILENT_HARNESS[case]
+    argv = ["--data", embedded_build, "--out", tmp_path / "out", "--settings", "ft",
+            *extra(tmp_path, run_folder)]
+    outcome = run_case(f"harness: {case}", harness_cmd.main, argv, capsys)
+    expect(outcome, phrase)
+    assert not (tmp_path / "out").exists()
+
+
 # --- issue 36, the battery's silent scores: predictions of another task's shape ------------------
 WRONG_SHAPES = {
     "a number": (5, "(it is a number)"),

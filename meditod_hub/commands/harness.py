@@ -6,11 +6,16 @@ from __future__ import annotations
 import sys
 
 from meditod_hub.arguments import parse_args
+from meditod_hub.endpoint import check_url
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.evaluation.fewshot.retrieval import Retriever
 from meditod_hub.evaluation.harness import command, export
 from meditod_hub.evaluation.harness.command import HarnessArguments
 from meditod_hub.files import output_folder
+from meditod_hub.models.families import get_family
+from meditod_hub.models.loading import model_source
+from meditod_hub.models.predictor import check_named_family
+from meditod_hub.models.runs import run_settings
 
 
 def main(argv: list[str]) -> int:
@@ -23,6 +28,11 @@ def main(argv: list[str]) -> int:
               else command.splits_of(args.data))
     if not splits:
         raise UsageError(f"--splits {args.splits!r} names no split: give e.g. test,test_ood")
+    folder = model_source(args.model, "--model") if args.model is not None else None
+    if folder is not None and args.family is not None:
+        check_named_family(get_family(args.family), args.family, args.model,
+                           run_settings(folder)[0], folder)
+    check_url(args.endpoint, "--endpoint")
     out = output_folder(args.out, purpose=export.PURPOSE, input_folders=[args.data])
     retriever = None
     if "icl" in settings:

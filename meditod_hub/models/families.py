@@ -45,6 +45,21 @@ class Budget:
     max_length: int | None
     max_new_tokens: int
 
+    def beyond_positions(self, config, encoder_decoder: bool) -> list[tuple[str, int, int]]:
+        """(key, value, positions) of each budget a model with `config` cannot hold: a decoder's
+        `max_length` (prompt + answer) and any answer longer than the positions its config states
+        (`max_position_embeddings`). A RoPE model runs past them silently, at positions it never
+        learned; others fail minutes later on an index. A config that states none (T5's relative
+        positions): nothing to check."""
+        limit = getattr(config.get_text_config(), "max_position_embeddings", None)
+        if not isinstance(limit, int) or limit <= 0:
+            return []
+        over = [("max_new_tokens", self.max_new_tokens, limit)] if self.max_new_tokens > limit \
+            else []
+        if not encoder_decoder and self.max_length is not None and self.max_length > limit:
+            over.insert(0, ("max_length", self.max_length, limit))
+        return over
+
 
 @dataclass(frozen=True)
 class Example:

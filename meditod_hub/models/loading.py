@@ -7,8 +7,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meditod_hub.errors import MeditodError, load_failure
+from meditod_hub.data.dataset import hub_shaped
+from meditod_hub.errors import MeditodError, UsageError, load_failure
 from meditod_hub.models.families import Family
+from meditod_hub.models.runs import CHECKPOINTS
+
+
+def model_source(source: str, flag: str = "") -> Path | None:
+    """A model as a command names it: a local model folder (returned) or a Hub id (None, for
+    the caller to download or pass on); a file, a URL, a trainer's checkpoints folder, a folder
+    without a model or a missing path is refused in one line (naming `flag`, when given)."""
+    path, named = Path(source), f"{flag} {source}" if flag else source
+    if path.is_dir():
+        if path.name == CHECKPOINTS:
+            raise UsageError(f"{named} holds trainer checkpoints: give the run folder "
+                             f"{path.parent} (or one checkpoint-N folder inside it)")
+        if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
+            raise UsageError(f"{named} is not a model folder (no config.json or "
+                             "adapter_config.json): give a run folder or a Hub model id")
+        return path
+    if path.exists():
+        raise UsageError(f"{named} is a file: give a run folder, a model folder or a Hub id")
+    if source.startswith(("http://", "https://")):
+        raise UsageError(f"{named} is a URL: give the run folder or Hub id as the model "
+                         "and the URL as its endpoint (--endpoint)")
+    if not hub_shaped(source):
+        raise UsageError(f"{flag + ': ' if flag else ''}no such folder: {source} (and not a Hub "
+                         "id, ORG/NAME)")
+    return None
 
 
 def is_adapter(folder: str) -> bool:

@@ -54,7 +54,8 @@ class PredictArguments:
     max_new_tokens: int | None = field(default=None, metadata={
         "min": 1, "help": "default: the budget the run trained with (run_info.json)"})
     load_in_4bit: bool | None = field(default=None, metadata={
-        "help": "default: 4-bit iff the run was trained on a 4-bit base"})
+        "help": "default: 4-bit iff the run was trained on a 4-bit base and a CUDA GPU is "
+                "here (true is refused without one)"})
     limit: int | None = field(default=None, metadata={"min": 1, "help": "only the first N rows (smoke runs)"})
     upstream: Path | None = field(default=None, metadata={
         "help": "cascade: predictions of the task before (NLU for pol: the state is folded from "

@@ -40,17 +40,16 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from meditod_hub.data.dataset import hub_shaped
 from meditod_hub.data.tasks import Task, get_task
 from meditod_hub.endpoint import Endpoint
 from meditod_hub.errors import MeditodError, UsageError
+from meditod_hub.files import read_json
 from meditod_hub.models.constrained import ServedConstraint, constraint, server_kind_for
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
-from meditod_hub.models.loading import load_model
+from meditod_hub.models.loading import load_model, model_source
 from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import (
-    CHECKPOINTS,
     RUN_FILES,
     RUN_INFO,
     TOKENIZER_FILES,
@@ -96,7 +95,7 @@ class ModelSpec:
     revision: str | None = None        # Hub ids only: a branch, tag or commit
     endpoint: str | None = None        # OpenAI-compatible base URL serving the model
     served_model: str | None = None    # the model's name at `endpoint` (default: `source`)
-    load_in_4bit: bool | None = None   # default: 4-bit iff the run was trained on a 4-bit base
+    load_in_4bit: bool | None = None   # default: 4-bit iff trained on a 4-bit base, on a GPU
     decode: DecodeOptions = field(default_factory=DecodeOptions)
     # `endpoint`: more of `endpoint.Endpoint`'s settings (api_key_env, timeout, cache); its
     # timeout also bounds each request for a Hub model's files
@@ -231,7 +230,7 @@ def load_predictor(spec: ModelSpec, task: str | Task,
     task = task if isinstance(task, Task) else get_task(task)
     folder = resolve_source(spec)
     info, recipe = run_settings(folder)
-    family = model_family(spec, info, task.name)
+    family = model_family(spec, info, task.name, folder)
     budget = run_budget(info, recipe, family)
     where = {"name": spec.source, "info": info, "folder": folder}
     if spec.endpoint:
@@ -249,18 +248,41 @@ def load_predictor(spec: ModelSpec, task: str | Task,
                             cache_scope=checkpoint_scope(folder), progress=True,
                             **spec.endpoint_options)
         return ServedPredictor(endpoint, tokenizer, family, task, budget, spec.decode, **where)
-    quantized = info.get("quantization") is not None if spec.load_in_4bit is None \
-        else spec.load_in_4bit
+    quantized = four_bit(spec.load_in_4bit, info)
     if models is None:
         model, tokenizer = load_model(folder, family, quantized)
-        return LocalPredictor(model, tokenizer, family, task, budget, spec.decode, **where)
-    stage = models.load(folder, family, quantized, task.name)
-    return LocalPredictor(stage.model, stage.tokenizer, family, task, budget, spec.decode,
-                          adapter=stage.adapter, lock=stage.lock, **where)
+        predictor = LocalPredictor(model, tokenizer, family, task, budget, spec.decode, **where)
+    else:
+        stage = models.load(folder, family, quantized, task.name)
+        predictor = LocalPredictor(stage.model, stage.tokenizer, family, task, budget, spec.decode,
+                                   adapter=stage.adapter, lock=stage.lock, **where)
+    for key, value, limit in predictor.budget.beyond_positions(predictor.model.config,
+                                                               family.encoder_decoder):
+        what = f"--{key} {value}" if getattr(spec.decode, key) is not None \
+            else f"the recorded {key} {value}"
+        raise UsageError(f"{spec.source}: {what} is beyond the model's {limit} positions (its "
+                         f"max_position_embeddings): give --{key} at most {limit}")
+    return predictor
 
 
-def model_family(spec: ModelSpec, info: dict, task: str) -> Family:
-    """The family `spec` names, else its run's; refuses a model trained for another task."""
+def four_bit(flag: bool | None, info: dict) -> bool:
+    """Whether a model loads in 4-bit: as `flag` says (predict's `--load_in_4bit`), else as its
+    run was trained, on a CUDA GPU only. bitsandbytes' fast 4-bit kernels are CUDA's: on a CPU a
+    4-bit run loads in float32 (its adapter fits either base), and asking for 4-bit is refused."""
+    # deferred: torch is slow to import
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if flag and not cuda:
+        raise UsageError("--load_in_4bit true: 4-bit loading (bitsandbytes NF4) is for a CUDA GPU "
+                         "and this machine has none (on a CPU it dequantizes every layer at every "
+                         "step): drop the flag, and the model loads in float32")
+    return (info.get("quantization") is not None and cuda) if flag is None else flag
+
+
+def model_family(spec: ModelSpec, info: dict, task: str, folder: str | None = None) -> Family:
+    """The family `spec` names, else its run's; refuses a model trained for another task, and a
+    named family that is not the run's or not the architecture of `folder`'s config.json."""
     if spec.family is None and "family" not in info:
         recorded = spec.endpoint is None and (Path(spec.source) / RUN_INFO).is_file()
         said = f"{spec.source}/{RUN_INFO} records no family" if recorded \
@@ -271,31 +293,42 @@ def model_family(spec: ModelSpec, info: dict, task: str) -> Family:
     if "task" in info and task not in run_tasks(info):  # a multi-task run answers all three
         raise UsageError(f"{spec.source} was trained for {info['task']}, not {task}: give the "
                          f"{task} model here")
-    return get_family(spec.family or info["family"])
+    family = get_family(spec.family or info["family"])
+    if spec.family is not None:
+        check_named_family(family, spec.family, spec.source, info, folder)
+    return family
+
+
+def check_named_family(family: Family, named: str, source: str, info: dict,
+                       folder: str | Path | None) -> None:
+    """Refuse a `--family` (`named`) that is not the run's (its run_info.json) or not the
+    architecture of the model's config.json: its prompts would be another family's, and the
+    answers garbage, without a word."""
+    if "family" in info and get_family(info["family"]) is not family:
+        raise UsageError(f"--family {named}: {source} was trained as the {info['family']} "
+                         f"family (its {RUN_INFO}), whose prompts and answers differ: drop "
+                         "--family")
+    config = Path(folder) / "config.json" if folder else None
+    if config is None or not config.is_file():
+        return
+    encoder_decoder = bool(read_json(config, fix="download or copy the model again")
+                           .get("is_encoder_decoder"))
+    if encoder_decoder != family.encoder_decoder:
+        kind = "an encoder-decoder" if encoder_decoder else "a decoder"
+        fitting = [n for n in FAMILY_NAMES if get_family(n).encoder_decoder == encoder_decoder]
+        raise UsageError(f"--family {named}: {source} is {kind} (its config.json), which the "
+                         f"{family.name} family is not: give one of {', '.join(fitting)}")
 
 
 def resolve_source(spec: ModelSpec) -> str:
     """A local folder holding the model: `spec.source` itself, or its Hub repo downloaded at
     `spec.revision` (for a served model only the run files and the tokenizer)."""
-    path = Path(spec.source)
-    if path.is_dir():
+    path = model_source(spec.source)
+    if path is not None:
         if spec.revision:
             raise UsageError(f"{spec.source} is a local folder: a revision only applies to Hub "
                              "ids (drop it, or check the folder out at that revision)")
-        if path.name == CHECKPOINTS:
-            raise UsageError(f"{path} holds trainer checkpoints: give the run folder "
-                             f"{path.parent} (or one checkpoint-N folder inside it)")
-        if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
-            raise UsageError(f"{path} is not a model folder (no config.json or "
-                             "adapter_config.json): give a run folder or a Hub model id")
         return str(path)
-    if path.exists():
-        raise UsageError(f"{spec.source} is a file: give a run folder, a model folder or a Hub id")
-    if spec.source.startswith(("http://", "https://")):
-        raise UsageError(f"{spec.source} is a URL: give the run folder or Hub id as the model "
-                         "and the URL as its endpoint (--endpoint)")
-    if not hub_shaped(spec.source):
-        raise UsageError(f"no such folder: {path}")
     # deferred: huggingface_hub is slow to import
     from huggingface_hub import snapshot_download
 

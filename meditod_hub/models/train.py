@@ -544,22 +544,17 @@ def _log_fit(split: str, encoded: Encoded, budget: Budget) -> None:
 
 
 def check_positions(recipe: Recipe) -> None:
-    """Refuse a decoder's token budget beyond its base model's positions, before any work: a
-    RoPE model takes the longer inputs silently (at positions it never learned), others fail
-    minutes later on an index."""
-    budget, family = recipe.budget.max_length, recipe.family
-    if budget is None or family.encoder_decoder:
-        return
+    """Refuse a token budget beyond the base model's positions before any work
+    (`Budget.beyond_positions`)."""
     base = recipe.model.model_name_or_path
     try:
         config = AutoConfig.from_pretrained(base, revision=recipe.model.model_revision)
     except (OSError, ValueError):
         return  # no config to read: loading the tokenizer says why (`run`)
-    limit = getattr(config.get_text_config(), "max_position_embeddings", None)
-    if isinstance(limit, int) and budget > limit:
-        raise UsageError(f"{recipe.path}: {family.budget_key} {budget} is beyond the {limit} "
-                         f"positions of {base} (its max_position_embeddings): set "
-                         f"{family.budget_key} to at most {limit}")
+    for key, value, limit in recipe.budget.beyond_positions(config, recipe.family.encoder_decoder):
+        key = recipe.family.budget_key if key == "max_length" else key
+        raise UsageError(f"{recipe.path}: {key} {value} is beyond the {limit} positions of "
+                         f"{base} (its max_position_embeddings): set {key} to at most {limit}")
 
 
 def run(recipe: Recipe, callbacks=()) -> dict:
