@@ -7,6 +7,7 @@ No network, no training: builds of a few dialogues and runs written as files."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,55 @@ def test_train_help_shows_smollm2s_family_as_chat():
     line = next(line for line in train_help([str(recipe), "-h"]).splitlines()
                 if line.strip().startswith("family"))
     assert line.split()[1] == "chat"
+
+
+# --- issue 46.5: what the data is, proven again from its rows by every reader -------------------
+def _edit_claim(folder: Path, kind: str, **manifest) -> None:
+    path = folder / "build_manifest.json"
+    record = json.loads(path.read_text())
+    record["provenance"]["kind"] = kind
+    record.update(manifest)
+    path.write_text(json.dumps(record))
+
+
+def test_the_pinned_rows_are_the_embedded_samples(embedded_build):
+    assert provenance.rows_fingerprint(embedded_build)[0] == provenance.EMBEDDED_SAMPLE_ROWS
+    assert provenance.read(embedded_build).kind == provenance.EMBEDDED_SAMPLE
+
+
+@pytest.mark.parametrize("claim", [provenance.MEDITOD, provenance.OWN, provenance.SYNTHETIC_CORPUS])
+def test_an_edited_manifest_does_not_change_what_the_embedded_sample_is(claim, embedded_build,
+                                                                        tmp_path):
+    """Before: the manifest's word was taken; the sample edited to say MediTOD stood beside the
+    paper's rows in results and cards."""
+    copy = tmp_path / "meditod"
+    shutil.copytree(embedded_build, copy)
+    _edit_claim(copy, claim)
+    found = provenance.read(copy)
+    assert found.kind == provenance.EMBEDDED_SAMPLE and not found.comparable
+
+
+def test_an_edited_manifest_does_not_change_what_a_generated_corpus_is(synthetic_build, tmp_path):
+    copy = tmp_path / "meditod"
+    shutil.copytree(synthetic_build, copy)
+    _edit_claim(copy, provenance.MEDITOD)
+    assert provenance.read(copy).kind == provenance.SYNTHETIC_CORPUS
+
+
+def test_a_synthetic_claim_the_rows_do_not_bear_out_is_meditods(own_build, tmp_path):
+    copy = tmp_path / "meditod"
+    shutil.copytree(own_build, copy)
+    _edit_claim(copy, provenance.EMBEDDED_SAMPLE)
+    found = provenance.read(copy)
+    assert found.kind == provenance.MEDITOD and not found.synthetic
+
+
+def test_a_runs_record_is_proven_again_from_its_unchanged_dataset(embedded_build, tmp_path):
+    from meditod_hub.data.dataset import fingerprint
+
+    edited = {"kind": provenance.MEDITOD, "name": "MediTOD", "dialogues": 233, "utterances": 22503}
+    info = {"dataset": str(embedded_build), "data_fingerprint": fingerprint(embedded_build),
+            "provenance": edited}
+    assert provenance.of_run(info).kind == provenance.EMBEDDED_SAMPLE
+    moved = {**info, "data_fingerprint": "sha256:another-build"}  # the folder was rebuilt since
+    assert provenance.of_run(moved).kind == provenance.MEDITOD

@@ -19,12 +19,24 @@ text appear only on MediTOD's data.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
+import io
 import json
-from dataclasses import asdict, dataclass
+import tempfile
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from meditod_hub.data import about
-from meditod_hub.data.dataset import MANIFEST, hub_shaped
+from meditod_hub.data.dataset import (
+    MANIFEST,
+    DatasetError,
+    available_splits,
+    fingerprint,
+    hub_shaped,
+    read_parquet_split,
+)
 
 EMBEDDED_SAMPLE, SYNTHETIC_CORPUS, OWN, MEDITOD = (
     "embedded-sample", "synthetic-corpus", "own", "meditod")
@@ -129,19 +141,88 @@ def of_build(kind: str, name: str | None, dialogues: dict[str, dict]) -> Provena
 
 
 def read(data: str | Path) -> Provenance:
-    """The provenance a local build recorded; `unknown` for a Hub id, a folder without a manifest
-    or a build made before provenance was recorded."""
+    """What a local build's dialogues are, proven again from its rows (`prove`); `unknown` for a
+    Hub id, a folder without a manifest or a build made before provenance was recorded."""
     path = Path(data) / MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return unknown(data)
     found = Provenance.from_json(manifest.get("provenance")) if isinstance(manifest, dict) else None
-    return found or unknown(data)
+    return prove(Path(data), found, manifest.get("generator")) if found else unknown(data)
+
+
+def rows_fingerprint(folder: Path) -> tuple[str, int]:
+    """sha256 of a build's dialogues, every split's rows as canonical JSON (what the dialogues
+    are, whatever the Parquet bytes, which another pyarrow writes otherwise, or the manifest
+    say), and how many there are."""
+    splits = {split: read_parquet_split(folder, "dialogues", split)
+              for split in available_splits(folder, "dialogues")}
+    text = json.dumps(splits, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      default=str)
+    return (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            sum(map(len, splits.values())))
+
+
+# rows_fingerprint of `meditod build --source data/sample` (tests/test_provenance.py rebuilds it)
+EMBEDDED_SAMPLE_ROWS = "c04026ff0f8e31509ebc5db566f8143ae47e0c43532b827b2c0da89d27c5cb3b"
+
+
+def prove(folder: Path, claimed: Provenance, generator) -> Provenance:
+    """The kind a manifest claims, only as far as the rows prove it (a manifest is a file anyone
+    can edit): the embedded sample's rows are the embedded sample whatever the claim; a synthetic
+    corpus is what its recorded generator settings make again (`generator`: seed, size, style);
+    a synthetic claim the rows do not bear out is MediTOD's, as the build calls every dialogue
+    it cannot prove (`build.provenance_kind`). A generated corpus whose generator record was
+    deleted along with the claim cannot be told from dialogues someone wrote: it stays what it
+    claims, OWN or MEDITOD (the push re-proves the licence, `build.reprove_licence`)."""
+    try:
+        rows, count = rows_fingerprint(folder)
+    except (DatasetError, OSError, ValueError):
+        return claimed  # unreadable rows: the command that reads them says so, in its own words
+    if rows == EMBEDDED_SAMPLE_ROWS:
+        name = claimed.name if claimed.kind == EMBEDDED_SAMPLE else "synthetic sample"
+        return replace(claimed, kind=EMBEDDED_SAMPLE, name=name, dialogues=count)
+    record = tuple(sorted(generator.items())) if isinstance(generator, dict) and all(
+        isinstance(v, str | int) for v in generator.values()) else None
+    if record is not None and _regenerated_rows(record, count) == rows:
+        name = claimed.name if claimed.kind == SYNTHETIC_CORPUS else "synthetic corpus"
+        return replace(claimed, kind=SYNTHETIC_CORPUS, name=name, dialogues=count)
+    if claimed.synthetic:
+        return replace(claimed, kind=MEDITOD, name="MediTOD (unproven synthetic claim)",
+                       dialogues=count)
+    return replace(claimed, dialogues=count)
+
+
+@functools.lru_cache(maxsize=8)
+def _regenerated_rows(generator: tuple, count: int) -> str | None:
+    """rows_fingerprint of the corpus `meditod_hub.data.synthetic` makes from a manifest's
+    generator record (its items), built again in a temporary folder; None for a record that
+    names no corpus of `count` dialogues (nothing is generated for it)."""
+    record = dict(generator)
+    # deferred: the generator and the build load only for a build that records a generator
+    from meditod_hub.data import synthetic
+    from meditod_hub.data.build import BuildArguments, build
+
+    seed, size = record.get("seed"), record.get("dialogues")
+    style = record.get("style", synthetic.DEFAULT_STYLE)
+    if type(seed) is not int or type(size) is not int or size != count \
+            or style not in synthetic.STYLES:
+        return None
+    with tempfile.TemporaryDirectory(prefix="meditod-prove-") as tmp:
+        release = synthetic.generate_release(Path(tmp) / "release", seed, size, style)
+        with contextlib.redirect_stderr(io.StringIO()):
+            build(BuildArguments(source=release, out=Path(tmp) / "built"))
+        return rows_fingerprint(Path(tmp) / "built")[0]
 
 
 def of_run(info: dict) -> Provenance:
-    """What a run (or results file) was trained or scored on: its record, else what its dataset
-    folder records now (runs made before provenance was recorded)."""
-    return Provenance.from_json(info.get("provenance")) \
-        or read(str(info.get("dataset", "an unrecorded dataset")))
+    """What a run (or results file) was trained or scored on: proven again from its dataset
+    folder's rows while that folder is still the one it recorded (`data_fingerprint`), else its
+    record (proven at training, `read`), else what its dataset folder says now (runs made before
+    provenance was recorded)."""
+    dataset, recorded = info.get("dataset"), Provenance.from_json(info.get("provenance"))
+    if isinstance(dataset, str) and Path(dataset).is_dir() \
+            and info.get("data_fingerprint") == fingerprint(dataset):
+        return read(dataset)
+    return recorded or read(str(dataset or "an unrecorded dataset"))
