@@ -7,8 +7,9 @@ Two checks, both on the real model (SmolLM2-135M-Instruct with the demo's three 
 2. The assistant on the demo's runs, loaded as `meditod chat` loads them (the CMAS grammar, its
    medical values those of each run's training split), fed two patient lines it never saw. The
    demo fails unless every NLU answer parses, every doctor reply that asks is a question
-   (`is_question`), and the tracked state is exactly `EXPECTED_STATE`: every finding the patient
-   said, with what they said of it, and nothing they did not (an invented finding fails it).
+   (`is_question`), no action asks again what the state already holds (`repeat_failures`), and
+   the tracked state is exactly `EXPECTED_STATE`: every finding the patient said, with what they
+   said of it, and nothing they did not (an invented finding fails it).
 
 Then: what each model was trained and evaluated on, what its figures mean, and what to run next.
 
@@ -33,6 +34,7 @@ from meditod_hub.apps.state_view import state_lines
 from meditod_hub.data.cmas import INQUIRE_ACTION
 from meditod_hub.data.dataset import load_split
 from meditod_hub.evaluation.nlg_accuracy import is_question
+from meditod_hub.evaluation.policy_accuracy import repeated_units
 from meditod_hub.evaluation.state_accuracy import RESULTS_FILE
 from meditod_hub.models.cascade import PipelineArguments
 
@@ -70,6 +72,13 @@ def state_failures(state: dict, expected: dict = EXPECTED_STATE) -> list[str]:
             + [f"the state lacks {entry}" for entry in sorted(want - got)])
 
 
+def repeat_failures(line: str, actions: list, state: dict) -> list[str]:
+    """The doctor's next actions asking what the state already holds, after the patient's `line`
+    (`policy_accuracy.repeated_units`: the repeat rate eval-policy scores)."""
+    return [f"after {line!r} the doctor asks again about {' '.join(str(p) for p in unit if p)}, "
+            "which the state already holds" for unit in repeated_units(actions, state)]
+
+
 def score_failures(results: dict, floor: float = STATE_FLOOR) -> list[str]:
     accuracy = results["exact_state_accuracy"]
     if accuracy >= floor:
@@ -104,6 +113,8 @@ def check(demo: Path, smoke: bool = False) -> list[str]:
         asks = any(action.get("action") == INQUIRE_ACTION for action in turn.actions)
         if asks and not smoke and not is_question(turn.reply):
             failures.append(f"the doctor's reply after {line!r} is not a question: {turn.reply!r}")
+        if not smoke:
+            failures += repeat_failures(line, turn.actions, turn.state)
     print("tracked state:\n  " + "\n  ".join(state_lines(conversation.state)))
     return failures + ([] if smoke else state_failures(conversation.state))
 

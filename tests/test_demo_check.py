@@ -19,6 +19,17 @@ def test_the_expected_state_holds():
     assert demo_check.state_failures(EXPECTED) == []
 
 
+def test_a_doctor_who_asks_again_what_the_patient_said_fails_the_check():
+    """The issue's transcript: chest pain denied, then asked about again."""
+    state = {**EXPECTED, "negative_symptom": [{"value": "chest pain"}]}
+    asked = [{"action": "inquire", "symptom": [{"value": "chest pain"}]}]
+    failures = demo_check.repeat_failures("no chest pain", asked, state)
+    assert len(failures) == 1 and "asks again about" in failures[0] \
+        and "chest pain" in failures[0]
+    assert demo_check.repeat_failures("no chest pain", [{"action": "inquire", "symptom": [
+        {"value": "fever"}]}], {"positive_symptom": [{"value": "coughing"}]}) == []
+
+
 def test_an_invented_finding_fails_the_check():
     """The state the issue saw the old check pass: everything said, plus an alcohol habit the
     patient never mentioned."""
