@@ -114,10 +114,20 @@ OUT_CASES = {
 def test_build_never_writes_over_what_it_did_not_write(case, tmp_path, capsys):
     release = write_release(tmp_path / "release")
     out = OUT_CASES[case][0](tmp_path, release)
-    protect = [release] + ([out] if out == PROJECT else [])
+    # the project root: its tracked files (hashing all of it, .venv included, took 30 s, and other
+    # tests write under out/ meanwhile), and nothing a build writes appears beside them
+    protect = [release] + (tracked_files() if out == PROJECT else [])
+    made = [PROJECT / name for name in ("build_manifest.json", "dialogues", "nlu", "pol", "nlg")]
     outcome = run_case(f"build: {case}", build_cmd.main, ["--source", release, "--out", out], capsys,
                        protect=protect)
     expect(outcome, OUT_CASES[case][1], code=2)
+    assert not any(path.exists() for path in made)
+
+
+def tracked_files() -> list[Path]:
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    return [PROJECT / name for name in listed if name and (PROJECT / name).is_file()]
 
 
 def test_a_previous_build_with_foreign_files_is_refused(tmp_path, capsys):

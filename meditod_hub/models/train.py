@@ -547,10 +547,11 @@ def check_positions(recipe: Recipe) -> None:
     """Refuse a token budget beyond the base model's positions before any work
     (`Budget.beyond_positions`)."""
     base = recipe.model.model_name_or_path
-    try:
-        config = AutoConfig.from_pretrained(base, revision=recipe.model.model_revision)
+    try:  # a local folder or the Hub cache only: a download (with its retries) waits for `run`
+        config = AutoConfig.from_pretrained(base, revision=recipe.model.model_revision,
+                                            local_files_only=True)
     except (OSError, ValueError):
-        return  # no config to read: loading the tokenizer says why (`run`)
+        return  # no config here yet: loading the model downloads it, or says why not (`run`)
     for key, value, limit in recipe.budget.beyond_positions(config, recipe.family.encoder_decoder):
         key = recipe.family.budget_key if key == "max_length" else key
         raise UsageError(f"{recipe.path}: {key} {value} is beyond the {limit} positions of "
