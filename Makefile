@@ -104,11 +104,16 @@ bench: setup
 	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \
 	else echo "bench_assistant skipped: run make tiny-runs first"; fi
+	if [ -f out/demo/runs/smollm2-135m/nlg/run_info.json ]; then $(PY) bench/bench_turn_latency.py; \
+	else echo "bench_turn_latency skipped: run make demo first"; fi
 
 bench-quick: setup
 	for b in $(BENCHES); do $(PY) bench/bench_$$b.py --quick || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py --quick; \
 	else echo "bench_assistant skipped: run make tiny-runs first"; fi
+	if [ -f out/demo/runs/smollm2-135m/nlg/run_info.json ]; then \
+	$(PY) bench/bench_turn_latency.py --quick; \
+	else echo "bench_turn_latency skipped: run make demo first"; fi
 
 ## tiny: the tiny offline models (random weights, tokenizers trained on DATA) into OUT
 ## (default build/tiny-models, where the tiny-* recipes look; `make train` makes a missing one)

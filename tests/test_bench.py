@@ -15,6 +15,9 @@ BENCHES = sorted(p.stem for p in (PROJECT / "bench").glob("bench_*.py"))
 # they train, or run trained or real models: slow
 TRAINS = {"bench_train", "bench_assistant", "bench_real_model", "bench_harness",
           "bench_state_curve", "bench_cpu_step", "bench_seeds"}
+# they measure trained runs (`--runs`: the tiny runs here; make bench runs them on the tiny runs
+# and the demo's runs, when made)
+ON_RUNS = ("bench_assistant", "bench_turn_latency")
 # they run the real SmolLM2 from build/pretrained: converted first, under the suite's lock
 # (`smollm2`), never by two processes at once
 REAL_MODEL = {"bench_real_model", "bench_harness", "bench_state_curve", "bench_cpu_step",
@@ -31,11 +34,11 @@ def run_quick(name: str, *extra: str) -> subprocess.CompletedProcess:
 def test_the_makefile_runs_every_bench():
     makefile = (PROJECT / "Makefile").read_text()
     listed = makefile.split("BENCHES := ", 1)[1].splitlines()[0].split()
-    assert sorted([*(f"bench_{b}" for b in listed), "bench_assistant"]) == BENCHES
+    assert sorted([*(f"bench_{b}" for b in listed), *ON_RUNS]) == BENCHES
 
 
 @pytest.mark.parametrize("name", [pytest.param(b, marks=pytest.mark.slow) if b in TRAINS else b
-                                  for b in BENCHES if b != "bench_assistant"])
+                                  for b in BENCHES if b not in ON_RUNS])
 def test_bench_runs_quick(name, request):
     if name in REAL_MODEL:
         request.getfixturevalue("smollm2")
@@ -45,7 +48,8 @@ def test_bench_runs_quick(name, request):
 
 
 @pytest.mark.slow
-def test_bench_assistant_runs_quick(tiny_runs):
-    done = run_quick("bench_assistant", "--runs", str(tiny_runs))
+@pytest.mark.parametrize("name", ON_RUNS)
+def test_a_bench_on_trained_runs_runs_quick(name, tiny_runs):
+    done = run_quick(name, "--runs", str(tiny_runs))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip()
