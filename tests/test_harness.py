@@ -150,14 +150,14 @@ def test_the_folder_holds_every_task_and_the_commands_to_run_them(task_folder, e
 
 def test_the_command_prints_the_lm_eval_command_lines(embedded_build, tiny_retriever, tmp_path,
                                                       capsys):
-    out = tmp_path / "tasks"
+    out = tmp_path / "tasks"  # a Hub id: the commands name it as given (a missing folder is refused)
     assert harness(["--data", str(embedded_build), "--out", str(out), "--settings", "ft",
-                    "--model", "runs/tiny-llama/nlu"]) == 0
+                    "--model", "org/meditod-nlu"]) == 0
     printed = capsys.readouterr().out
-    assert f"lm_eval --model hf --model_args pretrained=runs/tiny-llama/nlu --batch_size 1 " \
+    assert f"lm_eval --model hf --model_args pretrained=org/meditod-nlu --batch_size 1 " \
            f"--include_path {out.resolve() / 'lm_eval'} --tasks meditod_ft --apply_chat_template" \
            in printed
-    assert "lm_eval --model local-chat-completions --model_args model=runs/tiny-llama/nlu," \
+    assert "lm_eval --model local-chat-completions --model_args model=org/meditod-nlu," \
            "base_url=http://127.0.0.1:8000/v1/chat/completions,eos_string=EOS_TOKEN" in printed
     assert not list((out / "lm_eval").glob("*_icl.yaml"))  # --settings ft: no retriever needed
 

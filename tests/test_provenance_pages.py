@@ -175,13 +175,6 @@ def test_an_edited_manifest_does_not_change_what_the_embedded_sample_is(claim, e
     assert found.kind == provenance.EMBEDDED_SAMPLE and not found.comparable
 
 
-def test_an_edited_manifest_does_not_change_what_a_generated_corpus_is(synthetic_build, tmp_path):
-    copy = tmp_path / "meditod"
-    shutil.copytree(synthetic_build, copy)
-    _edit_claim(copy, provenance.MEDITOD)
-    assert provenance.read(copy).kind == provenance.SYNTHETIC_CORPUS
-
-
 def test_a_synthetic_claim_the_rows_do_not_bear_out_is_meditods(own_build, tmp_path):
     copy = tmp_path / "meditod"
     shutil.copytree(own_build, copy)

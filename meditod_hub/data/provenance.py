@@ -19,12 +19,8 @@ text appear only on MediTOD's data.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
-import io
 import json
-import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -149,7 +145,7 @@ def read(data: str | Path) -> Provenance:
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return unknown(data)
     found = Provenance.from_json(manifest.get("provenance")) if isinstance(manifest, dict) else None
-    return prove(Path(data), found, manifest.get("generator")) if found else unknown(data)
+    return prove(Path(data), found) if found else unknown(data)
 
 
 def rows_fingerprint(folder: Path) -> tuple[str, int]:
@@ -168,14 +164,13 @@ def rows_fingerprint(folder: Path) -> tuple[str, int]:
 EMBEDDED_SAMPLE_ROWS = "c04026ff0f8e31509ebc5db566f8143ae47e0c43532b827b2c0da89d27c5cb3b"
 
 
-def prove(folder: Path, claimed: Provenance, generator) -> Provenance:
+def prove(folder: Path, claimed: Provenance) -> Provenance:
     """The kind a manifest claims, only as far as the rows prove it (a manifest is a file anyone
-    can edit): the embedded sample's rows are the embedded sample whatever the claim; a synthetic
-    corpus is what its recorded generator settings make again (`generator`: seed, size, style);
-    a synthetic claim the rows do not bear out is MediTOD's, as the build calls every dialogue
-    it cannot prove (`build.provenance_kind`). A generated corpus whose generator record was
-    deleted along with the claim cannot be told from dialogues someone wrote: it stays what it
-    claims, OWN or MEDITOD (the push re-proves the licence, `build.reprove_licence`)."""
+    can edit): the embedded sample's rows are the embedded sample whatever the claim, and a claim
+    of the embedded sample that its rows do not bear out is MediTOD's, as the build calls every
+    dialogue it cannot prove (`build.provenance_kind`). A synthetic corpus's claim stands as
+    recorded here (proving it means generating and building it again, which a push does:
+    `build.reprove_licence`)."""
     try:
         rows, count = rows_fingerprint(folder)
     except (DatasetError, OSError, ValueError):
@@ -183,37 +178,10 @@ def prove(folder: Path, claimed: Provenance, generator) -> Provenance:
     if rows == EMBEDDED_SAMPLE_ROWS:
         name = claimed.name if claimed.kind == EMBEDDED_SAMPLE else "synthetic sample"
         return replace(claimed, kind=EMBEDDED_SAMPLE, name=name, dialogues=count)
-    record = tuple(sorted(generator.items())) if isinstance(generator, dict) and all(
-        isinstance(v, str | int) for v in generator.values()) else None
-    if record is not None and _regenerated_rows(record, count) == rows:
-        name = claimed.name if claimed.kind == SYNTHETIC_CORPUS else "synthetic corpus"
-        return replace(claimed, kind=SYNTHETIC_CORPUS, name=name, dialogues=count)
-    if claimed.synthetic:
+    if claimed.kind == EMBEDDED_SAMPLE:
         return replace(claimed, kind=MEDITOD, name="MediTOD (unproven synthetic claim)",
                        dialogues=count)
     return replace(claimed, dialogues=count)
-
-
-@functools.lru_cache(maxsize=8)
-def _regenerated_rows(generator: tuple, count: int) -> str | None:
-    """rows_fingerprint of the corpus `meditod_hub.data.synthetic` makes from a manifest's
-    generator record (its items), built again in a temporary folder; None for a record that
-    names no corpus of `count` dialogues (nothing is generated for it)."""
-    record = dict(generator)
-    # deferred: the generator and the build load only for a build that records a generator
-    from meditod_hub.data import synthetic
-    from meditod_hub.data.build import BuildArguments, build
-
-    seed, size = record.get("seed"), record.get("dialogues")
-    style = record.get("style", synthetic.DEFAULT_STYLE)
-    if type(seed) is not int or type(size) is not int or size != count \
-            or style not in synthetic.STYLES:
-        return None
-    with tempfile.TemporaryDirectory(prefix="meditod-prove-") as tmp:
-        release = synthetic.generate_release(Path(tmp) / "release", seed, size, style)
-        with contextlib.redirect_stderr(io.StringIO()):
-            build(BuildArguments(source=release, out=Path(tmp) / "built"))
-        return rows_fingerprint(Path(tmp) / "built")[0]
 
 
 def of_run(info: dict) -> Provenance:
