@@ -19,6 +19,7 @@ text appear only on MediTOD's data.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
@@ -151,16 +152,26 @@ def read(data: str | Path) -> Provenance:
 def rows_fingerprint(folder: Path) -> tuple[str, int]:
     """sha256 of a build's dialogues, every split's rows as canonical JSON (what the dialogues
     are, whatever the Parquet bytes, which another pyarrow writes otherwise, or the manifest
-    say), and how many there are."""
+    say), and how many there are. Computed once per state of the files in a process (a card or
+    a results table asks of every run on it): keyed by each dialogue file's size and mtime."""
+    folder = Path(folder).resolve()
+    stamps = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in sorted((folder / "dialogues").glob("*.parquet")))
+    return _rows_fingerprint(str(folder), stamps)
+
+
+@functools.lru_cache(maxsize=32)
+def _rows_fingerprint(folder: str, stamps: tuple) -> tuple[str, int]:
     splits = {split: read_parquet_split(folder, "dialogues", split)
-              for split in available_splits(folder, "dialogues")}
+              for split in available_splits(Path(folder), "dialogues")}
     text = json.dumps(splits, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                       default=str)
     return (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
             sum(map(len, splits.values())))
 
 
-# rows_fingerprint of `meditod build --source data/sample` (tests/test_provenance.py rebuilds it)
+# rows_fingerprint of `meditod build --source data/sample` (tests/test_provenance_pages.py
+# checks it against the suite's embedded build)
 EMBEDDED_SAMPLE_ROWS = "c04026ff0f8e31509ebc5db566f8143ae47e0c43532b827b2c0da89d27c5cb3b"
 
 
