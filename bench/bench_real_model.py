@@ -4,7 +4,7 @@ prediction rows per second, every arm on the same rows.
 
     .venv/bin/python bench/bench_real_model.py                  # every arm, the 74 NLU test rows
     .venv/bin/python bench/bench_real_model.py --rows 24 --nlu_steps 60   # a shorter run
-    .venv/bin/python bench/bench_real_model.py --quick          # that every arm runs (~2 min)
+    .venv/bin/python bench/bench_real_model.py --quick          # that every arm runs (~1 min)
 
 Arms (all through the kit's own commands and Predictor; scored by the kit's scorers):
 - tiny-llama, fine-tuned: the random-init tiny Llama trained on the embedded synthetic sample
@@ -25,33 +25,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from kit import ROOT, meditod, synthetic
 
 AUTHORS_SAMPLE = ROOT.parent / "shared" / "meditod-sample"
 EMBEDDED_SAMPLE = ROOT / "data" / "sample"
 TASKS = ("nlu", "pol", "nlg")
 HEADLINE = {"nlu": "f1", "pol": "f1", "nlg": "bleu4"}
-
-
-def meditod(*args: str) -> float:
-    """One `meditod` command in its own process; its wall-clock seconds (progress on stderr)."""
-    print(f"[{time.strftime('%H:%M:%S')}] meditod {' '.join(args[:2])} ...", file=sys.stderr,
-          flush=True)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "meditod_hub.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"meditod {' '.join(args[:3])} ... failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - start
 
 
 def score(task: str, rows: list[dict], records) -> tuple[float, int]:
@@ -126,9 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     data, embedded, realistic = work / "held-out", work / "embedded", work / "realistic"
     meditod("build", "--source", str(held_out), "--out", str(data))
     meditod("build", "--source", str(EMBEDDED_SAMPLE), "--out", str(embedded))
-    subprocess.run([sys.executable, "-m", "meditod_hub.commands.synthetic", "--out",
-                    str(work / "realistic-release"), "--dialogues", str(args.dialogues), "--style",
-                    "realistic"], cwd=ROOT, check=True, capture_output=True)
+    synthetic("--out", work / "realistic-release", "--dialogues", args.dialogues,
+              "--style", "realistic")
     meditod("build", "--source", str(work / "realistic-release"), "--out", str(realistic))
     rows = {task: load_split(data, task, "test")[:args.rows] for task in TASKS}
 

@@ -58,35 +58,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from kit import ROOT, meditod, synthetic
+
 BASE = ROOT / "build/pretrained/smollm2-135m"
 COLUMNS = ("exact_state_accuracy", "slots_precision", "slots_recall", "attributes_precision",
            "attributes_recall", "denial_accuracy")
 
 
-def run(*args: str) -> float:
-    """One command of the kit in its own process; its wall-clock seconds."""
-    print(f"[{time.strftime('%H:%M:%S')}] {' '.join(args[:3])} ...", file=sys.stderr, flush=True)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"{' '.join(args[:3])} ... failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - start
-
-
 def realistic_corpus(work: Path, dialogues: int) -> Path:
     """The converted SmolLM2 (made once) and a realistic synthetic corpus built under `work`."""
-    run("-m", "meditod_hub.cli", "pretrained")
-    run("-m", "meditod_hub.commands.synthetic", "--out", str(work / "release"),
-        "--dialogues", str(dialogues), "--style", "realistic")
-    run("-m", "meditod_hub.cli", "build", "--source", str(work / "release"),
-        "--out", str(work / "realistic"))
+    meditod("pretrained")
+    synthetic("--out", work / "release", "--dialogues", dialogues, "--style", "realistic")
+    meditod("build", "--source", work / "release", "--out", work / "realistic")
     return work / "realistic"
 
 
@@ -99,14 +85,13 @@ def point(steps: int, data: Path, work: Path, limit: list[str], bf16: bool,
     name = "-".join([str(steps), *(f.strip("-").replace("=", "") for f in flags)])
     if steps:
         model, family = work / f"nlu-{name}-{'bf16' if bf16 else 'fp32'}", []
-        minutes = run("-m", "meditod_hub.cli", "train", "recipes/smollm2-135m/nlu.yaml",
+        minutes = meditod("train", "recipes/smollm2-135m/nlu.yaml",
                       f"--dataset_name={data}", f"--max_steps={steps}", *flags,
                       f"--bf16={str(bf16).lower()}", f"--output_dir={model}") / 60
     scores = {}
     for held_out in sets:
         out = work / f"state-{model.name}-{held_out}"
-        run("-m", "meditod_hub.cli", "eval-state", "--nlu", str(model), "--set", held_out,
-            "--out", str(out), *family, *limit)
+        meditod("eval-state", "--nlu", model, "--set", held_out, "--out", out, *family, *limit)
         scores[held_out] = json.loads((out / "state_accuracy.json").read_text())
     return minutes, scores
 

@@ -1,0 +1,47 @@
+"""How a bench runs the kit's commands: in its own interpreter, one after the other.
+
+`meditod(*args)` is `meditod <args>` called in this process (meditod_hub.cli.main), from the
+project root (recipe paths are relative to it), so torch,
+transformers, peft and trl import once per bench, not once per command: ~6 s a command on 2 idle
+cores (`python -X importtime -c "import meditod_hub.models.train"`), which in a quick run is
+most of a command's time. A command's own lines go to stderr, beside the bench's progress, so
+stdout holds the bench's figures alone. The seconds returned are the command's work (loading its
+models included), without an interpreter's start. A command that fails ends the bench.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def meditod(*args: str | Path) -> float:
+    """`meditod <args>` in this process; its wall-clock seconds."""
+    from meditod_hub.cli import main
+
+    words = [str(a) for a in args]
+    print(f"[{time.strftime('%H:%M:%S')}] meditod {' '.join(words[:3])} ...", file=sys.stderr,
+          flush=True)
+    start = time.perf_counter()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(sys.stderr):
+        code = main(words)
+    if code:
+        sys.exit(f"meditod {' '.join(words[:3])} ... failed (exit {code}): its error is above")
+    return time.perf_counter() - start
+
+
+def synthetic(*args: str | Path) -> None:
+    """`python -m meditod_hub.commands.synthetic <args>` (a corpus generator, no `meditod`
+    command) in this process."""
+    from meditod_hub.commands.synthetic import main
+    from meditod_hub.errors import run_main
+
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(sys.stderr):
+        code = run_main(main, [str(a) for a in args])
+    if code:
+        sys.exit(f"synthetic {' '.join(map(str, args[:2]))} ... failed (exit {code})")
