@@ -21,6 +21,15 @@ MEDITOD := $(VENV)/bin/meditod
 # among the rest pulls a multi-GB CUDA build.
 LOCK := requirements.lock
 STAMP := $(VENV)/.installed
+# lighteval in a venv of its own (`make harness-env`): its pins (nltk==3.9.1) and what 0.13 needs
+# of its neighbours (huggingface_hub<1: it calls HfApi.list_models(model_name=...), which 1.0
+# removed; transformers<5, which needs huggingface_hub>=1; xxhash<4, which hashes str; litellm<1.77,
+# whose disk cache it sets up) cannot sit beside the kit's. It reaches the kit's models through its
+# endpoint backend (litellm), served from the kit's venv. The kit goes into it without its
+# dependencies: lighteval imports the kit's scorer.
+LIGHTEVAL_VENV := .venv-lighteval
+LIGHTEVAL_LOCK := requirements-lighteval.lock
+LIGHTEVAL_ROOTS := lighteval[litellm]==0.13.0 litellm<1.77 huggingface_hub<1 transformers<5 xxhash<4
 
 SOURCE ?= data/sample
 DATA ?= meditod
@@ -48,7 +57,7 @@ $(foreach v,$(QUOTED_VARIABLES),$(if $(or $(findstring ",$(value $(v))),$(findst
 $(if $(filter %.json %.jsonl,$(OUT)),$(error OUT=$(OUT): OUT is the folder a target writes \
 	into (e.g. OUT=$(patsubst %/,%,$(dir $(OUT)))); the file names inside it are fixed))
 
-.PHONY: setup lock demo test lint build infos bench bench-quick tiny train predict fewshot \
+.PHONY: setup lock harness-env harness-lock demo test lint build infos bench bench-quick tiny train predict fewshot \
 	evaluate harness publish push published pretrained annotate agreement tiny-runs eval-cascade eval-state eval-policy eval-nlg eval-conversations chat app space \
 	screenshot clean data eval push-data results leaderboard-space
 
@@ -68,6 +77,21 @@ $(STAMP): pyproject.toml $(LOCK)
 ## lock: rewrite requirements.lock from this venv (pip freeze of the project's dependency closure)
 lock: setup
 	$(PY) scripts/lock.py --out $(LOCK)
+
+## harness-env: lighteval in its own venv, .venv-lighteval (pinned by requirements-lighteval.lock),
+## with the kit installed into it without its dependencies; harness-lock rewrites that lock
+harness-env: $(LIGHTEVAL_VENV)/.installed
+
+$(LIGHTEVAL_VENV)/.installed: pyproject.toml $(LIGHTEVAL_LOCK)
+	test -x $(LIGHTEVAL_VENV)/bin/python || $(PYTHON) -m venv $(LIGHTEVAL_VENV)
+	$(LIGHTEVAL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LIGHTEVAL_VENV)/bin/python -m pip install -q -c $(LIGHTEVAL_LOCK) torch
+	$(LIGHTEVAL_VENV)/bin/python -m pip install -qq -c $(LIGHTEVAL_LOCK) $(foreach r,$(LIGHTEVAL_ROOTS),'$(r)')
+	$(LIGHTEVAL_VENV)/bin/python -m pip install -qq --no-deps -e .
+	touch $@
+
+harness-lock: harness-env
+	$(LIGHTEVAL_VENV)/bin/python scripts/lock.py $(foreach r,$(LIGHTEVAL_ROOTS),--root '$(r)') --out $(LIGHTEVAL_LOCK)
 
 ## build: build SOURCE (a release folder; default the embedded sample) into ./$(DATA); LICENSE=<id>
 ## declares the dialogues your own under that licence, NAME="..." titles the card

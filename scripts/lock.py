@@ -1,13 +1,16 @@
 """Write requirements.lock: the exact versions of this venv's packages that the project needs.
 
     .venv/bin/python scripts/lock.py --out requirements.lock     # what `make lock` runs
+    .venv-lighteval/bin/python scripts/lock.py --root lighteval==0.13.0 ... \
+        --out requirements-lighteval.lock                          # what `make harness-lock` runs
 
 The closure is walked from pyproject.toml's dependencies and its `test` extra (which pulls in
 every other extra), each package's markers evaluated for this interpreter, so a package installed
 into the venv by hand does not enter the lock. `make setup` and CI install with
 `pip install -c requirements.lock`; pyproject.toml keeps the lower bounds for library users.
 A local version label (`torch==2.13.0+cpu`) is dropped: `==2.13.0` accepts the CPU and the CUDA
-build alike, whichever index the machine uses.
+build alike, whichever index the machine uses. With `--root` the closure is walked from those
+requirements instead (lighteval's venv, whose pins cannot sit beside the kit's: `make harness-env`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ EXTRAS = ("test",)
 HEADER = ("# The versions the test suite runs against: `make setup` and CI install with\n"
           "# `pip install -c requirements.lock`. Refresh with `make lock` (scripts/lock.py) after\n"
           "# changing a dependency in pyproject.toml, then run `make test`.\n")
+ROOTS_HEADER = ("# The versions of a venv of its own (`make harness-env`), the closure of: {roots}.\n"
+                "# Refresh with `make harness-lock` (scripts/lock.py --root ...), then run `make test`.\n")
 
 
 def project_requirements(root: Path = PROJECT_ROOT, extras=EXTRAS) -> list[Requirement]:
@@ -68,8 +73,8 @@ def closure(roots: list[Requirement] | None = None) -> dict[str, str]:
     return found
 
 
-def render(pins: dict[str, str]) -> str:
-    return HEADER + "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
+def render(pins: dict[str, str], header: str = HEADER) -> str:
+    return header + "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
 
 
 def read_lock(path: str | Path) -> dict[str, str]:
@@ -86,9 +91,14 @@ def read_lock(path: str | Path) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="requirements.lock")
+    parser.add_argument("--root", action="append", default=[],
+                        help="pin the closure of this requirement instead of pyproject.toml's "
+                             "(repeat for several)")
     args = parser.parse_args(argv)
-    pins = closure()
-    Path(args.out).write_text(render(pins), encoding="utf-8")
+    roots = [Requirement(line) for line in args.root] or None
+    pins = closure(roots)
+    header = ROOTS_HEADER.format(roots=", ".join(args.root)) if roots else HEADER
+    Path(args.out).write_text(render(pins, header), encoding="utf-8")
     print(f"{args.out}: {len(pins)} packages pinned")
     return 0
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,7 @@ TASKS = ("nlu", "pol", "nlg")
 SHOTS = 2
 ICL_ROWS = 3           # in-context rows per task: ~6k-token prompts on 2 cores
 HEADLINE = {"nlu": "f1", "pol": "f1", "nlg": "bleu4"}
+PROJECT = Path(__file__).resolve().parent.parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
@@ -530,16 +532,31 @@ def test_served_in_context_lm_eval_gives_fewshots_numbers(
 
 # --- lighteval ------------------------------------------------------------------------------
 
-def test_lighteval_fine_tuned_nlu_gives_predict_and_evaluates_numbers(task_folder, tiny_runs,
-                                                                      embedded_build, in_tmp):
-    """lighteval is no extra of the kit: no release shares requirements.lock (README). Where it
-    is installed beside the kit, its NLU task must give predict + evaluate's answers and F1."""
-    pytest.importorskip("lighteval", reason="lighteval is not installed: 0.11-0.13 pin "
-                                            "nltk==3.9.1 and older releases numpy<2, which "
-                                            "requirements.lock cannot hold (README)")
+LIGHTEVAL = PROJECT / ".venv-lighteval" / "bin" / "python"  # `make harness-env`
+# The `lighteval` command line, offline: lighteval 0.13 loads every built-in task before a custom
+# one, and its tinyBenchmarks tasks fetch a file from GitHub as they load (huggingface/open-r1
+# #651; docs/harness.md): that module is left out here (an empty one in its place).
+LIGHTEVAL_OFFLINE = """
+import sys, types
+sys.modules["lighteval.tasks.tasks.tiny_benchmarks"] = types.ModuleType("tiny_benchmarks")
+from lighteval.__main__ import app
+sys.argv[0] = "lighteval"
+app()
+"""
+
+
+def test_lighteval_fine_tuned_nlu_gives_predict_and_evaluates_numbers(
+        tiny_runs, embedded_build, transformers_serve, in_tmp, capsys):  # noqa: F811
+    """lighteval runs in a venv of its own (`make harness-env`: its pins cannot sit beside the
+    kit's, docs/harness.md), against the run served from the kit's venv, by the command line
+    `meditod harness` prints; its NLU answers and F1 are predict + evaluate's."""
+    if not LIGHTEVAL.is_file():
+        problem = f"no {LIGHTEVAL.parent.parent.name} (make harness-env)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{problem}: CI must run the lighteval check")
+        pytest.skip(problem)
     from meditod_hub.commands.evaluate import main as evaluate
     from meditod_hub.commands.predict import main as predict
-    from meditod_hub.evaluation.harness.export import lighteval_model
 
     run = tiny_runs / "nlu"
     assert predict(["--model_path", str(run), "--task", "nlu", "--data", str(embedded_build),
@@ -547,15 +564,20 @@ def test_lighteval_fine_tuned_nlu_gives_predict_and_evaluates_numbers(task_folde
     assert evaluate(["--task", "nlu", "--data", str(embedded_build), "--split", "train",
                      "--predictions", "kit/predictions.jsonl", "--no_chart"]) == 0
     kit = json.loads((in_tmp / "kit" / "results.json").read_text())
-    config = in_tmp / "model.yaml"
-    config.write_text(lighteval_model(str(run), get_task("nlu").system_message))
-    done = subprocess.run([sys.executable, "-m", "lighteval", "accelerate", str(config),
-                           "meditod_nlu_train_ft|0", "--custom-tasks",
-                           str(task_folder / "lighteval_tasks.py"), "--output-dir", "lv"],
-                          cwd=in_tmp, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, **OFFLINE, "CUDA_VISIBLE_DEVICES": ""})
+    capsys.readouterr()
+    assert harness(["--data", str(embedded_build), "--settings", "ft", "--splits", "train",
+                    "--model", str(run), "--endpoint", transformers_serve, "--out", "tasks"]) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines()
+              if x.startswith(".venv-lighteval/bin/lighteval ") and "nlu_ft.model.yaml" in x]
+    env = {**os.environ, **OFFLINE, "OPENAI_API_KEY": "unused", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([str(LIGHTEVAL), "-c", LIGHTEVAL_OFFLINE,
+                           *shlex.split(line)[1:]], cwd=in_tmp, capture_output=True, text=True,
+                          timeout=900, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    [results] = glob.glob(str(in_tmp / "lv" / "results" / "**" / "results_*.json"), recursive=True)
+    [results] = glob.glob(str(in_tmp / "out" / "harness-results" / "**" / "results_*.json"),
+                          recursive=True)
     scores = json.loads(Path(results).read_text())["results"]["meditod_nlu_train_ft|0"]
+    print(f"lighteval NLU train f1 {scores['f1']:.4f}, predict+evaluate {kit['f1']:.4f} "
+          f"({kit['parse_failures']} parse failures)")
     assert round(scores["f1"], 4) == round(kit["f1"], 4) and kit["f1"] > 0
     assert scores["parse_failures"] == kit["parse_failures"]

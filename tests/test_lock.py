@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -49,6 +50,25 @@ def test_setup_installs_from_the_lock_torch_first():
     assert installs[-2:] == [".venv/bin/python -m pip install -q -c requirements.lock torch",
                              ".venv/bin/python -m pip install -qq -c requirements.lock -e '.[test]'"]
     assert "sed" not in (PROJECT / "Makefile").read_text()
+
+
+def test_lightevals_venv_installs_from_its_own_lock_torch_first_and_the_kit_without_deps():
+    """`make harness-env`: lighteval's venv, pinned by requirements-lighteval.lock, which pins
+    every root it names (as `make harness-lock` writes it) and none of the kit's conflicting
+    pins (nltk 3.9.1 there, 3.10 here)."""
+    done = subprocess.run(["make", "-n", "-B", "harness-env"], cwd=PROJECT, capture_output=True,
+                          text=True, timeout=60)
+    installs = [line for line in done.stdout.splitlines() if " pip install " in line]
+    lock_file = "requirements-lighteval.lock"
+    assert installs[1] == f".venv-lighteval/bin/python -m pip install -q -c {lock_file} torch"
+    assert installs[-1] == ".venv-lighteval/bin/python -m pip install -qq --no-deps -e ."
+    roots = [Requirement(r.strip("'")) for r in installs[2].split(f"-c {lock_file} ", 1)[1].split()]
+    pins = lock.read_lock(PROJECT / lock_file)
+    for root in roots:
+        assert root.specifier.contains(pins[canonicalize_name(root.name)]), (root, pins)
+    header = (PROJECT / lock_file).read_text().splitlines()[0]
+    assert header == lock.ROOTS_HEADER.splitlines()[0].format(roots=", ".join(map(str, roots)))
+    assert pins["nltk"] != lock.read_lock(PROJECT / "requirements.lock")["nltk"]
 
 
 @pytest.mark.slow

@@ -40,7 +40,8 @@ def main(argv: list[str]) -> int:
     written = export.write(out, args.data, splits, settings=settings, shots=args.shots,
                            retriever=retriever, retrieval_cache=args.retrieval_cache,
                            ft_max_new_tokens=args.max_new_tokens, limit=args.limit, model=args.model,
-                           family=args.family)
+                           family=args.family, endpoint=args.endpoint,
+                           eos=command.eos_token(args.model))
     rows = sum(written.rows.values())
     print(f"{sum(map(len, written.tasks.values()))} tasks, {rows} rows ({', '.join(splits)}) -> {out}")
     print("\n".join(command.commands(written, args.model, args.endpoint)))

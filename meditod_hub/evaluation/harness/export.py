@@ -7,7 +7,8 @@
     OUT/data/README.md               the rows as a dataset with one config per task and split
     OUT/lighteval_tasks.py           lighteval custom tasks, fine-tuned (`--custom-tasks`)
     OUT/lighteval/<task>_ft.system.txt  the system message lighteval must be given (its
-                                     model's `system_prompt`); with a model, <task>_ft.model.yaml
+                                     model's `system_prompt`); with a model, <task>_ft.model.yaml,
+                                     its endpoint model config (`lighteval endpoint litellm`)
 
 lm-eval task names: `meditod_<task>[_ood]_<setting>`, `<setting>` `icl` (the paper's in-context
 setting: the authors' system prompt, the row's retrieved exemplars as chat turns, greedy, 200 new
@@ -19,8 +20,8 @@ message and no chat template, and its answers go to that family's parser); `_ood
 split. Groups `meditod_icl`
 and `meditod_ft` hold every task of their setting. Paths inside the YAMLs are absolute: the
 folder is written for this machine. The lighteval module holds the fine-tuned tasks only (its
-few-shot examples come from a split, not per row), for an environment where lighteval runs:
-0.13 does not beside the kit's locked packages (README, "Evaluation harnesses").
+few-shot examples come from a split, not per row), for lighteval's own venv (`make harness-env`:
+0.13 does not run beside the kit's locked packages; docs/harness.md).
 """
 
 from __future__ import annotations
@@ -179,12 +180,16 @@ TASKS_TABLE = tasks_table(Path(__file__).resolve().parent)
 '''
 
 
-def lighteval_model(model: str, system: str) -> str:
-    """A lighteval model config (accelerate backend): the model, greedy, the task's system
-    message (lighteval takes it from the model, not the task), and no special tokens added to
-    the rendered chat template, which holds its own (lighteval's default adds a second BOS)."""
-    config = {"model_name": model, "system_prompt": system, "batch_size": 1,
-              "add_special_tokens": False, "generation_parameters": {"temperature": 0.0}}
+def lighteval_model(model: str, system: str, endpoint: str, eos: str | None) -> str:
+    """A lighteval model config for its endpoint backend (`lighteval endpoint litellm`): the
+    model behind an OpenAI-compatible server, greedy, the task's system message (lighteval takes
+    it from the model, not the task) and the model's EOS token as the stop string (lighteval
+    sends its task's empty stop list otherwise, which `transformers serve` answers with a 500).
+    The endpoint, not lighteval's own transformers backend: lighteval 0.13 needs transformers 4,
+    which cannot read a tokenizer transformers 5 saved (a run of the kit's)."""
+    generation = {"temperature": 0.0, **({"stop_tokens": [eos]} if eos else {})}
+    config = {"model_name": f"openai/{model}", "base_url": endpoint, "system_prompt": system,
+              "concurrent_requests": 1, "generation_parameters": generation}
     return "model_parameters:\n" + "".join(f"  {k}: {_scalar(v)}\n" for k, v in config.items())
 
 
@@ -196,11 +201,12 @@ from meditod_hub.evaluation.harness.lm_eval_tasks import RetrievedExemplars  # n
 
 def write(out: Path, data: str, splits: list[str], *, settings=("icl", "ft"), shots: int = 5,
           retriever=None, retrieval_cache=None, ft_max_new_tokens: int | None = None,
-          limit: int | None = None, model: str | None = None, family: str | None = None
-          ) -> Written:
+          limit: int | None = None, model: str | None = None, family: str | None = None,
+          endpoint: str | None = None, eos: str | None = None) -> Written:
     """The task folder for `data`'s `splits` (`retriever`: a `retrieval.Retriever`, needed for
     the in-context setting; `family`: the fine-tuned tasks' family, default `model`'s run's,
-    `ft_family`; `ft_max_new_tokens`: their answer budget, default the run's, else the family's)."""
+    `ft_family`; `ft_max_new_tokens`: their answer budget, default the run's, else the family's;
+    `endpoint`, `eos`: where lighteval's model config finds `model` served, and its EOS token)."""
     tuned = ft_family(model, family, ft_max_new_tokens) if "ft" in settings \
         else FineTuned(get_family(scoring.CHAT_FAMILY))
     ft_max_new_tokens = tuned.budget.max_new_tokens if tuned.budget else \
@@ -247,9 +253,9 @@ def write(out: Path, data: str, splits: list[str], *, settings=("icl", "ft"), sh
         files["lighteval_tasks.py"] = LIGHTEVAL_MODULE
         for task in TASK_NAMES:
             files[f"lighteval/{task}_ft.system.txt"] = get_task(task).system_message
-            if model:
+            if model and endpoint:
                 files[f"lighteval/{task}_ft.model.yaml"] = lighteval_model(
-                    model, get_task(task).system_message)
+                    model, get_task(task).system_message, endpoint, eos)
     info = {**meta, "splits": splits, "settings": list(settings),
             "retriever": pool.describe() if "icl" in settings else None,
             "max_gen_toks": {"icl": PAPER_MAX_TOKENS, "ft": ft_max_new_tokens},
