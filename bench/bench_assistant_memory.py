@@ -81,7 +81,7 @@ def make_runs(work: Path, size: str, max_new_tokens: int) -> int:
         torch.manual_seed(hash(name) % 1000)
         get_peft_model(model, lora).save_pretrained(work / name)
         tokenizer.save_pretrained(work / name)
-        write_run_files(work / name, {"model": "bench", "task": name, "family": "llama",
+        write_run_files(work / name, {"model": "bench", "task": name, "family": "chat",
                                       "base_model": str(work / "base"), "adapter": True,
                                       "quantization": None},
                         {"max_length": 1024, "max_new_tokens": max_new_tokens})

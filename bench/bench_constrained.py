@@ -37,7 +37,7 @@ from meditod_hub.models.families import FAMILIES, Budget  # noqa: E402
 from meditod_hub.models.formats import chat  # noqa: E402
 
 EMBEDDED = Path(__file__).resolve().parent.parent / "data" / "sample"
-FORMATS = {"chat": "llama", "span": "flan-t5", "pptod": "pptod"}
+FORMATS = {"chat": "chat", "span": "flan-t5", "pptod": "pptod"}
 LABEL_KIND = {"nlu": "nlu", "pol": "actions"}
 
 
@@ -230,7 +230,7 @@ def bench_effect(data: Path, workdir: Path, rows_per_task: int) -> None:
     from meditod_hub.models.tiny import build_all
 
     path = build_all(data, workdir, ["tiny-llama"])["tiny-llama"]
-    family = FAMILIES["llama"]
+    family = FAMILIES["chat"]
     model, tokenizer = family.auto_model().from_pretrained(path), AutoTokenizer.from_pretrained(path)
     print("\n## 3. Effect: the tiny random Llama, greedy, 64 new tokens\n")
     print("| task | rows | parse failures free -> constrained | CMAS-valid free -> constrained |")

@@ -71,7 +71,7 @@ def trainer_for(task: str, model_dir: Path, rows: list[dict], out: Path, samplin
                                      "--num_train_epochs=1", "--logging_steps=1000", *CPU_RECIPE])
     T.apply_effective_batch(recipe)  # 8 per device x 2 accumulation, as on one GPU
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    encoded = T.encode(FAMILIES["llama"], TASKS[task], rows, tokenizer, recipe.budget)
+    encoded = T.encode(FAMILIES["chat"], TASKS[task], rows, tokenizer, recipe.budget)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     trainer = T.make_trainer(recipe, model, tokenizer, encoded, None, None)
     trainer.remove_callback(PrinterCallback)  # the figures are printed once, below
@@ -97,7 +97,7 @@ def generation_ratio(model_dir: Path, rows: list[dict], n: int, new_tokens: int)
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    llama = FAMILIES["llama"]
+    llama = FAMILIES["chat"]
     prompts = [llama.prompt(TASKS["nlu"], row, tokenizer, Budget(None, new_tokens)).input_ids
                for row in rows[:n]]
     stops = llama.stop_token_ids(tokenizer)

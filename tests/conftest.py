@@ -24,7 +24,7 @@ sys.path.insert(0, str(PROJECT_ROOT))
 # shell does.
 for _variable in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS"):
     os.environ.pop(_variable, None)
-# `make test` runs a pytest-xdist worker per core: each worker (and every command it starts)
+# `make test` runs a pytest-xdist worker per core and one more: each worker (and every command it starts)
 # gets one torch thread, set before torch loads. Two threads per worker on a shared core spin
 # against each other and run ~2x slower. A value the user set is kept.
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
@@ -359,7 +359,7 @@ def predictions(embedded_build, tmp_path) -> Path:
 def run_folder(tiny_models, tmp_path) -> Path:
     run = tmp_path / "run"
     shutil.copytree(tiny_models / "tiny-llama", run)
-    (run / "run_info.json").write_text(json.dumps({"family": "llama", "task": "nlu",
+    (run / "run_info.json").write_text(json.dumps({"family": "chat", "task": "nlu",
                                                    "quantization": None}))
     (run / "recipe.yaml").write_text("max_new_tokens: 4\n")
     (run / "checkpoints").mkdir()
@@ -373,6 +373,6 @@ def fake_model_run(tmp_path) -> Path:
     run = tmp_path / "model-run"
     run.mkdir()
     (run / "config.json").write_text('{"model_type": "llama"}')
-    (run / "run_info.json").write_text(json.dumps({"family": "llama", "task": "nlu"}))
+    (run / "run_info.json").write_text(json.dumps({"family": "chat", "task": "nlu"}))
     (run / "recipe.yaml").write_text("max_new_tokens: 4\n")
     return run

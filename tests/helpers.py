@@ -85,7 +85,7 @@ NLG_RESULTS = {"bleu2": 21.5, "bleu4": 9.25, "rouge1": 0.41, "rougeL": 0.39,
 RESULTS = {"nlu": NLU_RESULTS, "pol": POL_RESULTS, "nlg": NLG_RESULTS}
 
 
-def write_run(path: Path, task: str = "nlu", model: str = "llama3-8b", family: str = "llama",
+def write_run(path: Path, task: str = "nlu", model: str = "llama3-8b", family: str = "chat",
               splits: dict[str, dict] | None = None, **info) -> Path:
     """A run directory as training + evaluation leave it (weights are the caller's business)."""
     (path / "eval").mkdir(parents=True, exist_ok=True)
@@ -310,7 +310,7 @@ def served_runs(folder: Path) -> list[str]:
 
     flags = []
     for task in TASK_NAMES:
-        write_run_files(folder / task, {"model": "m", "task": task, "family": "llama",
+        write_run_files(folder / task, {"model": "m", "task": task, "family": "chat",
                                         "base_model": "b", "adapter": True}, {})
         (folder / task / "adapter_config.json").write_text(
             json.dumps({"base_model_name_or_path": "b"}))

@@ -77,7 +77,7 @@ def test_adapters_of_different_bases_load_apart_and_say_why(lora_runs, tiny_mode
     assert adapter_base(moved, False) != adapter_base(lora_runs / "nlu", False)
     assert adapter_base(lora_runs / "nlu", False) != adapter_base(lora_runs / "nlu", True)
 
-    models, family = SharedModels(), get_family("llama")
+    models, family = SharedModels(), get_family("chat")
     nlu = models.load(lora_runs / "nlu", family, False, "nlu")
     pol = models.load(moved, family, False, "pol")
     nlg = models.load(lora_runs / "nlg", family, False, "nlg")
@@ -132,7 +132,7 @@ def test_the_served_layout_one_endpoint_three_model_names(tmp_path):
     from meditod_hub.models.runs import write_run_files
 
     for task in TASKS:  # the runs give family and budgets; the weights are the server's
-        write_run_files(tmp_path / task, {"model": "m", "task": task, "family": "llama",
+        write_run_files(tmp_path / task, {"model": "m", "task": task, "family": "chat",
                                           "base_model": "b", "adapter": True}, {})
         (tmp_path / task / "adapter_config.json").write_text(
             json.dumps({"base_model_name_or_path": "b"}))  # an adapter run, weights not needed

@@ -196,8 +196,8 @@ def test_hub_ids_load_at_their_revision_and_adapters_bring_their_base(
 
     at_v0, at_main, adapted, missing = _load_from_hub(
         hub, tmp_path, ("org/tiny-nlu", "v0", None),  # family and task from its run_info.json
-        ("org/tiny-nlu", None, "llama"), ("org/tiny-adapter", None, "llama"),
-        ("org/tiny-nlu", "no-such", "llama"))
+        ("org/tiny-nlu", None, "chat"), ("org/tiny-adapter", None, "chat"),
+        ("org/tiny-nlu", "no-such", "chat"))
     assert at_v0["folder"].endswith(repo.branches["v0"]) and at_v0["weights"] != at_main["weights"]
     assert at_v0["weights"] == weights_digest(load_predictor(ModelSpec(str(tiny_runs / "nlu")),
                                                              "nlu").model)

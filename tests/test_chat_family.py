@@ -60,8 +60,8 @@ def chatml(texts):
 
 def test_llama3_format_is_byte_identical(embedded_build):
     tokenizer = llama3_tokenizer()
-    family = get_family("llama")
-    assert family is CHAT, "`chat` is the llama family's other name, not a second family"
+    family = get_family("chat")
+    assert family is CHAT, "one chat family (`llama` is its old name), not a second"
     assert ensure_pad_token(tokenizer, family) is False
     digest = hashlib.sha256(json.dumps([tokenizer.pad_token,
                                         family.stop_token_ids(tokenizer)]).encode())
@@ -126,7 +126,7 @@ def test_a_chatml_model_trains_and_predicts_with_family_chat(chatml, embedded_bu
     assert train_cmd.main(train_args("tiny-llama/nlu.yaml", embedded_build, base, run, "--family=chat",
                                      "--max_steps=2", "--save_strategy=no")) == 0
     info = json.loads((run / "run_info.json").read_text())
-    assert info["family"] == "llama"
+    assert info["family"] == "chat"
     saved = PreTrainedTokenizerFast.from_pretrained(run)
     assert saved.pad_token == "<|endoftext|>" and saved.chat_template == CHATML_TEMPLATE
     rows = load_split(embedded_build, "nlu", "test")[:2]

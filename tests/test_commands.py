@@ -18,8 +18,9 @@ from meditod_hub.models import train as T
 
 PROJECT = Path(__file__).resolve().parent.parent
 # Targets that run pip, ruff, pytest, the bench scripts or the demo script, not one subcommand.
-NOT_SUBCOMMANDS = {"setup", "lock", "test", "lint", "bench", "bench-quick", "demo", "screenshot",
-                   "clean", "infos", "data", "eval", "push-data"}
+NOT_SUBCOMMANDS = {"setup", "lock", "harness-env", "harness-lock", "test", "lint", "bench",
+                   "bench-quick", "demo", "screenshot", "clean", "infos", "data", "eval",
+                   "push-data"}
 ALIASES = {"data": "build", "eval": "evaluate", "push-data": "push"}
 
 

@@ -32,13 +32,13 @@ def predict_rows(model, tokenizer, family, task, data, budget, batch_size=16, co
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-TINY = {"llama": "tiny-llama", "biogpt": "tiny-biogpt", "flan-t5": "tiny-t5", "pptod": "tiny-pptod"}
+TINY = {"chat": "tiny-llama", "biogpt": "tiny-biogpt", "flan-t5": "tiny-t5", "pptod": "tiny-pptod"}
 LABEL_KIND = {"nlu": "nlu", "pol": "actions"}
 
 
 
 def gold_text(family: str, task: str, row: dict) -> str:
-    return chat.answer(TASKS[task], row) if family == "llama" else \
+    return chat.answer(TASKS[task], row) if family == "chat" else \
         FAMILIES[family].target_text(TASKS[task], row)
 
 
@@ -192,7 +192,7 @@ def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_
     vocabulary_file.write_text("# canonical values\ncough\n\nFever\n")
     vocabulary = C.read_vocabulary(vocabulary_file)
     assert vocabulary == {"cough", "fever"}
-    fam = FAMILIES["llama"]
+    fam = FAMILIES["chat"]
     path = tiny_models / "tiny-llama"
     model, tokenizer = fam.auto_model().from_pretrained(path), AutoTokenizer.from_pretrained(path)
     for task in ("nlu", "pol"):
@@ -291,7 +291,7 @@ def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_m
     from meditod_hub.errors import run_main
 
     out = tmp_path / "predictions-constrained.jsonl"
-    assert run_main(predict_cmd.main, ["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama",
+    assert run_main(predict_cmd.main, ["--model_path", str(tiny_models / "tiny-llama"), "--family", "chat",
                                        "--task", "pol", "--data", str(embedded_build), "--split", "test",
                                        "--out", str(out), "--max_new_tokens", "48", "--limit", "4",
                                        "--constrained"]) == 0
@@ -314,7 +314,7 @@ def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
         return ServedPredictor(endpoint, None, fam, TASKS[task], budget, decode).predict(data)
 
     data = rows(embedded_build, "nlu", "test")[:2]
-    fam = FAMILIES["llama"]
+    fam = FAMILIES["chat"]
     with ChatServer() as server:
         endpoint = Endpoint(server.url, "stub-model", cache=None)
         for kind, field in (("vllm", "structured_outputs"), ("sglang", "ebnf"),

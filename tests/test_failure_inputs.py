@@ -524,7 +524,7 @@ def test_a_command_with_stdout_closed_ends_as_usual(args, code, tmp_path):
 
 def test_predict_refuses_a_readme_as_its_vocabulary(embedded_build, tmp_path, capsys):
     outcome = run_case("predict --constrained --vocabulary README.md", predict_cmd.main, [
-        "--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1", "--family", "llama",
+        "--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1", "--family", "chat",
         "--task", "nlu", "--data", embedded_build, "--constrained", "--vocabulary",
         PROJECT / "README.md", "--out", tmp_path / "p.jsonl"], capsys)
     expect(outcome, f"{PROJECT / 'README.md'}, line ", "expected one canonical medical value per "

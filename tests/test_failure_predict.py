@@ -141,7 +141,7 @@ def test_predict_bad_input(case, run_folder, embedded_build, tmp_path, capsys, m
 
 # --- a run_info.json a user or another tool edited: each key the kit reads has its shape -------
 BROKEN_RUN_INFO = {  # before: 4 of these were "unexpected TypeError/ValueError", 2 ran on
-    "family a list": ({"family": ["llama"]}, "`family` must be a string, got a list"),
+    "family a list": ({"family": ["chat"]}, "`family` must be a string, got a list"),
     "task a list": ({"task": ["nlu"]}, "`task` must be a string, got a list"),
     "tasks a string": ({"tasks": "nlu"}, "`tasks` must be a list of task names, got a string"),
     "budget a string": ({"budget": "big"}, "`budget` must be an object of max_length"),
@@ -218,7 +218,7 @@ SILENT_PREDICT = {
     "--max_new_tokens 1e9": (["--max_new_tokens", "1000000000"],
                              "--max_new_tokens 1000000000 is beyond the model's 4096 positions"),
     "--family of another family than the run's": (["--family", "biogpt"],
-                                                  "was trained as the llama family"),
+                                                  "was trained as the chat family"),
     "--family of another architecture": (["--family", "flan-t5"], "is a decoder (its config.json)"),
 }
 
@@ -256,7 +256,7 @@ SILENT_HARNESS = {
                           "is not an http:// or https:// URL"),
     "--endpoint without a host": (lambda t, run: ["--endpoint", "http:///v1"], "is not a URL"),
     "--family of another family than --model's run": (
-        lambda t, run: ["--model", run, "--family", "pptod"], "was trained as the llama family"),
+        lambda t, run: ["--model", run, "--family", "pptod"], "was trained as the chat family"),
 }
 
 

@@ -63,7 +63,7 @@ def test_train_bad_input(case, embedded_build, tiny_models, tmp_path, capsys):
     elif case == "unknown key":
         recipe.write_text(TINY_NLU_RECIPE + "learning_rte: 1\n")
     elif case == "unknown family":
-        recipe.write_text(TINY_NLU_RECIPE.replace("family: llama", "family: gpt2"))
+        recipe.write_text(TINY_NLU_RECIPE.replace("family: chat", "family: gpt2"))
     elif case == "misspelled validation split":
         extra += ["--dataset_eval_split=valid", "--eval_strategy=steps", "--eval_steps=1"]
     elif case == "misspelled dataset":

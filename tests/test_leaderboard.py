@@ -53,14 +53,14 @@ def test_settings_come_from_the_file_then_the_environment(tmp_path):
 
 
 def test_filters_keep_the_chosen_rows_and_sort_best_first():
-    ours = Row("pol", "test", "org/<b>model</b>", "hub", "supervised", True, "llama",
+    ours = Row("pol", "test", "org/<b>model</b>", "hub", "supervised", True, "chat",
                {"f1": 0.3, "precision_at_k.4": 0.5}, "https://hub/org/model")
     report = Report(paper_rows() + [ours])
     constrained = L.shown_rows(report, "pol", "test", "constrained", L.ANY, "f1")
     assert constrained == [ours]
     in_context = L.shown_rows(report, "pol", "test", "in-context", L.ANY, "f1")
     assert len(in_context) == 7 and in_context[0].system == "GPT-4-Turbo"
-    by_pak = L.shown_rows(report, "pol", "test", L.ANY, "llama", "precision_at_k.4")
+    by_pak = L.shown_rows(report, "pol", "test", L.ANY, "chat", "precision_at_k.4")
     assert by_pak[0] is ours and [r.source for r in by_pak[1:]] == ["paper"] * 6
     html = L.table_html("pol", by_pak)
     assert "&lt;b&gt;model&lt;/b&gt;" in html and "<b>model" not in html

@@ -78,7 +78,7 @@ def test_the_guards_own_record_is_no_output_of_any_command(embedded_build, tmp_p
     with pytest.raises(UsageError, match="the output guard's record"):
         F.output_path(tmp_path / F.RECORD, purpose="evaluate")
     refused(predict_cmd.main, ["--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1",
-                               "--family", "llama", "--task", "nlu", "--data", embedded_build,
+                               "--family", "chat", "--task", "nlu", "--data", embedded_build,
                                "--out", tmp_path / "d" / F.RECORD], capsys,
             f"--out {tmp_path / 'd' / F.RECORD}: {F.RECORD} is the name of the output guard's")
     assert not (tmp_path / "d").exists()
@@ -180,7 +180,7 @@ def test_predict_never_writes_into_its_data(embedded_build, tmp_path, capsys):
     shutil.copytree(embedded_build, data)
     before = digests(data)
     refused(predict_cmd.main, ["--model_path", "org/model", "--endpoint", "http://127.0.0.1:9/v1",
-                               "--family", "llama", "--task", "nlu", "--data", data,
+                               "--family", "chat", "--task", "nlu", "--data", data,
                                "--out", data / "nlu" / "test-00000-of-00001.parquet"], capsys,
             "inside the input folder")
     assert digests(data) == before
@@ -306,7 +306,7 @@ def read_run(path):
 def _full_run(base: Path, folder: Path) -> Path:
     """A full-weights run folder a Space can take (the tiny base, with run files)."""
     shutil.copytree(base, folder)
-    (folder / "run_info.json").write_text(json.dumps({"adapter": False, "family": "llama",
+    (folder / "run_info.json").write_text(json.dumps({"adapter": False, "family": "chat",
                                                       "model": "tiny-llama", "task": "nlu"}))
     (folder / "recipe.yaml").write_text("learning_rate: 1.0e-4\n")
     return folder

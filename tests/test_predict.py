@@ -27,7 +27,7 @@ def test_predictions_file_follows_the_evaluation_contract(tiny_models, embedded_
     from meditod_hub.commands.evaluate import main as evaluate
 
     out = tmp_path / "eval" / "test" / "predictions.jsonl"
-    predict_cmd.main(["--model_path", str(tiny_models / "tiny-llama"), "--family", "llama", "--task", "pol",
+    predict_cmd.main(["--model_path", str(tiny_models / "tiny-llama"), "--family", "chat", "--task", "pol",
                       "--data", str(embedded_build), "--split", "test", "--out", str(out),
                       "--max_new_tokens", "12"])
     lines = [json.loads(line) for line in out.read_text().splitlines()]
@@ -66,17 +66,17 @@ def test_a_run_directory_supplies_family_task_and_budgets(tiny_models, embedded_
     assert "was trained for nlg, not nlu" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name,family", [("tiny-llama", "llama"), ("tiny-t5", "flan-t5")])
+@pytest.mark.parametrize("name,family", [("tiny-llama", "chat"), ("tiny-t5", "flan-t5")])
 def test_an_adapter_brings_its_base_model(tiny_models, tmp_path, name, family):
     from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-    auto = AutoModelForCausalLM if family == "llama" else AutoModelForSeq2SeqLM
+    auto = AutoModelForCausalLM if family == "chat" else AutoModelForSeq2SeqLM
     base = auto.from_pretrained(tiny_models / name)
-    task_type = "CAUSAL_LM" if family == "llama" else "SEQ_2_SEQ_LM"
+    task_type = "CAUSAL_LM" if family == "chat" else "SEQ_2_SEQ_LM"
     adapter = get_peft_model(base, LoraConfig(r=4, task_type=task_type,
                                               target_modules=["q_proj", "v_proj"]
-                                              if family == "llama" else ["q", "v"]))
+                                              if family == "chat" else ["q", "v"]))
     adapter.save_pretrained(tmp_path / "adapter")
     AutoTokenizer.from_pretrained(tiny_models / name).save_pretrained(tmp_path / "adapter")
     model, tokenizer = loading.load_model(str(tmp_path / "adapter"), FAMILIES[family])
@@ -86,11 +86,11 @@ def test_an_adapter_brings_its_base_model(tiny_models, tmp_path, name, family):
 
 
 def test_a_4bit_run_is_served_on_a_4bit_base(tiny_models):
-    model, _ = loading.load_model(str(tiny_models / "tiny-llama"), FAMILIES["llama"], load_in_4bit=True)
+    model, _ = loading.load_model(str(tiny_models / "tiny-llama"), FAMILIES["chat"], load_in_4bit=True)
     assert getattr(model, "is_loaded_in_4bit", False)
 
 
-@pytest.mark.parametrize("name,family,task", [("tiny-llama", "llama", "nlu"),
+@pytest.mark.parametrize("name,family,task", [("tiny-llama", "chat", "nlu"),
                                               ("tiny-biogpt", "biogpt", "pol"),
                                               ("tiny-pptod", "pptod", "nlg")])
 def test_batched_generation_equals_one_example_at_a_time(tiny_models, embedded_build, name,
@@ -116,13 +116,13 @@ def test_stop_tokens_are_eos_and_the_chat_end_of_turn(tiny_models):
     from transformers import AutoTokenizer
 
     llama = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
-    assert set(FAMILIES["llama"].stop_token_ids(llama)) == {llama.convert_tokens_to_ids("<|eot_id|>")}
+    assert set(FAMILIES["chat"].stop_token_ids(llama)) == {llama.convert_tokens_to_ids("<|eot_id|>")}
     t5 = AutoTokenizer.from_pretrained(tiny_models / "tiny-t5")
     assert FAMILIES["flan-t5"].stop_token_ids(t5) == [t5.eos_token_id]
 
 
 def test_outputs_parse_with_their_familys_parser():
-    assert FAMILIES["llama"].parse("nlu", '[answer] [{"intent": "chit-chat"}] [done]').ok
+    assert FAMILIES["chat"].parse("nlu", '[answer] [{"intent": "chit-chat"}] [done]').ok
     assert FAMILIES["flan-t5"].parse("nlu", "@chit-chat@").value == [{"intent": "chit-chat"}]
     assert FAMILIES["biogpt"].parse("pol", "@ inquire @").value == [{"action": "inquire"}]
     broken = FAMILIES["pptod"].parse("nlu", "<sos_b> @inform@ [positive_symptom] ( value")

@@ -13,7 +13,7 @@ from meditod_hub.errors import run_main
 
 
 def predict(embedded_build, url: str, out, *extra: str) -> list[str]:
-    return ["--model_path", "my-org/meditod-llama3-nlu", "--family", "llama", "--task", "nlu",
+    return ["--model_path", "my-org/meditod-llama3-nlu", "--family", "chat", "--task", "nlu",
             "--data", str(embedded_build), "--limit", "3", "--endpoint", url,
             "--served_model", "stub-model", "--out", str(out), "--cache",
             str(out.parent / "answers.sqlite"), *extra]

@@ -33,7 +33,7 @@ def recipe_file(tmp_path: Path, family: str, **keys) -> Path:
     ("biogpt", {"max_length": 256, "max_new_tokens": 64}, Budget(256, 64)),
     ("flan-t5", {}, FAMILIES["flan-t5"].default_budget),
     ("flan-t5", {"max_source_length": 300}, Budget(300, 512)),
-    ("llama", {"max_new_tokens": 99}, Budget(None, 99)),
+    ("chat", {"max_new_tokens": 99}, Budget(None, 99)),
 ])
 def test_training_resolves_the_budget_that_prediction_reads_back(tmp_path, family, keys, expected):
     recipe = train_cmd.parse_recipe([str(recipe_file(tmp_path, family, **keys))])
@@ -120,7 +120,7 @@ def test_one_run_predicts_the_same_through_every_command(tiny_runs, embedded_bui
 
 # --- streaming: the answer, never the format's markers ------------------------------------------
 @pytest.mark.parametrize("family,pieces,shown", [
-    ("llama", ["[answer]", " Any", " fever?", " [done]", " [answer] junk"], "Any fever?"),
+    ("chat", ["[answer]", " Any", " fever?", " [done]", " [answer] junk"], "Any fever?"),
     ("biogpt", ["Any", " fever?"], "Any fever?"),
 ])
 def test_a_streamed_reply_shows_the_answer_as_the_parser_reads_it(family, pieces, shown):

@@ -21,6 +21,7 @@ from meditod_hub.evaluation.report import markdown as results_markdown
 from meditod_hub.evaluation.results import local_rows
 from meditod_hub.evaluation.results_render import chart_heading
 from meditod_hub.evaluation.results_table import Row
+from meditod_hub.models.families import get_family
 from meditod_hub.models.runs import family_label, read_run
 from meditod_hub.publishing.model_card import render_model_card
 
@@ -125,14 +126,14 @@ def test_a_runs_results_table_is_titled_with_its_data():
         "# MediTOD NLG results (test)")
 
 
-def test_smollm2s_family_is_shown_as_chat_and_recorded_as_llama(tmp_path):
-    """(before: SmolLM2's runs, whose recipes say `family: chat`, showed `llama` in cards and
-    tables)"""
-    run = write_run(tmp_path / "smollm2", model="smollm2-135m", recipe_family="chat")
-    assert read_run(run).family.name == "llama"  # the registry's name is unchanged
+def test_the_chat_family_is_chat_and_an_old_runs_llama_reads_as_chat(tmp_path):
+    """(issue 47: the family was registered as `llama` and shown as `chat` for SmolLM2's recipes;
+    `llama` is now only how run folders made before recorded it)"""
+    run = write_run(tmp_path / "smollm2", model="smollm2-135m", family="llama")  # an old folder
+    assert read_run(run).family.name == "chat"
     assert family_label(read_run(run).info) == "chat"
-    assert family_label({"family": "llama"}) == "llama"  # Llama 3's recipes say llama
-    assert family_label({"family": "pptod", "recipe_family": "chat"}) == "pptod"
+    assert family_label({"family": "pptod"}) == "pptod"
+    assert get_family("llama") is get_family("chat")
     card = render_model_card(read_run(run), run_id="t/r", repo_id="t/r")
     assert "chat" in card.data.tags and "llama" not in card.data.tags
     assert "Model family (`meditod_hub.models.families`): `chat`" in str(card)

@@ -303,7 +303,7 @@ def test_trained_run_predicts_the_same_from_the_hub(tmp_path, hub_server):
     # process: a barely trained model has near-tied logits, so thread scheduling must not differ.
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     outputs = {}
-    for name, source in (("local", [str(run)]), ("hub", [REPO, "--family", "llama"])):
+    for name, source in (("local", [str(run)]), ("hub", [REPO, "--family", "chat"])):
         outputs[name] = tmp_path / f"{name}-first-8.jsonl"
         done = subprocess.run([sys.executable, "-m", "meditod_hub.commands.predict", "--model_path", *source,
                                *common, "--limit", "8", "--out", str(outputs[name])],

@@ -45,7 +45,7 @@ def test_hub_models_appear_beside_the_papers_rows_and_unreadable_ones_are_listed
     assert nlu["scores"]["medical.f1"] == RESULTS["nlu"]["medical"]["f1"]
     assert hub_rows[(repos["pol"], "pol", "test")]["scores"]["precision_at_k.4"] == 0.3
     assert hub_rows[(repos["nlg"], "nlg", "test")]["scores"]["bleu4"] == RESULTS["nlg"]["bleu4"]
-    assert nlu["link"] == f"{hub.url}/{repos['nlu']}" and nlu["family"] == "llama"
+    assert nlu["link"] == f"{hub.url}/{repos['nlu']}" and nlu["family"] == "chat"
     assert nlu["setting"] == "supervised" and nlu["constrained"] is False
     paper = [r for r in rows if r["source"] == "paper"]
     assert len(paper) == 48 and {r["setting"] for r in paper} == {"supervised", "in-context"}
@@ -58,9 +58,9 @@ def test_hub_models_appear_beside_the_papers_rows_and_unreadable_ones_are_listed
     text = (out / "results.md").read_text()
     assert text == done.stdout.rstrip("\n") + "\n"
     nlu_table = text.split("## NLU, test (")[1].split("## ")[0]
-    assert "| Llama3 8B | MediTOD | supervised | paper | no | llama | 0.7230 | 0.7050 | 0.7139 |" \
+    assert "| Llama3 8B | MediTOD | supervised | paper | no | chat | 0.7230 | 0.7050 | 0.7139 |" \
         in nlu_table
-    assert f"| [{repos['nlu']}]({hub.url}/{repos['nlu']}) | MediTOD | supervised | hub | no | llama |" \
+    assert f"| [{repos['nlu']}]({hub.url}/{repos['nlu']}) | MediTOD | supervised | hub | no | chat |" \
         in nlu_table and "| 0.5614 |" in nlu_table
     assert "- [other/no-index](" in text and f"- [{STRANGER}/hidden](" in text
     lines = (out / "results.csv").read_text().splitlines()

@@ -95,10 +95,10 @@ def lines(path) -> list[dict]:
 
 # --- predict --endpoint ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("family,task", [("llama", "nlu"), ("biogpt", "pol")])
+@pytest.mark.parametrize("family,task", [("chat", "nlu"), ("biogpt", "pol")])
 def test_served_greedy_predictions_equal_local_ones(transformers_serve, nlu_run, tiny_models,
                                                     embedded_build, in_tmp, family, task):
-    model = nlu_run if family == "llama" else tiny_models / "tiny-biogpt"
+    model = nlu_run if family == "chat" else tiny_models / "tiny-biogpt"
     common = ["--model_path", str(model), "--family", family, "--task", task,
               "--data", str(embedded_build), "--split", "test", "--limit", "6",
               "--max_new_tokens", "40"]

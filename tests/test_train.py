@@ -67,7 +67,7 @@ def test_span_families_cut_context_never_target_and_count_it(tiny_models, embedd
         assert text.strip() == family.target_text(TASKS["nlu"], by_id[row["id"]]).strip()
 
 
-@pytest.mark.parametrize("name,family", [("tiny-llama", "llama"), ("tiny-biogpt", "biogpt"),
+@pytest.mark.parametrize("name,family", [("tiny-llama", "chat"), ("tiny-biogpt", "biogpt"),
                                          ("tiny-t5", "flan-t5"), ("tiny-pptod", "pptod")])
 def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny_models, name,
                                                               family):
@@ -75,7 +75,7 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
     either a trainer example or a counted skip."""
     family = FAMILIES[family]
     tok = tokenizer_of(tiny_models, name)
-    budget = Budget(2048, 500) if family.name == "llama" else family.default_budget
+    budget = Budget(2048, 500) if family.name == "chat" else family.default_budget
     for task in ("nlu", "pol", "nlg"):
         data = rows(sample_build, task, "train")
         encoded = T.encode(family, TASKS[task], data, tok, budget)
@@ -87,13 +87,13 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
 def test_llama_examples_over_budget_are_skipped_and_named(tiny_models, embedded_build):
     tok = tokenizer_of(tiny_models, "tiny-llama")
     data = rows(embedded_build, "pol", "train")
-    full = T.encode(FAMILIES["llama"], TASKS["pol"], data, tok, Budget(None, 32))
+    full = T.encode(FAMILIES["chat"], TASKS["pol"], data, tok, Budget(None, 32))
     assert len(full.dataset) == len(data) and not full.skipped
     lengths = sorted(len(tok.apply_chat_template(
         [*e["prompt"], *e["completion"]], tokenize=True, return_dict=True)["input_ids"])
         for e in full.dataset)
     cut = lengths[len(lengths) // 2]
-    small = T.encode(FAMILIES["llama"], TASKS["pol"], data, tok, Budget(cut, 32))
+    small = T.encode(FAMILIES["chat"], TASKS["pol"], data, tok, Budget(cut, 32))
     assert 0 < len(small.skipped) < len(data)
     assert len(small.dataset) + len(small.skipped) == len(data)
     assert set(small.skipped) <= {r["id"] for r in data}
@@ -104,7 +104,7 @@ def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, e
 
     tok = tokenizer_of(tiny_models, "tiny-llama")
     row = rows(embedded_build, "nlu", "train")[0]
-    example = T.encode(FAMILIES["llama"], TASKS["nlu"], [row], tok, Budget(1024, 32)).dataset[0]
+    example = T.encode(FAMILIES["chat"], TASKS["nlu"], [row], tok, Budget(1024, 32)).dataset[0]
     assert example["completion"] == [{"role": "assistant", "content": chat.answer(TASKS["nlu"], row)}]
     full = tok.apply_chat_template([*example["prompt"], *example["completion"]], tokenize=True,
                                    return_dict=True)["input_ids"]
@@ -115,11 +115,11 @@ def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, e
 def test_pad_token_is_made_distinct_from_eos(tiny_models):
     tok = tokenizer_of(tiny_models, "tiny-llama")
     tok.pad_token = tok.eos_token            # as OpenBioLLM ships it
-    T.ensure_pad_token(tok, FAMILIES["llama"])
+    T.ensure_pad_token(tok, FAMILIES["chat"])
     assert tok.pad_token == "<|finetune_right_pad_id|>"
     tok.pad_token = None                     # as Llama-3 ships it
-    T.ensure_pad_token(tok, FAMILIES["llama"])
-    assert tok.pad_token_id not in FAMILIES["llama"].stop_token_ids(tok)
+    T.ensure_pad_token(tok, FAMILIES["chat"])
+    assert tok.pad_token_id not in FAMILIES["chat"].stop_token_ids(tok)
 
 
 def test_padding_free_is_refused_for_biogpt_and_falls_back_without_cuda_flash():
@@ -129,7 +129,7 @@ def test_padding_free_is_refused_for_biogpt_and_falls_back_without_cuda_flash():
     llama = train_cmd.parse_recipe([str(RECIPES / "llama3-8b" / "nlu.yaml")])
     assert llama.training.padding_free
     expected = "padding_free" if T.flash_varlen_available("flash_attention_2") else "padded"
-    assert T.plan_batching(FAMILIES["llama"], llama.training, llama.model) == expected
+    assert T.plan_batching(FAMILIES["chat"], llama.training, llama.model) == expected
     if expected == "padded":
         assert not llama.training.padding_free
         assert llama.training.train_sampling_strategy == "group_by_length"

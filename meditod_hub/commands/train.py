@@ -46,7 +46,7 @@ def train_help(argv: list[str]) -> str:
         return recipes.recipe_help(argv)
     from trl import ModelConfig  # deferred: TRL imports torch; only --help_all needs it
 
-    family = FAMILIES.get(recipes.help_recipe_family(argv), FAMILIES["llama"])
+    family = FAMILIES.get(recipes.help_recipe_family(argv), FAMILIES["chat"])
     return recipes.recipe_help(argv) + "\n\n" + config_help(
         (family.trainer_arguments_class(), ModelConfig), "meditod train")
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from meditod_hub.data import about
 from meditod_hub.data.tasks import TASK_NAMES, TASKS, get_task
 from meditod_hub.evaluation.results_table import Row, Unread
-from meditod_hub.models.families import FAMILY_NAMES
+from meditod_hub.models.families import FAMILY_ALIASES, FAMILY_NAMES
 from meditod_hub.models.runs import card_identity
 
 
@@ -21,7 +21,8 @@ def _card_rows(repo: str, card, dataset: str | None, link: str) -> tuple[list[Ro
         return [], "no model-index in its card"
     identity = card_identity(card) or {}
     constrained = identity.get("constrained") or []
-    family = next((t for t in card.data.tags or [] if t in FAMILY_NAMES), "")
+    family = next((FAMILY_ALIASES.get(t, t) for t in card.data.tags or []
+                   if t in FAMILY_NAMES or t in FAMILY_ALIASES), "")
     grouped: dict[tuple[str, str], dict[str, float]] = {}
     scored_on: dict[tuple[str, str], str | None] = {}  # the card's dataset_name (`model_card`)
     unusable = 0

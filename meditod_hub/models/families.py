@@ -5,16 +5,15 @@ else branches on a family's name.
 
 | family  | architecture    | format (docs/format.md)        | budget key (recipe)  | default budget |
 | ------- | --------------- | ------------------------------ | -------------------- | -------------- |
-| llama   | decoder         | chat messages, JSON answers    | `max_length`         | none, 500 new  |
-|  (chat) |                 |                                |                      |                |
+| chat    | decoder         | chat messages, JSON answers    | `max_length`         | none, 500 new  |
 | biogpt  | decoder         | span grammar, `answer:` trigger | `max_length`        | 512, 128 new   |
 | flan-t5 | encoder-decoder | span grammar                   | `max_source_length`  | 512, 512 new   |
 | pptod   | encoder-decoder | span grammar inside markers    | `max_source_length`  | 1024, 512 new  |
 
-`llama` is the chat family: any Hugging Face chat model (Llama 3, OpenBioLLM, SmolLM2, Qwen,
+`chat` is the chat family: any Hugging Face chat model (Llama 3, OpenBioLLM, SmolLM2, Qwen,
 Gemma, ...) through its own chat template, pad token (`train.ensure_pad_token`) and end-of-turn
-token (`Family.stop_token_ids`); its name is the paper's, and recipes of other chat models may
-call it `chat` (an alias: runs record `llama`).
+token (`Family.stop_token_ids`). It was called `llama` (the paper's model), which run folders
+made before record: `llama` reads as `chat` (`FAMILY_ALIASES`).
 `SpanFamily` covers the three span-grammar families (their targets are the authors' PPTOD
 spans); `encoder_decoder` says which of all four keep input and target in separate sequences.
 Default budgets are upstream's inference settings, for a recipe without budget keys and a model
@@ -241,7 +240,7 @@ class SpanFamily(Family):
 
 
 FAMILIES: dict[str, Family] = {family.name: family for family in (
-    ChatFamily("llama", encoder_decoder=False, budget_key="max_length",
+    ChatFamily("chat", encoder_decoder=False, budget_key="max_length",
                default_budget=Budget(None, 500), exact_padding_free=True),
     SpanFamily("biogpt", encoder_decoder=False, budget_key="max_length",
                default_budget=Budget(512, 128), style=span_models.BIOGPT_STYLE),
@@ -250,8 +249,8 @@ FAMILIES: dict[str, Family] = {family.name: family for family in (
     SpanFamily("pptod", encoder_decoder=True, budget_key="max_source_length",
                default_budget=Budget(1024, 512), style=span_models.PPTOD_STYLE),
 )}
-FAMILY_ALIASES = {"chat": "llama"}  # what a recipe may call a family -> its registry name
-FAMILY_NAMES = tuple(FAMILIES) + tuple(FAMILY_ALIASES)
+FAMILY_ALIASES = {"llama": "chat"}  # the chat family's name before: old run folders record it
+FAMILY_NAMES = tuple(FAMILIES)  # what a flag or recipe may name (an alias is read, never offered)
 SPAN_FAMILIES = {name: f for name, f in FAMILIES.items() if isinstance(f, SpanFamily)}
 
 

@@ -108,7 +108,7 @@ class LocalChat:
             raise UsageError(f"{self.folder}: the tokenizer has no chat template, so the authors' "
                              "chat messages cannot be rendered: give a chat (instruct) model folder")
         self.name = self.name or self.folder
-        self.stops = get_family("llama").stop_token_ids(self.tokenizer)
+        self.stops = get_family("chat").stop_token_ids(self.tokenizer)
 
     @classmethod
     def load(cls, folder: str | Path, **kwargs) -> LocalChat:
@@ -120,7 +120,7 @@ class LocalChat:
             raise UsageError(f"--local_model {folder}: not a model folder (no config.json or "
                              "adapter_config.json): give a Hugging Face causal LM folder with its "
                              "tokenizer")
-        model, tokenizer = loading.load_model(str(path), get_family("llama"))
+        model, tokenizer = loading.load_model(str(path), get_family("chat"))
         return cls(model, tokenizer, str(path), **kwargs)
 
     @property

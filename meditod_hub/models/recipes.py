@@ -259,9 +259,9 @@ def _help_recipe(argv: list[str]) -> Path | None:
 
 
 def help_recipe_family(argv: list[str]) -> str:
-    """The family of the recipe `meditod train ... --help_all` names (llama without one)."""
+    """The family of the recipe `meditod train ... --help_all` names (chat without one)."""
     recipe = _readable_recipe(_help_recipe(argv))
-    return str(recipe.get("family", "llama"))
+    return str(recipe.get("family", "chat"))
 
 
 def _readable_recipe(path: Path | None) -> dict:

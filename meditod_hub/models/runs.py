@@ -236,13 +236,10 @@ def budget_record(budget: Budget) -> dict:
 
 
 def family_label(info: dict) -> str:
-    """How a run's family is shown: as its recipe named it (`chat` for SmolLM2's recipes, whose
-    runs record the registry name `llama` under `family`), else the recorded name."""
-    named = info.get("recipe_family")
+    """How a run's family is shown: its registry name (`chat` for a run folder made when the
+    chat family was called `llama`), else the recorded name."""
     recorded = str(info.get("family", ""))
-    if named in FAMILY_ALIASES and FAMILY_ALIASES[named] == recorded:
-        return named
-    return recorded
+    return FAMILY_ALIASES.get(recorded, recorded)
 
 
 def run_budget(info: dict, recipe: dict, family: Family) -> Budget:

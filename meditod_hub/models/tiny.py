@@ -49,7 +49,7 @@ from meditod_hub.models.formats import pptod
 
 DEFAULT_OUT = Path("build/tiny-models")  # where the tiny-* recipes look for their bases
 PURPOSE = "tiny"  # the output guard's name for what this command writes (files.py)
-FAMILY_OF = {"tiny-llama": "llama", "tiny-biogpt": "biogpt", "tiny-t5": "flan-t5",
+FAMILY_OF = {"tiny-llama": "chat", "tiny-biogpt": "biogpt", "tiny-t5": "flan-t5",
              "tiny-pptod": "pptod"}
 VOCAB_SIZE = 1024
 HIDDEN = dict(hidden=128, ffn=256, layers=2, heads=4)

@@ -614,7 +614,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
     trainer.save_state()              # checkpoints/trainer_state.json: loss and eval history
     info = {
         "model": script.model, "task": script.task, "tasks": list(tasks_of(script.task)),
-        "family": family.name, "recipe_family": script.family,  # e.g. llama, shown as chat
+        "family": family.name,
         "base_model": recipe.model.model_name_or_path, "adapter": recipe.model.use_peft,
         "quantization": recipe.model.bnb_4bit_quant_type if recipe.model.load_in_4bit else None,
         "global_step": trainer.state.global_step,

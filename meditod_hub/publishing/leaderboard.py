@@ -36,6 +36,7 @@ from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task, get_task
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.evaluation.results_hub import hub_rows
 from meditod_hub.evaluation.results_table import SPLIT_LABELS, Report, Row, paper_rows, table_metrics
+from meditod_hub.models.families import FAMILIES
 from meditod_hub.models.runs import hub_id
 from meditod_hub.publishing.space import gradio_version, package_files
 
@@ -187,8 +188,7 @@ def build(board: Board):
                           sort if sort in keys else spec.headline)
         return table_html(task, rows), status_markdown(board, report)
 
-    families = sorted({r.family for r in paper_rows() if r.family} | {"llama", "chat", "biogpt",
-                                                                      "flan-t5", "pptod"})
+    families = sorted({r.family for r in paper_rows() if r.family} | set(FAMILIES))
     with gr.Blocks(title=TITLE) as demo:
         gr.Markdown(header_markdown(board.config), elem_id="header")
         with gr.Row():

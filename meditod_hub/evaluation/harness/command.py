@@ -52,7 +52,7 @@ class HarnessArguments:
         "help": "the model the printed commands evaluate (a run folder, a Hugging Face folder or "
                 "id); a run folder also sets the fine-tuned answer budget"})
     family: str | None = field(default=None, metadata={
-        "help": "the fine-tuned model's family (llama/chat, flan-t5, biogpt, pptod; default: "
+        "help": "the fine-tuned model's family (chat, flan-t5, biogpt, pptod; default: "
                 "--model's run's, else chat); a span family's inputs are fitted by --model's "
                 "tokenizer"})
     max_new_tokens: int | None = field(default=None, metadata={

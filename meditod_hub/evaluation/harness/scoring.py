@@ -27,7 +27,7 @@ from meditod_hub.models.families import get_family
 from meditod_hub.models.records import value_at
 
 SETTINGS = {"icl": "in-context", "ft": "supervised"}  # harness setting -> results' setting
-CHAT_FAMILY = "llama"  # the fine-tuned family when none is named (`families`)
+CHAT_FAMILY = "chat"  # the fine-tuned family when none is named (`families`)
 PARSE_FAILURES = "parse_failures"
 _LEFT_OUT = {"bertscore.f1"}
 
