@@ -92,15 +92,15 @@ def test_card_describes_the_build(sample_build):
 
 def test_the_build_records_what_it_holds_from_its_own_content(sample_build, embedded_build):
     """Provenance as data: the kind from the licence proof, name and counts from the build."""
-    from meditod_hub.data import provenance
+    from meditod_hub.data import proof
 
-    embedded = provenance.read(embedded_build)
+    embedded = proof.read(embedded_build)
     assert (embedded.kind, embedded.dialogues, embedded.synthetic) == ("embedded-sample", 10, True)
-    authors = provenance.read(sample_build)
+    authors = proof.read(sample_build)
     assert (authors.kind, authors.dialogues, authors.comparable) == ("meditod", 3, True)
     card = (sample_build / "README.md").read_text()
     assert f"**This build:** {authors.describe()}." in card
-    assert provenance.read(sample_build.parent).kind == "unknown"  # no manifest: nothing proven
+    assert proof.read(sample_build.parent).kind == "unknown"  # no manifest: nothing proven
 
 
 def test_a_release_under_its_own_name_cites_its_own_counts(embedded_release, tmp_path):

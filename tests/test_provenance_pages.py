@@ -15,7 +15,7 @@ import yaml
 from helpers import write_release, write_run
 from huggingface_hub import ModelCard
 
-from meditod_hub.data import provenance, synthetic
+from meditod_hub.data import proof, provenance, synthetic
 from meditod_hub.data.build import BuildArguments, build
 from meditod_hub.evaluation.report import markdown as results_markdown
 from meditod_hub.evaluation.results import local_rows
@@ -42,7 +42,7 @@ def _pages(folder: Path) -> dict[str, str]:
 def _model_card(tmp_path: Path, data: Path) -> ModelCard:
     """The card of a POL run trained and scored on the build `data`."""
     run = write_run(tmp_path / "run", task="pol", dataset=str(data),
-                    provenance=provenance.read(data).as_json())
+                    provenance=proof.read(data).as_json())
     return render_model_card(read_run(run), run_id="tester/run", repo_id="tester/run")
 
 
@@ -74,7 +74,7 @@ def test_a_build_not_of_meditods_data_says_nothing_of_meditod_data(request, tmp_
     assert all(info["citation"].startswith("@article{saley2024meditod") for info in infos.values())
     card = _model_card(tmp_path, data)
     assert not _leaks(str(card)), _leaks(str(card))
-    kind = provenance.read(data).kind
+    kind = proof.read(data).kind
     assert {r.dataset_type for r in card.data.eval_results} == {kind} != {"meditod"}
     assert "type: meditod" not in str(card)
 
@@ -160,8 +160,8 @@ def _edit_claim(folder: Path, kind: str, **manifest) -> None:
 
 
 def test_the_pinned_rows_are_the_embedded_samples(embedded_build):
-    assert provenance.rows_fingerprint(embedded_build)[0] == provenance.EMBEDDED_SAMPLE_ROWS
-    assert provenance.read(embedded_build).kind == provenance.EMBEDDED_SAMPLE
+    assert proof.rows_fingerprint(embedded_build)[0] == proof.EMBEDDED_SAMPLE_ROWS
+    assert proof.read(embedded_build).kind == provenance.EMBEDDED_SAMPLE
 
 
 @pytest.mark.parametrize("claim", [provenance.MEDITOD, provenance.OWN, provenance.SYNTHETIC_CORPUS])
@@ -172,7 +172,7 @@ def test_an_edited_manifest_does_not_change_what_the_embedded_sample_is(claim, e
     copy = tmp_path / "meditod"
     shutil.copytree(embedded_build, copy)
     _edit_claim(copy, claim)
-    found = provenance.read(copy)
+    found = proof.read(copy)
     assert found.kind == provenance.EMBEDDED_SAMPLE and not found.comparable
 
 
@@ -180,7 +180,7 @@ def test_a_synthetic_claim_the_rows_do_not_bear_out_is_meditods(own_build, tmp_p
     copy = tmp_path / "meditod"
     shutil.copytree(own_build, copy)
     _edit_claim(copy, provenance.EMBEDDED_SAMPLE)
-    found = provenance.read(copy)
+    found = proof.read(copy)
     assert found.kind == provenance.MEDITOD and not found.synthetic
 
 
@@ -190,6 +190,46 @@ def test_a_runs_record_is_proven_again_from_its_unchanged_dataset(embedded_build
     edited = {"kind": provenance.MEDITOD, "name": "MediTOD", "dialogues": 233, "utterances": 22503}
     info = {"dataset": str(embedded_build), "data_fingerprint": fingerprint(embedded_build),
             "provenance": edited}
-    assert provenance.of_run(info).kind == provenance.EMBEDDED_SAMPLE
+    assert proof.of_run(info).kind == provenance.EMBEDDED_SAMPLE
     moved = {**info, "data_fingerprint": "sha256:another-build"}  # the folder was rebuilt since
-    assert provenance.of_run(moved).kind == provenance.MEDITOD
+    assert proof.of_run(moved).kind == provenance.MEDITOD
+
+
+@pytest.fixture(scope="module")
+def corpus_build(tmp_path_factory) -> Path:
+    """A generated corpus (seed 3, 8 dialogues, realistic) as `meditod build` makes it."""
+    tmp = tmp_path_factory.mktemp("corpus")
+    source = synthetic.generate_release(tmp / "release", 3, 8, "realistic")
+    build(BuildArguments(source=source, out=tmp / "meditod"))
+    return tmp / "meditod"
+
+
+def test_a_generated_corpus_is_proven_by_regenerating_it(corpus_build):
+    found = proof.read(corpus_build)
+    assert found.kind == provenance.SYNTHETIC_CORPUS and found.dialogues == 8
+
+
+@pytest.mark.parametrize("generator", [
+    {"name": "meditod-synthetic", "seed": 4, "dialogues": 8, "style": "realistic"},  # another seed
+    {"name": "meditod-synthetic", "seed": 3, "dialogues": 9, "style": "realistic"},
+    {"name": "meditod-synthetic", "seed": 3, "dialogues": 8, "style": "template"},
+    {"name": "meditod-synthetic", "seed": "3", "dialogues": 8},
+    None])
+def test_a_generator_record_that_does_not_remake_the_rows_proves_nothing(generator, corpus_build,
+                                                                          tmp_path):
+    """Before: a synthetic corpus's claim stood as the manifest recorded it, for every reader
+    (evaluate, results, cards): an edited manifest made any build synthetic, unlike MediTOD."""
+    copy = tmp_path / "meditod"
+    shutil.copytree(corpus_build, copy)
+    _edit_claim(copy, provenance.SYNTHETIC_CORPUS, generator=generator)
+    found = proof.read(copy)
+    assert (found.kind, found.name) == (provenance.MEDITOD, proof.UNPROVEN) and found.comparable
+
+
+def test_another_builds_rows_under_a_corpus_claim_are_meditods(own_build, corpus_build, tmp_path):
+    """The manifest of a generated corpus copied over another build's rows."""
+    copy = tmp_path / "meditod"
+    shutil.copytree(own_build, copy)
+    manifest = json.loads((corpus_build / "build_manifest.json").read_text())
+    _edit_claim(copy, provenance.SYNTHETIC_CORPUS, generator=manifest["generator"])
+    assert proof.read(copy).kind == provenance.MEDITOD

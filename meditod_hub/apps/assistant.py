@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from meditod_hub.data import provenance
+from meditod_hub.data import proof
 from meditod_hub.data.release import label_errors
 from meditod_hub.data.tasks import LABELLING_TASKS, TASK_NAMES, TASKS, Task
 from meditod_hub.models.cascade import Pipeline, StageRun, cascade
@@ -126,7 +126,7 @@ class Conversation:
 def _trained_on(spec: ModelSpec) -> str:
     info, _ = run_settings(spec.source) if not spec.endpoint else ({}, {})
     if info:
-        return provenance.of_run(info).describe()
+        return proof.of_run(info).describe()
     if spec.endpoint:
         return f"what its server's model {spec.served_model or spec.source!r} was trained on"
     return f"what the card of {spec.source} says"

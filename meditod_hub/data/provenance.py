@@ -14,26 +14,17 @@ scored on. Four kinds:
 Only `meditod` builds stand beside the paper's rows; the others are never called MediTOD: every
 page (dataset card and infos, model card and its model-index, Spaces, results tables and charts)
 takes what it says about the data from here, so MediTOD's description, citations and licence
-text appear only on MediTOD's data.
+text appear only on MediTOD's data. A reader never takes the kind from a manifest or a run file
+(both editable): `proof` proves it again from the rows.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from meditod_hub.data import about
-from meditod_hub.data.dataset import (
-    MANIFEST,
-    DatasetError,
-    available_splits,
-    fingerprint,
-    hub_shaped,
-    read_parquet_split,
-)
+from meditod_hub.data.dataset import hub_shaped
 
 EMBEDDED_SAMPLE, SYNTHETIC_CORPUS, OWN, MEDITOD = (
     "embedded-sample", "synthetic-corpus", "own", "meditod")
@@ -135,73 +126,3 @@ def of_build(kind: str, name: str | None, dialogues: dict[str, dict]) -> Provena
                 OWN: "own dialogues", MEDITOD: "MediTOD"}[kind]
     return Provenance(kind, name.strip() if isinstance(name, str) and name.strip() else fallback,
                       len(dialogues), sum(len(d["utterances"]) for d in dialogues.values()))
-
-
-def read(data: str | Path) -> Provenance:
-    """What a local build's dialogues are, proven again from its rows (`prove`); `unknown` for a
-    Hub id, a folder without a manifest or a build made before provenance was recorded."""
-    path = Path(data) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return unknown(data)
-    found = Provenance.from_json(manifest.get("provenance")) if isinstance(manifest, dict) else None
-    return prove(Path(data), found) if found else unknown(data)
-
-
-def rows_fingerprint(folder: Path) -> tuple[str, int]:
-    """sha256 of a build's dialogues, every split's rows as canonical JSON (what the dialogues
-    are, whatever the Parquet bytes, which another pyarrow writes otherwise, or the manifest
-    say), and how many there are. Computed once per state of the files in a process (a card or
-    a results table asks of every run on it): keyed by each dialogue file's size and mtime."""
-    folder = Path(folder).resolve()
-    stamps = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                   for p in sorted((folder / "dialogues").glob("*.parquet")))
-    return _rows_fingerprint(str(folder), stamps)
-
-
-@functools.lru_cache(maxsize=32)
-def _rows_fingerprint(folder: str, stamps: tuple) -> tuple[str, int]:
-    splits = {split: read_parquet_split(folder, "dialogues", split)
-              for split in available_splits(Path(folder), "dialogues")}
-    text = json.dumps(splits, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      default=str)
-    return (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
-            sum(map(len, splits.values())))
-
-
-# rows_fingerprint of `meditod build --source data/sample` (tests/test_provenance_pages.py
-# checks it against the suite's embedded build)
-EMBEDDED_SAMPLE_ROWS = "c04026ff0f8e31509ebc5db566f8143ae47e0c43532b827b2c0da89d27c5cb3b"
-
-
-def prove(folder: Path, claimed: Provenance) -> Provenance:
-    """The kind a manifest claims, only as far as the rows prove it (a manifest is a file anyone
-    can edit): the embedded sample's rows are the embedded sample whatever the claim, and a claim
-    of the embedded sample that its rows do not bear out is MediTOD's, as the build calls every
-    dialogue it cannot prove (`build.provenance_kind`). A synthetic corpus's claim stands as
-    recorded here (proving it means generating and building it again, which a push does:
-    `build.reprove_licence`)."""
-    try:
-        rows, count = rows_fingerprint(folder)
-    except (DatasetError, OSError, ValueError):
-        return claimed  # unreadable rows: the command that reads them says so, in its own words
-    if rows == EMBEDDED_SAMPLE_ROWS:
-        name = claimed.name if claimed.kind == EMBEDDED_SAMPLE else "synthetic sample"
-        return replace(claimed, kind=EMBEDDED_SAMPLE, name=name, dialogues=count)
-    if claimed.kind == EMBEDDED_SAMPLE:
-        return replace(claimed, kind=MEDITOD, name="MediTOD (unproven synthetic claim)",
-                       dialogues=count)
-    return replace(claimed, dialogues=count)
-
-
-def of_run(info: dict) -> Provenance:
-    """What a run (or results file) was trained or scored on: proven again from its dataset
-    folder's rows while that folder is still the one it recorded (`data_fingerprint`), else its
-    record (proven at training, `read`), else what its dataset folder says now (runs made before
-    provenance was recorded)."""
-    dataset, recorded = info.get("dataset"), Provenance.from_json(info.get("provenance"))
-    if isinstance(dataset, str) and Path(dataset).is_dir() \
-            and info.get("data_fingerprint") == fingerprint(dataset):
-        return read(dataset)
-    return recorded or read(str(dataset or "an unrecorded dataset"))

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data import provenance
+from meditod_hub.data import proof, provenance
 from meditod_hub.data.dataset import load_split as load
 from meditod_hub.data.metrics import MalformedLabel, make_judge, pol_tuples
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, CASCADED_TASKS, TASK_NAMES, Task
@@ -272,7 +272,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     run = cascade(models, rows)
     results = {
         "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows[FIRST]}),
-        "provenance": provenance.read(args.data).as_json(),
+        "provenance": proof.read(args.data).as_json(),
         "models": {task: {"label": model_label(spec.source, models.predictors[task]),
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data import provenance
+from meditod_hub.data import proof
 from meditod_hub.data.dataset import load_split
 from meditod_hub.data.metrics.judges import JUDGE_TIMEOUT_S, JUDGES, make_judge
 from meditod_hub.data.metrics.precision_at_k import MODES as PAK_MODES
@@ -89,7 +89,7 @@ def evaluate(args: EvaluateArguments, task: Task) -> Results:
                         pak_mode=args.pak_mode, bertscore_model=args.bertscore_model,
                         bertscore_layer=args.bertscore_layer, seed=args.seed)
     scores["constrained"] = decoding_constrained(predictions, args.predictions)
-    return Results(task.name, args.split, scores, provenance.read(args.data).as_json())
+    return Results(task.name, args.split, scores, proof.read(args.data).as_json())
 
 
 def system_of(predictions: Path) -> str:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from meditod_hub.data import provenance
+from meditod_hub.data import proof
 from meditod_hub.data.cmas import INQUIRE_ACTION, MEDICAL_BASE_SLOTS
 from meditod_hub.data.phrasings import bare, surfaces
 from meditod_hub.data.synthetic import DOMAIN_VALUES, VALUES
@@ -204,7 +204,7 @@ def evaluate_nlg(args: EvalNlgArguments) -> dict:
     info, _ = run_settings(args.nlg)
     results.update(
         model=str(args.nlg), constrained=args.constrained,
-        trained_on=provenance.of_run(info).describe() if info else "unrecorded",
+        trained_on=proof.of_run(info).describe() if info else "unrecorded",
         set=args.set,
         evaluated_on=f"the kit's {len(items)} held-out {args.set} doctor action sets (invented; "
                      "not MediTOD)")

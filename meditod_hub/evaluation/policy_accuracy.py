@@ -57,7 +57,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data import provenance
+from meditod_hub.data import proof
 from meditod_hub.data.cmas import CHECK_TYPE_ATTRIBUTES, INQUIRE_ACTION, SLOT_ATTRIBUTES, split_slot_key
 from meditod_hub.data.release import DOCTOR_LABELS, label_errors
 from meditod_hub.data.tasks import LABELLING_TASKS
@@ -250,7 +250,7 @@ def evaluate_policy(args: EvalPolicyArguments) -> dict:
     info, _ = run_settings(args.pol)
     results.update(
         model=str(args.pol), constrained=args.constrained,
-        trained_on=provenance.of_run(info).describe() if info else "unrecorded",
+        trained_on=proof.of_run(info).describe() if info else "unrecorded",
         set=args.set,
         evaluated_on=f"the kit's {len(moments)} held-out {args.set} interview moments (invented; "
                      "not MediTOD)")

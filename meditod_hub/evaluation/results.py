@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data import paper_results, provenance
+from meditod_hub.data import paper_results, proof, provenance
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.evaluation.harness.read import RESULTS_PREFIX, harness_scores, is_lm_eval
@@ -77,7 +77,7 @@ def _results_row(path: Path, results: Results) -> Row:
     """A `meditod evaluate` results file, placed by what sits around it, with what it was
     scored on: the results' provenance, else its run's (or its few-shot output's data)."""
     row, info = _bare_row(path, results)
-    found = provenance.Provenance.from_json(results.provenance) or provenance.of_run(info)
+    found = provenance.Provenance.from_json(results.provenance) or proof.of_run(info)
     row.dataset, row.comparable = found.short(), found.comparable
     return row
 

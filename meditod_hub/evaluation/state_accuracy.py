@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from meditod_hub.data import provenance
+from meditod_hub.data import proof
 from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
 from meditod_hub.data.state import DialogueState
 from meditod_hub.data.tasks import LABELLING_TASKS
@@ -204,7 +204,7 @@ def evaluate_state(args: EvalStateArguments) -> dict:
     info, _ = run_settings(args.nlu)
     results.update(
         model=str(args.nlu), constrained=args.constrained,
-        trained_on=provenance.of_run(info).describe() if info else "unrecorded",
+        trained_on=proof.of_run(info).describe() if info else "unrecorded",
         set=args.set,
         evaluated_on=f"the kit's {len(lines)} held-out {args.set} patient lines (invented; "
                      "not MediTOD)")

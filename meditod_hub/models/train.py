@@ -64,7 +64,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
 from trl import SFTTrainer, get_peft_config, get_quantization_config
 
-from meditod_hub.data import provenance
+from meditod_hub.data import proof
 from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.tasks import Task, task_specs_of, tasks_of
 from meditod_hub.errors import MeditodError, UsageError, load_failure
@@ -623,7 +623,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         "train_examples": len(train.dataset), "truncated_examples": train.truncated,
         "state_cut_examples": train.state_cut, "skipped_examples": len(train.skipped),
         "dataset": script.dataset_name, "data_fingerprint": fingerprint(script.dataset_name),
-        "provenance": provenance.read(script.dataset_name).as_json(),
+        "provenance": proof.read(script.dataset_name).as_json(),
         "seed": training.seed, "budget": budget_record(budget),
     }
     if trainer.is_world_process_zero():

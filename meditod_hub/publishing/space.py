@@ -26,7 +26,7 @@ from pathlib import Path
 
 from huggingface_hub import SpaceCard, SpaceCardData
 
-from meditod_hub.data import about, provenance
+from meditod_hub.data import about, proof
 from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import UsageError
 from meditod_hub.models.runs import (
@@ -92,7 +92,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
             files.update({f"models/{task}/{name}": path
                           for name, path in _model_files(Path(source)).items()})
             settings[task] = {"source": f"models/{task}"}
-            trained_on.append(provenance.of_run(run_settings(source)[0]).describe())
+            trained_on.append(proof.of_run(run_settings(source)[0]).describe())
         elif hub_id(source):
             settings[task] = {"source": source, **({"revision": revision} if revision else {})}
         else:

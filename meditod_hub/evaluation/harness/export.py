@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data import provenance
+from meditod_hub.data import proof
 from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.release import OOD_SPLIT
 from meditod_hub.data.tasks import TASK_NAMES, TASKS, get_task
@@ -212,7 +212,7 @@ def write(out: Path, data: str, splits: list[str], *, settings=("icl", "ft"), sh
     ft_max_new_tokens = tuned.budget.max_new_tokens if tuned.budget else \
         ft_max_new_tokens or tuned.family.default_budget.max_new_tokens
     written = Written(out, family=tuned.family.name)
-    found = provenance.read(data)
+    found = proof.read(data)
     meta = {"data": str(data), "fingerprint": fingerprint(data), "shots": shots,
             "provenance": found.as_json()}
     files: dict[str, str] = {}

@@ -1,0 +1,137 @@
+"""What a build's dialogues are, proven again by whoever reads the build (evaluate, results,
+cards, the assistant, training): from its rows, never from its manifest or a run's record, which
+are files anyone can edit (`provenance` is the record itself; `meditod build` writes it).
+
+- the embedded sample: its rows are pinned (`EMBEDDED_SAMPLE_ROWS`);
+- a synthetic corpus: its rows are those of the corpus regenerated from the seed, size and style
+  its manifest records, built again (once per corpus in a process);
+- a claim of either that the rows do not bear out is MediTOD's, as the build calls every
+  dialogue it cannot prove (`build.provenance_kind`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import tempfile
+from contextlib import redirect_stderr
+from dataclasses import replace
+from pathlib import Path
+
+from meditod_hub.data import synthetic
+from meditod_hub.data.build import BuildArguments, build
+from meditod_hub.data.dataset import (
+    MANIFEST,
+    DatasetError,
+    available_splits,
+    fingerprint,
+    read_parquet_split,
+)
+from meditod_hub.data.provenance import (
+    EMBEDDED_SAMPLE,
+    MEDITOD,
+    SYNTHETIC_CORPUS,
+    Provenance,
+    unknown,
+)
+from meditod_hub.errors import MeditodError
+
+UNPROVEN = "MediTOD (unproven synthetic claim)"
+
+
+def read(data: str | Path) -> Provenance:
+    """What a local build's dialogues are, proven again from its rows (`prove`); `unknown` for a
+    Hub id, a folder without a manifest or a build made before provenance was recorded."""
+    path = Path(data) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return unknown(data)
+    if not isinstance(manifest, dict):
+        return unknown(data)
+    found = Provenance.from_json(manifest.get("provenance"))
+    return prove(Path(data), found, manifest.get("generator")) if found else unknown(data)
+
+
+def rows_fingerprint(folder: Path) -> tuple[str, int]:
+    """sha256 of a build's dialogues, every split's rows as canonical JSON (what the dialogues
+    are, whatever the Parquet bytes, which another pyarrow writes otherwise, or the manifest
+    say), and how many there are. Computed once per state of the files in a process (a card or
+    a results table asks of every run on it): keyed by each dialogue file's size and mtime."""
+    folder = Path(folder).resolve()
+    stamps = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in sorted((folder / "dialogues").glob("*.parquet")))
+    return _rows_fingerprint(str(folder), stamps)
+
+
+@functools.lru_cache(maxsize=32)
+def _rows_fingerprint(folder: str, stamps: tuple) -> tuple[str, int]:
+    splits = {split: read_parquet_split(folder, "dialogues", split)
+              for split in available_splits(Path(folder), "dialogues")}
+    text = json.dumps(splits, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      default=str)
+    return (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            sum(map(len, splits.values())))
+
+
+# rows_fingerprint of `meditod build --source data/sample` (tests/test_provenance_pages.py
+# checks it against the suite's embedded build)
+EMBEDDED_SAMPLE_ROWS = "c04026ff0f8e31509ebc5db566f8143ae47e0c43532b827b2c0da89d27c5cb3b"
+
+
+@functools.lru_cache(maxsize=8)
+def corpus_rows(seed: int, size: int, style: str) -> str | None:
+    """rows_fingerprint of the synthetic corpus `seed`, `size`, `style` built by this kit, or
+    None when the generator refuses them (regenerated and built once per process)."""
+    with tempfile.TemporaryDirectory(prefix="meditod-proof-") as tmp:
+        try:
+            source = synthetic.generate_release(Path(tmp) / "release", seed, size, style)
+            with redirect_stderr(io.StringIO()):
+                build(BuildArguments(source=source, out=Path(tmp) / "built"))
+        except (ValueError, TypeError, MeditodError):
+            return None
+        return rows_fingerprint(Path(tmp) / "built")[0]
+
+
+def prove(folder: Path, claimed: Provenance, generator: object = None) -> Provenance:
+    """The kind a manifest claims, only as far as the rows prove it: the embedded sample's rows
+    are the embedded sample whatever the claim; a synthetic corpus is proven by regenerating it
+    from its `generator` record (seed, size, style: the recipe, not the proof); an unproven claim
+    of either is MediTOD's."""
+    try:
+        rows, count = rows_fingerprint(folder)
+    except (DatasetError, OSError, ValueError):
+        return claimed  # unreadable rows: the command that reads them says so, in its own words
+    if rows == EMBEDDED_SAMPLE_ROWS:
+        name = claimed.name if claimed.kind == EMBEDDED_SAMPLE else "synthetic sample"
+        return replace(claimed, kind=EMBEDDED_SAMPLE, name=name, dialogues=count)
+    if claimed.kind == SYNTHETIC_CORPUS and _regenerates(generator, rows):
+        return replace(claimed, dialogues=count)
+    if claimed.kind in (EMBEDDED_SAMPLE, SYNTHETIC_CORPUS):
+        return replace(claimed, kind=MEDITOD, name=UNPROVEN, dialogues=count)
+    return replace(claimed, dialogues=count)
+
+
+def _regenerates(generator: object, rows: str) -> bool:
+    if not isinstance(generator, dict):
+        return False
+    seed, size = generator.get("seed"), generator.get("dialogues")
+    style = generator.get("style", synthetic.DEFAULT_STYLE)
+    if type(seed) is not int or type(size) is not int or not isinstance(style, str) \
+            or style not in synthetic.STYLES:
+        return False
+    return corpus_rows(seed, size, style) == rows
+
+
+def of_run(info: dict) -> Provenance:
+    """What a run (or results file) was trained or scored on: proven again from its dataset
+    folder's rows while that folder is still the one it recorded (`data_fingerprint`), else its
+    record (proven at training, `read`), else what its dataset folder says now (runs made before
+    provenance was recorded)."""
+    dataset, recorded = info.get("dataset"), Provenance.from_json(info.get("provenance"))
+    if isinstance(dataset, str) and Path(dataset).is_dir() \
+            and info.get("data_fingerprint") == fingerprint(dataset):
+        return read(dataset)
+    return recorded or read(str(dataset or "an unrecorded dataset"))
