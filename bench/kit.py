@@ -1,12 +1,12 @@
 """How a bench runs the kit's commands: in its own interpreter, one after the other.
 
 `meditod(*args)` is `meditod <args>` called in this process (meditod_hub.cli.main), from the
-project root (recipe paths are relative to it), so torch,
-transformers, peft and trl import once per bench, not once per command: ~6 s a command on 2 idle
-cores (`python -X importtime -c "import meditod_hub.models.train"`), which in a quick run is
-most of a command's time. A command's own lines go to stderr, beside the bench's progress, so
-stdout holds the bench's figures alone. The seconds returned are the command's work (loading its
-models included), without an interpreter's start. A command that fails ends the bench.
+project root (recipe paths are relative to it), so torch, transformers, peft and trl import once
+per bench, not once per command: ~6 s a command on 2 idle cores (`python -X importtime -c
+"import meditod_hub.models.train"`), which in a quick run is most of a command's time. A
+command's own lines go to stderr, beside the bench's progress, so stdout holds the bench's
+figures alone. The seconds returned are the command's work (loading its models included),
+without an interpreter's start. A command that fails ends the bench.
 """
 
 from __future__ import annotations
