@@ -233,3 +233,25 @@ def test_another_builds_rows_under_a_corpus_claim_are_meditods(own_build, corpus
     manifest = json.loads((corpus_build / "build_manifest.json").read_text())
     _edit_claim(copy, provenance.SYNTHETIC_CORPUS, generator=manifest["generator"])
     assert proof.read(copy).kind == provenance.MEDITOD
+
+
+@pytest.mark.parametrize("claim", [provenance.MEDITOD, provenance.OWN])
+def test_a_generated_corpus_edited_to_say_meditod_or_own_is_still_synthetic(claim, corpus_build,
+                                                                            tmp_path):
+    """An edited claim never makes invented dialogues stand beside the paper's rows."""
+    copy = tmp_path / "meditod"
+    shutil.copytree(corpus_build, copy)
+    _edit_claim(copy, claim)
+    found = proof.read(copy)
+    assert found.kind == provenance.SYNTHETIC_CORPUS and not found.comparable
+
+
+def test_a_generator_record_of_another_size_generates_nothing(corpus_build, tmp_path,
+                                                              monkeypatch):
+    """A forged size (a billion dialogues) would make every reader generate it."""
+    copy = tmp_path / "meditod"
+    shutil.copytree(corpus_build, copy)
+    _edit_claim(copy, provenance.SYNTHETIC_CORPUS,
+                generator={"name": "meditod-synthetic", "seed": 3, "dialogues": 10**9})
+    monkeypatch.setattr(synthetic, "generate_release", lambda *a, **k: pytest.fail("generated"))
+    assert proof.read(copy).kind == provenance.MEDITOD

@@ -5,8 +5,9 @@ are files anyone can edit (`provenance` is the record itself; `meditod build` wr
 - the embedded sample: its rows are pinned (`EMBEDDED_SAMPLE_ROWS`);
 - a synthetic corpus: its rows are those of the corpus regenerated from the seed, size and style
   its manifest records, built again (once per corpus in a process);
-- a claim of either that the rows do not bear out is MediTOD's, as the build calls every
-  dialogue it cannot prove (`build.provenance_kind`).
+- whatever the manifest claims: a synthetic build edited to say MediTOD is still synthetic, and a
+  synthetic claim the rows do not bear out is MediTOD's, as the build calls every dialogue it
+  cannot prove (`build.provenance_kind`).
 """
 
 from __future__ import annotations
@@ -96,10 +97,10 @@ def corpus_rows(seed: int, size: int, style: str) -> str | None:
 
 
 def prove(folder: Path, claimed: Provenance, generator: object = None) -> Provenance:
-    """The kind a manifest claims, only as far as the rows prove it: the embedded sample's rows
-    are the embedded sample whatever the claim; a synthetic corpus is proven by regenerating it
-    from its `generator` record (seed, size, style: the recipe, not the proof); an unproven claim
-    of either is MediTOD's."""
+    """The kind a manifest claims, only as far as the rows prove it, whatever the claim: the
+    embedded sample's rows are the embedded sample; rows that the manifest's `generator` record
+    (seed, size, style: the recipe, not the proof) makes again are that synthetic corpus; a
+    synthetic claim the rows do not bear out is MediTOD's."""
     try:
         rows, count = rows_fingerprint(folder)
     except (DatasetError, OSError, ValueError):
@@ -107,20 +108,23 @@ def prove(folder: Path, claimed: Provenance, generator: object = None) -> Proven
     if rows == EMBEDDED_SAMPLE_ROWS:
         name = claimed.name if claimed.kind == EMBEDDED_SAMPLE else "synthetic sample"
         return replace(claimed, kind=EMBEDDED_SAMPLE, name=name, dialogues=count)
-    if claimed.kind == SYNTHETIC_CORPUS and _regenerates(generator, rows):
-        return replace(claimed, dialogues=count)
-    if claimed.kind in (EMBEDDED_SAMPLE, SYNTHETIC_CORPUS):
+    if _regenerates(generator, rows, count):
+        name = claimed.name if claimed.kind == SYNTHETIC_CORPUS else "synthetic corpus"
+        return replace(claimed, kind=SYNTHETIC_CORPUS, name=name, dialogues=count)
+    if claimed.synthetic:
         return replace(claimed, kind=MEDITOD, name=UNPROVEN, dialogues=count)
     return replace(claimed, dialogues=count)
 
 
-def _regenerates(generator: object, rows: str) -> bool:
+def _regenerates(generator: object, rows: str, count: int) -> bool:
+    """Whether `generator` names a corpus of the build's `count` dialogues whose rows are
+    `rows`; a record of another size generates nothing (a forged size costs nothing)."""
     if not isinstance(generator, dict):
         return False
     seed, size = generator.get("seed"), generator.get("dialogues")
     style = generator.get("style", synthetic.DEFAULT_STYLE)
-    if type(seed) is not int or type(size) is not int or not isinstance(style, str) \
-            or style not in synthetic.STYLES:
+    if type(seed) is not int or type(size) is not int or size != count \
+            or not isinstance(style, str) or style not in synthetic.STYLES:
         return False
     return corpus_rows(seed, size, style) == rows
 
