@@ -135,16 +135,15 @@ def commands(written: export.Written, model: str | None, endpoint: str) -> list[
                      "transformers serve):")
         lines.append(f"lm_eval --model local-chat-completions --model_args {shlex.quote(served)} "
                      f"{common}")
-    lighteval = sorted(written.out.glob("lighteval/*_ft.model.yaml"))
-    if lighteval:
+    if written.lighteval:
         custom = shlex.quote(str(written.out.resolve() / "lighteval_tasks.py"))
         lines.append("# fine-tuned, lighteval in its own venv (make harness-env), the same model "
                      "behind the server (one model config per task: its system message):")
-        for config in lighteval:
-            task = config.name.split("_ft.", 1)[0]
+        for task, config in written.lighteval.items():
             names = ",".join(f"{n}|0" for n in written.tasks.get("ft", [])
                              if n.startswith(f"{export.SUITE}_{task}_"))
             lines.append(f".venv-lighteval/bin/lighteval endpoint litellm "
-                         f"{shlex.quote(str(config.resolve()))} {shlex.quote(names)} "
-                         f"--custom-tasks {custom} --output-dir out/harness-results")
+                         f"{shlex.quote(str((written.out / config).resolve()))} "
+                         f"{shlex.quote(names)} --custom-tasks {custom} "
+                         "--output-dir out/harness-results")
     return lines

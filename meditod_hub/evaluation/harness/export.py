@@ -61,6 +61,7 @@ class Written:
     tasks: dict[str, list[str]] = field(default_factory=dict)  # setting -> lm-eval task names
     rows: dict[str, int] = field(default_factory=dict)         # data file -> rows
     family: str = scoring.CHAT_FAMILY                           # the fine-tuned tasks' family
+    lighteval: dict[str, str] = field(default_factory=dict)     # task -> its model config file
 
 
 @dataclass(frozen=True)
@@ -254,7 +255,8 @@ def write(out: Path, data: str, splits: list[str], *, settings=("icl", "ft"), sh
         for task in TASK_NAMES:
             files[f"lighteval/{task}_ft.system.txt"] = get_task(task).system_message
             if model and endpoint:
-                files[f"lighteval/{task}_ft.model.yaml"] = lighteval_model(
+                written.lighteval[task] = f"lighteval/{task}_ft.model.yaml"
+                files[written.lighteval[task]] = lighteval_model(
                     model, get_task(task).system_message, endpoint, eos)
     info = {**meta, "splits": splits, "settings": list(settings),
             "retriever": pool.describe() if "icl" in settings else None,
