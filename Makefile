@@ -114,7 +114,8 @@ demo: setup
 ## model at times; a test file runs whole on one worker, longest first, as tests/conftest.py
 ## schedules them; tiny runs are trained once and shared); TEST_WORKERS=0 runs it in this process
 # one worker more than cores: a worker waiting on a server, a deadline or a subprocess leaves its
-# core to the others (2 cores: 18 min with 3 workers, against ~22 with 2)
+# core to the others (2 idle cores, 3 workers: 17 min; the 21-23 min with 2 workers were measured
+# before the benches ran in-process, so the two gains are not separated)
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: setup
 	$(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses 4 --durations=15 $(PYTEST_ARGS)
