@@ -40,15 +40,15 @@ started=$SECONDS
 # assistant reads (its few steps learn no policy: bench/bench_real_model.py), NLG's 12 the shape
 # of a doctor's question.
 # DEMO_PROFILE=smoke (the suite's docs test: a minute or two) runs the same commands and the check's
-# parsing and provenance checks at a few steps each, predicting the corpus's test dialogue with 32
-# new tokens a row, on the first 8 held-out lines and one patient line (a run of a few steps
-# answers up to its whole token budget: each row costs seconds), without the quality floors:
+# parsing and provenance checks at a step or a few of one example each, predicting the corpus's
+# test dialogue with 16 new tokens a row, on the first 4 held-out lines and one patient line (a run
+# of a few steps answers up to its whole token budget: each row costs seconds), without the floors:
 # `make test` proves the pipeline runs; the full demo, after it in CI (.ci/run), proves it learns.
 DIALOGUES=16
 case ${DEMO_PROFILE:-full} in
-  full) NLU_STEPS=260 POL_STEPS=2 NLG_STEPS=12 limit=() budget=() check=() ;;
-  smoke) NLU_STEPS=3 POL_STEPS=1 NLG_STEPS=1 limit=(--limit 8) budget=(--max_new_tokens 32)
-         check=(--smoke) ;;
+  full) NLU_STEPS=260 POL_STEPS=2 NLG_STEPS=12 limit=() budget=() check=() smoke_batch=() ;;
+  smoke) NLU_STEPS=3 POL_STEPS=1 NLG_STEPS=1 limit=(--limit 4) budget=(--max_new_tokens 16)
+         check=(--smoke) smoke_batch=(--per_device_train_batch_size=1 --gradient_accumulation_steps=1) ;;
   *) echo "DEMO_PROFILE=${DEMO_PROFILE} is none of full, smoke" >&2; exit 2 ;;
 esac
 # PRECISION=auto (the default): bf16 autocast where the CPU computes bf16 natively (AVX512-BF16,
@@ -100,7 +100,7 @@ for task in nlu pol nlg; do
   if [[ $task == nlu ]]; then sampling=group_by_length; fi
   stage "smollm2-$task-train" "${meditod[@]}" train "recipes/smollm2-135m/$task.yaml" \
     --dataset_name="$realistic" --max_steps="${!steps}" --train_sampling_strategy="$sampling" \
-    "$precision" --output_dir="$demo/runs/smollm2-135m/$task"
+    "$precision" "${smoke_batch[@]}" --output_dir="$demo/runs/smollm2-135m/$task"
 done
 nlu=$demo/runs/smollm2-135m/nlu
 stage smollm2-nlu-predict "${meditod[@]}" predict --model_path "$nlu" --task nlu --split test \

@@ -205,15 +205,16 @@ def test_hub_ids_load_at_their_revision_and_adapters_bring_their_base(
     assert missing["error"].startswith("cannot download org/tiny-nlu at revision no-such")
 
 
-def test_the_assistant_says_what_each_module_was_trained_on(tmp_path):
-    """From each run's recorded provenance; a Hub id or a server is never claimed as MediTOD."""
+def test_the_assistant_says_what_each_module_was_trained_on(tmp_path, embedded_build):
+    """From each run's data, proven again; a Hub id or a server is never claimed as MediTOD."""
     from helpers import write_run
 
     from meditod_hub.apps.assistant import trained_on
+    from meditod_hub.data import proof
     from meditod_hub.models.predictor import ModelSpec
 
-    sample = {"kind": "embedded-sample", "name": "s", "dialogues": 10, "utterances": 136}
-    runs = [write_run(tmp_path / t, task=t, provenance=sample) for t in ("nlu", "pol", "nlg")]
+    runs = [write_run(tmp_path / t, task=t, **proof.record(embedded_build))
+            for t in ("nlu", "pol", "nlg")]
     assert trained_on([ModelSpec(str(r)) for r in runs]) == (
         "NLU, POL and NLG trained on the kit's embedded synthetic sample (10 dialogues, 136 "
         "utterances, invented; not MediTOD)")

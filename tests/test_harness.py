@@ -186,7 +186,7 @@ def test_a_hub_dataset_id_gives_the_folders_rows(embedded_build, hub_server, tmp
     assert harness(["--data", str(embedded_build), "--out", str(tmp_path / "local"),
                     "--settings", "ft"]) == 0
     hub, local = (json.loads((tmp_path / f / "harness.json").read_text()) for f in ("hub", "local"))
-    assert hub["data"] == "org/meditod" and hub["splits"] == local["splits"] == ["test", "test_ood"]
+    assert hub["dataset"] == "org/meditod" and hub["splits"] == local["splits"] == ["test", "test_ood"]
     assert hub["tasks"] == local["tasks"]  # (provenance: `provenance.read` knows local builds only)
     names = sorted(p.name for p in (tmp_path / "local" / "data").glob("*.jsonl"))
     assert names == sorted(p.name for p in (tmp_path / "hub" / "data").glob("*.jsonl")) and names

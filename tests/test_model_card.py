@@ -7,14 +7,15 @@ gold labels with the evaluation command and scans the card for every text and la
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import NLU_RESULTS, POL_RESULTS, RESULTS, write_run
+from helpers import NLU_RESULTS, POL_RESULTS, RESULTS, write_release, write_run
 from huggingface_hub import ModelCard
 
-from meditod_hub.data import paper_results
+from meditod_hub.data import paper_results, proof
 from meditod_hub.data.tasks import TASKS
 from meditod_hub.models.records import Results
 from meditod_hub.models.runs import RunError, card_identity, read_run
@@ -304,13 +305,10 @@ def test_cards_and_published_results_carry_no_dataset_text_or_labels(request, tm
 
 # --- what the model was trained on --------------------------------------------------------------
 
-SAMPLE_PROVENANCE = {"kind": "embedded-sample", "name": "MediTOD-shaped synthetic sample",
-                     "dialogues": 10, "utterances": 136}
-
-
-def test_a_card_says_a_synthetic_run_is_not_meditod_and_sets_no_paper_column(tmp_path):
+def test_a_card_says_a_synthetic_run_is_not_meditod_and_sets_no_paper_column(tmp_path,
+                                                                            embedded_build):
     """Before: "Data: a local MediTOD build", 0 lines with "synthetic", the paper's numbers beside."""
-    text = str(_render(write_run(tmp_path, task="pol", provenance=SAMPLE_PROVENANCE)))
+    text = str(_render(write_run(tmp_path, task="pol", **proof.record(embedded_build))))
     assert text.lower().count("synthetic") >= 3
     assert "a local MediTOD build" not in text and "MediTOD build (gated" not in text
     assert "# POL on synthetic sample (embedded), 10 dialogues: llama3-8b" in text
@@ -325,8 +323,18 @@ def test_a_card_says_a_synthetic_run_is_not_meditod_and_sets_no_paper_column(tmp
 
 
 def test_a_meditod_run_keeps_the_papers_column_and_names_its_build(tmp_path):
-    meditod = {"kind": "meditod", "name": "MediTOD", "dialogues": 233, "utterances": 22503}
-    text = str(_render(write_run(tmp_path, task="pol", provenance=meditod)))
+    """A build of dialogues no licence makes anyone's is MediTOD's (here 2 hand-written ones);
+    its record alone, the folder gone, says so and loses the paper's column."""
+    from meditod_hub.data.build import BuildArguments, build
+
+    data = tmp_path / "meditod"
+    build(BuildArguments(source=write_release(tmp_path / "release"), out=data))
+    run = write_run(tmp_path / "run", task="pol", **proof.record(data))
+    text = str(_render(run))
     assert "# MediTOD POL: llama3-8b" in text
-    assert "(licence-restricted MediTOD data, 233 dialogues, 22503 utterances)" in text
+    assert "(licence-restricted MediTOD data, 3 dialogues, " in text
     assert "| Overall F1 | 0.5614 | 0.2389 |" in text
+    shutil.rmtree(data)
+    text = str(_render(run))
+    assert "its dataset folder is not at hand to prove it" in text
+    assert "| Overall F1 | 0.5614 | 0.2389 |" not in text

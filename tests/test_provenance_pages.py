@@ -41,8 +41,7 @@ def _pages(folder: Path) -> dict[str, str]:
 
 def _model_card(tmp_path: Path, data: Path) -> ModelCard:
     """The card of a POL run trained and scored on the build `data`."""
-    run = write_run(tmp_path / "run", task="pol", dataset=str(data),
-                    provenance=proof.read(data).as_json())
+    run = write_run(tmp_path / "run", task="pol", **proof.record(data))
     return render_model_card(read_run(run), run_id="tester/run", repo_id="tester/run")
 
 
@@ -190,9 +189,66 @@ def test_a_runs_record_is_proven_again_from_its_unchanged_dataset(embedded_build
     edited = {"kind": provenance.MEDITOD, "name": "MediTOD", "dialogues": 233, "utterances": 22503}
     info = {"dataset": str(embedded_build), "data_fingerprint": fingerprint(embedded_build),
             "provenance": edited}
-    assert proof.of_run(info).kind == provenance.EMBEDDED_SAMPLE
+    assert proof.of_record(info).kind == provenance.EMBEDDED_SAMPLE
     moved = {**info, "data_fingerprint": "sha256:another-build"}  # the folder was rebuilt since
-    assert proof.of_run(moved).kind == provenance.MEDITOD
+    found = proof.of_record(moved)
+    assert found.kind == provenance.MEDITOD and not found.proven and not found.comparable
+    assert found.short().endswith(provenance.UNPROVEN_NOTE) and provenance.UNPROVEN_NOTE in \
+        found.describe()
+    assert "proven" not in found.as_json()  # a reader's finding, never written into a record
+
+
+def _results_file(folder: Path, data: Path, **edits) -> Path:
+    """A results file as `meditod evaluate` writes it for `data`, with `edits` to its record."""
+    from meditod_hub.models.records import Results
+
+    record = {**proof.record(data), **edits}
+    folder.mkdir(parents=True)
+    path = folder / "results.json"
+    path.write_text(json.dumps(Results("nlu", "test", {"f1": 0.5}, **record).as_json()))
+    return path
+
+
+def _cascade_file(folder: Path, data: Path, **edits) -> Path:
+    """An `eval-cascade` results file for `data`, with `edits` to its record."""
+    folder.mkdir(parents=True)
+    scores = {"f1": 0.5, "bleu4": 1.0}
+    path = folder / "results.json"
+    path.write_text(json.dumps({
+        "split": "test", **proof.record(data), **edits,
+        "models": {t: {"label": f"tiny-{t}"} for t in ("nlu", "pol", "nlg")}, "nlu": scores,
+        **{t: {"gold_input": scores, "cascaded": scores} for t in ("pol", "nlg")}}))
+    return path
+
+
+MEDITOD_CLAIM = {"kind": provenance.MEDITOD, "name": "MediTOD", "dialogues": 233,
+                 "utterances": 22503}
+
+
+@pytest.mark.parametrize("write", [_results_file, _cascade_file], ids=["evaluate", "cascade"])
+def test_results_files_are_proven_again_from_their_data_not_their_record(write, embedded_build,
+                                                                         tmp_path):
+    """Before: `meditod results` took a results file's recorded provenance: one edited to say
+    MediTOD stood beside the paper's rows; one whose data is gone was taken at its word."""
+    from meditod_hub.evaluation.results import local_rows
+
+    data = tmp_path / "meditod"
+    shutil.copytree(embedded_build, data)
+    write(tmp_path / "runs" / "edited", data, provenance=MEDITOD_CLAIM)
+    gone = tmp_path / "gone"
+    shutil.copytree(embedded_build, gone)
+    write(tmp_path / "runs" / "gone", gone)
+    write(tmp_path / "runs" / "old", data, provenance=MEDITOD_CLAIM, dataset=None,
+          data_fingerprint=None)  # written before results recorded their dataset
+    shutil.rmtree(gone)
+    rows, skipped = local_rows([tmp_path / "runs"])
+    assert not skipped and rows
+    by = {Path(r.link).parent.name: r for r in rows}
+    assert by["edited"].dataset.startswith("synthetic sample (embedded)")
+    assert by["gone"].dataset == f"synthetic sample (embedded), 10 dialogues" \
+        f"{provenance.UNPROVEN_NOTE}"
+    assert by["old"].dataset == f"MediTOD, 233 dialogues{provenance.UNPROVEN_NOTE}"
+    assert not any(row.comparable for row in rows)
 
 
 @pytest.fixture(scope="module")

@@ -126,7 +126,7 @@ class Conversation:
 def _trained_on(spec: ModelSpec) -> str:
     info, _ = run_settings(spec.source) if not spec.endpoint else ({}, {})
     if info:
-        return proof.of_run(info).describe()
+        return proof.of_record(info).describe()
     if spec.endpoint:
         return f"what its server's model {spec.served_model or spec.source!r} was trained on"
     return f"what the card of {spec.source} says"

@@ -34,6 +34,7 @@ from meditod_hub.data.provenance import (
     EMBEDDED_SAMPLE,
     MEDITOD,
     SYNTHETIC_CORPUS,
+    UNKNOWN,
     Provenance,
     unknown,
 )
@@ -129,13 +130,26 @@ def _regenerates(generator: object, rows: str, count: int) -> bool:
     return corpus_rows(seed, size, style) == rows
 
 
-def of_run(info: dict) -> Provenance:
-    """What a run (or results file) was trained or scored on: proven again from its dataset
-    folder's rows while that folder is still the one it recorded (`data_fingerprint`), else its
-    record (proven at training, `read`), else what its dataset folder says now (runs made before
-    provenance was recorded)."""
+def record(data: str | Path) -> dict:
+    """What a run's record or a results file keeps of the data it read: the folder, its
+    fingerprint (whether it is still that folder) and what its rows proved it to be then;
+    `of_record` proves it again."""
+    return {"dataset": str(data), "data_fingerprint": fingerprint(data),
+            "provenance": read(data).as_json()}
+
+
+def of_record(info: dict) -> Provenance:
+    """What a run (run_info) or a results file (`record`'s keys) was trained or scored on:
+    proven again from its dataset folder's rows while that folder is the one it recorded
+    (`data_fingerprint`). Without that folder the record is all there is: said as unproven
+    (`Provenance.proven`), which never stands beside the paper's rows. A record that names
+    no provenance: what its dataset folder says now (runs made before provenance was
+    recorded), else unknown."""
     dataset, recorded = info.get("dataset"), Provenance.from_json(info.get("provenance"))
     if isinstance(dataset, str) and Path(dataset).is_dir() \
             and info.get("data_fingerprint") == fingerprint(dataset):
         return read(dataset)
-    return recorded or read(str(dataset or "an unrecorded dataset"))
+    if recorded is not None:
+        return recorded if recorded.kind == UNKNOWN else replace(recorded, proven=False)
+    return read(dataset) if isinstance(dataset, str) and dataset else unknown(
+        "an unrecorded dataset")

@@ -20,7 +20,7 @@ text appear only on MediTOD's data. A reader never takes the kind from a manifes
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import about
@@ -30,6 +30,7 @@ EMBEDDED_SAMPLE, SYNTHETIC_CORPUS, OWN, MEDITOD = (
     "embedded-sample", "synthetic-corpus", "own", "meditod")
 KINDS = (EMBEDDED_SAMPLE, SYNTHETIC_CORPUS, OWN, MEDITOD)
 UNKNOWN = "unknown"  # a Hub id or a folder without a build manifest: nothing proven
+UNPROVEN_NOTE = " (as recorded: its dataset folder is not at hand to prove it)"
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class Provenance:
     name: str        # the release's own name (release.json or --name)
     dialogues: int   # in the build, every split
     utterances: int
+    # False where a reader found only a record of what the data was (a run's or a results
+    # file's), its dataset folder no longer at hand to prove it again (`proof.of_record`)
+    proven: bool = field(default=True, compare=False)
 
     @property
     def synthetic(self) -> bool:
@@ -46,8 +50,9 @@ class Provenance:
     @property
     def comparable(self) -> bool:
         """Whether its scores may stand beside the paper's: MediTOD, or a Hub dataset whose
-        content this kit cannot see (said as unknown wherever it is shown)."""
-        return self.kind in (MEDITOD, UNKNOWN)
+        content this kit cannot see (said as unknown wherever it is shown); a record whose data
+        is not at hand to prove it never does."""
+        return self.kind in (MEDITOD, UNKNOWN) and self.proven
 
     @property
     def meditod(self) -> bool:
@@ -70,10 +75,16 @@ class Provenance:
         what = {EMBEDDED_SAMPLE: "synthetic sample (embedded)",
                 SYNTHETIC_CORPUS: "synthetic corpus", OWN: f"own data: {self.name}",
                 MEDITOD: self.name or "MediTOD", UNKNOWN: self.name}[self.kind]
-        return what if self.kind == UNKNOWN else f"{what}, {self.dialogues} dialogues"
+        if self.kind == UNKNOWN:
+            return what
+        return f"{what}, {self.dialogues} dialogues{'' if self.proven else UNPROVEN_NOTE}"
 
     def describe(self) -> str:
         """A sentence's worth, for cards, banners and summaries."""
+        said = self._describe()
+        return said if self.proven or self.kind == UNKNOWN else f"{said}{UNPROVEN_NOTE}"
+
+    def _describe(self) -> str:
         size = f"{self.dialogues} dialogues, {self.utterances} utterances"
         if self.kind == EMBEDDED_SAMPLE:
             return f"the kit's embedded synthetic sample ({size}, invented; not MediTOD)"
@@ -99,7 +110,11 @@ class Provenance:
         return [about.CITATION, about.SOURCE_CITATION] if self.meditod else [about.CITATION]
 
     def as_json(self) -> dict:
-        return asdict(self)
+        """The record (what `meditod build` proved; `proven` is a reader's finding, never
+        recorded)."""
+        record = asdict(self)
+        del record["proven"]
+        return record
 
     @classmethod
     def from_json(cls, value) -> Provenance | None:

@@ -272,7 +272,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     run = cascade(models, rows)
     results = {
         "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows[FIRST]}),
-        "provenance": proof.read(args.data).as_json(),
+        **proof.record(args.data),
         "models": {task: {"label": model_label(spec.source, models.predictors[task]),
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(

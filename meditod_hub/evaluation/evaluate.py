@@ -89,7 +89,7 @@ def evaluate(args: EvaluateArguments, task: Task) -> Results:
                         pak_mode=args.pak_mode, bertscore_model=args.bertscore_model,
                         bertscore_layer=args.bertscore_layer, seed=args.seed)
     scores["constrained"] = decoding_constrained(predictions, args.predictions)
-    return Results(task.name, args.split, scores, proof.read(args.data).as_json())
+    return Results(task.name, args.split, scores, **proof.record(args.data))
 
 
 def system_of(predictions: Path) -> str:

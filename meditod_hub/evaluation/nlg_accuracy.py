@@ -204,7 +204,7 @@ def evaluate_nlg(args: EvalNlgArguments) -> dict:
     info, _ = run_settings(args.nlg)
     results.update(
         model=str(args.nlg), constrained=args.constrained,
-        trained_on=proof.of_run(info).describe() if info else "unrecorded",
+        trained_on=proof.of_record(info).describe() if info else "unrecorded",
         set=args.set,
         evaluated_on=f"the kit's {len(items)} held-out {args.set} doctor action sets (invented; "
                      "not MediTOD)")

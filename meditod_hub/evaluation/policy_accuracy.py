@@ -250,7 +250,7 @@ def evaluate_policy(args: EvalPolicyArguments) -> dict:
     info, _ = run_settings(args.pol)
     results.update(
         model=str(args.pol), constrained=args.constrained,
-        trained_on=proof.of_run(info).describe() if info else "unrecorded",
+        trained_on=proof.of_record(info).describe() if info else "unrecorded",
         set=args.set,
         evaluated_on=f"the kit's {len(moments)} held-out {args.set} interview moments (invented; "
                      "not MediTOD)")

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data import paper_results, proof, provenance
+from meditod_hub.data import paper_results, proof
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.evaluation.harness.read import RESULTS_PREFIX, harness_scores, is_lm_eval
@@ -63,8 +63,7 @@ def _cascade_rows(path: Path, data: dict) -> list[Row]:
     """The cascaded POL and NLG scores of an `eval-cascade` results.json."""
     models = data["models"]
     chain = " → ".join(f"{t.upper()} {models.get(t, {}).get('label', '?')}" for t in TASK_NAMES)
-    scored_on = provenance.Provenance.from_json(data.get("provenance")) \
-        or provenance.unknown("unrecorded dataset")
+    scored_on = proof.of_record(data)
     return [Row(task, str(data.get("split", "")), str(models.get(task, {}).get("label", "?")),
                 "local", "cascaded", _constrained(data, data[task]["cascaded"]), "",
                 _scores(task, data[task]["cascaded"]), str(path), f"cascade: {chain}",
@@ -75,9 +74,10 @@ def _cascade_rows(path: Path, data: dict) -> list[Row]:
 
 def _results_row(path: Path, results: Results) -> Row:
     """A `meditod evaluate` results file, placed by what sits around it, with what it was
-    scored on: the results' provenance, else its run's (or its few-shot output's data)."""
+    scored on, proven again from its data (`proof.of_record`): the results' record, else its
+    run's (or its few-shot output's data)."""
     row, info = _bare_row(path, results)
-    found = provenance.Provenance.from_json(results.provenance) or proof.of_run(info)
+    found = proof.of_record(results.record if results.provenance else info)
     row.dataset, row.comparable = found.short(), found.comparable
     return row
 
@@ -110,8 +110,7 @@ def _harness_rows(path: Path, data: dict) -> list[Row]:
     """The MediTOD tasks of an lm-evaluation-harness results file, as the kit's rows."""
     rows = []
     for found in harness_scores(data):
-        scored_on = provenance.Provenance.from_json(found.provenance) \
-            or provenance.unknown("unrecorded dataset")
+        scored_on = proof.of_record(found.record)
         rows.append(Row(found.task, found.split, found.system, "local", found.setting, False, "",
                         _scores(found.task, found.scores), str(path), found.note,
                         scored_on.short(), scored_on.comparable))

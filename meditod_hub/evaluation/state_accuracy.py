@@ -204,7 +204,7 @@ def evaluate_state(args: EvalStateArguments) -> dict:
     info, _ = run_settings(args.nlu)
     results.update(
         model=str(args.nlu), constrained=args.constrained,
-        trained_on=proof.of_run(info).describe() if info else "unrecorded",
+        trained_on=proof.of_record(info).describe() if info else "unrecorded",
         set=args.set,
         evaluated_on=f"the kit's {len(lines)} held-out {args.set} patient lines (invented; "
                      "not MediTOD)")

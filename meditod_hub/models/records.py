@@ -218,14 +218,22 @@ class Results:
     split: str
     scores: dict
     provenance: dict | None = None  # what the data scored on is (`data.provenance`), if known
+    dataset: str | None = None           # the folder (or Hub id) scored on, and its fingerprint:
+    data_fingerprint: str | None = None  # `proof.of_record` proves the provenance again from them
     spec: Task = field(init=False, repr=False, compare=False)  # `task`, resolved once here
 
     def __post_init__(self):
         self.spec = get_task(self.task)
 
     def as_json(self) -> dict:
-        return {"task": self.task, "split": self.split,
-                **({"provenance": self.provenance} if self.provenance else {}), **self.scores}
+        return {"task": self.task, "split": self.split, **self.record, **self.scores}
+
+    @property
+    def record(self) -> dict:
+        """What it records of the data it scored (`proof.record`'s keys, those it has)."""
+        return {key: value for key, value in (("dataset", self.dataset),
+                ("data_fingerprint", self.data_fingerprint), ("provenance", self.provenance))
+                if value}
 
     def value(self, key: str) -> float | None:
         return value_at(self.scores, key)
@@ -245,7 +253,9 @@ class Results:
         if not isinstance(data, dict) or data.get("task") not in TASKS:
             raise ResultsError(f"{path}: not a MediTOD results file (no task)")
         results = cls(data.pop("task"), str(data.pop("split", "")), data,
-                      data.pop("provenance", None))
+                      data.pop("provenance", None), *(
+                          value if isinstance(value := data.pop(key, None), str) else None
+                          for key in ("dataset", "data_fingerprint")))
         if (bad := _non_finite(data)) is not None:  # Python's json writes and reads NaN
             raise ResultsError(f"{path}: {bad[0]!r} is {bad[1]}, not a score: rerun "
                                "`meditod evaluate` to write this file again")

@@ -622,8 +622,7 @@ def run(recipe: Recipe, callbacks=()) -> dict:
         "hardware": hardware(training.world_size), "framework_versions": framework_versions(),
         "train_examples": len(train.dataset), "truncated_examples": train.truncated,
         "state_cut_examples": train.state_cut, "skipped_examples": len(train.skipped),
-        "dataset": script.dataset_name, "data_fingerprint": fingerprint(script.dataset_name),
-        "provenance": proof.read(script.dataset_name).as_json(),
+        **proof.record(script.dataset_name),
         "seed": training.seed, "budget": budget_record(budget),
     }
     if trainer.is_world_process_zero():

@@ -117,13 +117,13 @@ def base_model(run: Run) -> BaseModel | None:
 def paper_row(run: Run, split: str, task: str | None = None) -> dict[str, float]:
     """The paper's row for the run's base on `task` (a multi-task run: each of its tasks)."""
     base = base_model(run)
-    if base is None or base.paper_model is None or not proof.of_run(run.info).comparable:
+    if base is None or base.paper_model is None or not proof.of_record(run.info).comparable:
         return {}
     return paper_results.paper_row(base.paper_model, task or run.task, split)
 
 
 def eval_results(run: Run) -> list[EvalResult]:
-    origin = proof.of_run(run.info)
+    origin = proof.of_record(run.info)
     dataset, name = origin.index_type(hub_id(run.info.get("dataset"))), origin.index_name()
     return [EvalResult(task_type=run.family.pipeline_tag, task_name=f"MediTOD {task.upper()}",
                        dataset_type=dataset, dataset_name=name,
@@ -232,7 +232,7 @@ def _training_data(info: dict) -> str:
     dataset = hub_id(info.get("dataset"))
     where = (f"[{dataset}](https://huggingface.co/datasets/{dataset})" if dataset
              else "a local build")
-    where = f"{where}: {proof.of_run(info).describe()}"
+    where = f"{where}: {proof.of_record(info).describe()}"
     counts = ", ".join(f"{info[key]} {label}" for key, label in (
         ("train_examples", "training examples"), ("truncated_examples", "cut to fit the token "
          "budget"), ("state_cut_examples", "of them losing old state entries"),
@@ -311,7 +311,7 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         **{CARD_KEY: {"model": run.model, "task": task, "run_id": run_id, "merged": merged,
                       **({"constrained": constrained} if constrained else {})}})
     load_text, load_code = _loading(run, repo_id, revision, merged)
-    origin = proof.of_run(info)
+    origin = proof.of_record(info)
     title = (f"MediTOD {task.upper()}: {run.model}" if origin.comparable
              else f"{task.upper()} on {origin.short()}: {run.model}")
     base_name = f"[{base.name}]({base.link})" if base else f"`{base_label(info['base_model'])}`"

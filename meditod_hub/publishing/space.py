@@ -92,7 +92,7 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
             files.update({f"models/{task}/{name}": path
                           for name, path in _model_files(Path(source)).items()})
             settings[task] = {"source": f"models/{task}"}
-            trained_on.append(proof.of_run(run_settings(source)[0]).describe())
+            trained_on.append(proof.of_record(run_settings(source)[0]).describe())
         elif hub_id(source):
             settings[task] = {"source": source, **({"revision": revision} if revision else {})}
         else:

@@ -386,7 +386,7 @@ def score(args: FewshotArguments, task: Task, rows: list[dict], records: list[Pr
     violations = structure_violations(task, records)
     scores["structure_violations"] = {"count": violations,
                                       "share": violations / len(records) if records else 0.0}
-    results = Results(args.task, args.split, scores, proof.read(args.data).as_json())
+    results = Results(args.task, args.split, scores, **proof.record(args.data))
     write_results(results, out / "results.json", purpose="fewshot",
                   system=f"{args.model or Path(str(args.local_model)).name} (in-context)")
     with (out / "results.md").open("a", encoding="utf-8") as md:

@@ -213,9 +213,7 @@ def write(out: Path, data: str, splits: list[str], *, settings=("icl", "ft"), sh
     ft_max_new_tokens = tuned.budget.max_new_tokens if tuned.budget else \
         ft_max_new_tokens or tuned.family.default_budget.max_new_tokens
     written = Written(out, family=tuned.family.name)
-    found = proof.read(data)
-    meta = {"data": str(data), "fingerprint": fingerprint(data), "shots": shots,
-            "provenance": found.as_json()}
+    meta = {**proof.record(data), "shots": shots}
     files: dict[str, str] = {}
     for task in TASK_NAMES:
         pool = None

@@ -25,7 +25,7 @@ class HarnessScores:
     setting: str        # in-context | supervised
     system: str         # the model as lm-eval names it
     scores: dict        # results.json keys -> values
-    provenance: dict | None
+    record: dict       # what the task folder recorded of its data (`proof.record`)
     note: str
     name: str = ""             # the lm-eval task name (`meditod_nlu_ft`)
     lm_eval_version: str = ""
@@ -70,7 +70,7 @@ def harness_scores(data: dict) -> list[HarnessScores]:
         if config.get("limit"):
             note += f", --limit {config['limit']} (a subset of the split)"
         out.append(HarnessScores(meta["task"], str(meta.get("split", "test")), setting,
-                                 _system(data), scores, meta.get("provenance"), note, name,
+                                 _system(data), scores, meta, note, name,
                                  str(data.get("lm_eval_version") or ""), config.get("limit")))
     return out
 
