@@ -121,7 +121,7 @@ def describe_constraint(predictor) -> str:
     """Which grammar and vocabulary a constrained run decodes under (one stderr line)."""
     vocabulary = predictor.decode.vocabulary
     values = "free" if vocabulary is None else f"{len(vocabulary)} canonical"
-    return (f"constrained: the {predictor.constraint.fmt} grammar of {predictor.task}, {values} "
+    return (f"constrained: the {predictor.constraint.fmt} grammar of {predictor.task.name}, {values} "
             "medical values")
 
 
