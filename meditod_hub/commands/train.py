@@ -7,12 +7,12 @@
     meditod train recipes/tiny-llama/nlu.yaml --num_train_epochs=2 --output_dir=runs/x
     torchrun --nproc_per_node 2 -m meditod_hub.commands.train recipes/...   # CPU: gloo
 
-This module is the one that reads `meditod train`'s command line; `models.recipes` gets what
-was read (a recipe path, its settings, the keys and values given as flags), never the line
-itself. In order:
+This module is the one that reads `meditod train`'s command line; `cli` only asks it whether a
+line is answered by help, and `models.recipes` gets what was read (a recipe path, its settings,
+the keys and values given as flags), never the line itself. In order:
 
-1. help (`main`; `cli` answers `meditod train` alone the same way, on stderr): `-h`, `--help`,
-   `--help_all`. `help_recipe` finds the recipe `MODEL [TASK]` or a path names, and
+1. help (`answer_help`, `main`): `-h`, `--help`, `--help_all`, or `meditod train` alone (then on
+   stderr, a usage error). `help_recipe` finds the recipe `MODEL [TASK]` or a path names, and
    `recipes.recipe_help` shows its keys without importing torch; `--help_all` adds every trainer
    key (TRL's parser, which imports torch).
 2. `resolve_command`: the command's own flags, `recipes.LaunchArguments` (`--gpus`,
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from meditod_hub import quiet
 from meditod_hub.arguments import config_help, flag_names, parse_config, parse_known_args
-from meditod_hub.errors import UsageError, run_main
+from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
 from meditod_hub.models import pretrained, recipes
 from meditod_hub.models.families import FAMILIES, get_family
 
@@ -53,6 +53,15 @@ HELP_FLAGS = ("-h", "--help", "--help_all", "--help-all")
 # --- the command line: help, MODEL [TASK] or a recipe path, flags -------------------------------
 def wants_help(argv: list[str]) -> bool:
     return any(arg in HELP_FLAGS for arg in argv)
+
+
+def answer_help(argv: list[str]) -> int | None:
+    """`meditod train` alone (the help on stderr: a usage error) or with a help flag (on stdout),
+    answered without torch: the exit code; None for a line that trains."""
+    if argv and not wants_help(argv):
+        return None
+    print(train_help(argv), file=sys.stdout if argv else sys.stderr)
+    return EXIT_OK if argv else EXIT_USAGE
 
 
 def help_recipe(argv: list[str]) -> Path | None:
