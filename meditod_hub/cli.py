@@ -108,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def answer_train_help(rest: list[str]) -> int | None:
-    """`meditod train` alone or with -h: its help, answered without torch and outside `run_main`
-    (`commands.train.answer_help` says which lines are help); None for a line that trains."""
+    """`meditod train` alone or with -h: its help, answered without torch (but --help_all) and
+    outside `run_main` (`commands.train.answer_help` says which lines are help); None for a line
+    that trains."""
     # deferred: cli imports a command's module only when it runs (meditod -h stays fast)
     from meditod_hub.commands.train import answer_help
 

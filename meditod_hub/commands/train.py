@@ -57,7 +57,8 @@ def wants_help(argv: list[str]) -> bool:
 
 def answer_help(argv: list[str]) -> int | None:
     """`meditod train` alone (the help on stderr: a usage error) or with a help flag (on stdout),
-    answered without torch: the exit code; None for a line that trains."""
+    answered before any recipe is parsed (torch only for --help_all): the exit code; None for a
+    line that trains."""
     if argv and not wants_help(argv):
         return None
     print(train_help(argv), file=sys.stdout if argv else sys.stderr)
