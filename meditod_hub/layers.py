@@ -22,7 +22,8 @@ inside functions) and fails on an upward import or a cycle between units.
        commands     one module per subcommand: its `main(argv)` parses the flags into the
                     library's `*Arguments` dataclasses (or the command's own, where nothing
                     else reads them: `PredictArguments`) and calls the library, which never
-                    reads argv (tests/test_layers.py checks that too)
+                    reads argv nor takes it (or train's overrides) as a parameter
+                    (tests/test_layers.py checks that too)
 
 A deferred (function-level) import is kept only where start-up time needs it (a heavy library, an
 optional extra, or a module `meditod -h` must not load), with a comment giving the reason
