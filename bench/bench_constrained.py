@@ -50,13 +50,13 @@ def llama3_tokenizer():
         bos_token="<|begin_of_text|>", eos_token="<|eot_id|>", pad_token="<|end_of_text|>")
 
 
-def gold_answers(data: Path, fmt: str, task: str, limit: int) -> list[str]:
+def gold_answers(data: Path, fmt: str, name: str, limit: int) -> list[str]:
     from meditod_hub.data.dataset import load_split
 
     family = FAMILIES[FORMATS[fmt]]
-    rows = [r for split in ("train", "test") for r in load_split(data, task, split)][:limit]
-    spec = TASKS[task]
-    return [chat.answer(spec, r) if fmt == "chat" else family.target_text(spec, r) for r in rows]
+    rows = [r for split in ("train", "test") for r in load_split(data, name, split)][:limit]
+    task = TASKS[name]
+    return [chat.answer(task, r) if fmt == "chat" else family.target_text(task, r) for r in rows]
 
 
 def timed(function, *args, **kwargs):

@@ -91,17 +91,6 @@ def flag_names(argv: list[str]) -> list[str]:
     return [a[2:].split("=", 1)[0].replace("-", "_") for a in argv if a.startswith("--")]
 
 
-def flag_value(argv: list[str], key: str) -> str | None:
-    """The value of `--key` in `argv` (`--key-name` spelling too), None when absent."""
-    for name in dict.fromkeys([key, key.replace("_", "-")]):
-        for i, arg in enumerate(argv):
-            if arg.startswith(f"--{name}="):
-                return arg.split("=", 1)[1]
-            if arg == f"--{name}" and i + 1 < len(argv):
-                return argv[i + 1]
-    return None
-
-
 class KitParser(argparse.ArgumentParser):
     """argparse whose usage errors are the kit's one-line `UsageError` (exit 2, one line), so
     `meditod tiny` and `meditod app` fail like every other command."""

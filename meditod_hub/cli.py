@@ -99,29 +99,22 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"error: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return EXIT_USAGE
-    if name == "train" and (not rest or train_help_requested(rest)):
-        return print_train_help(rest)
+    if name == "train" and (code := answer_train_help(rest)) is not None:
+        return code
     module = importlib.import_module(COMMANDS[name][0])
     if "transformers" in sys.modules:  # a command that loads models: one line per stage
         quiet.progress_bars_off()
     return run_main(module.main, rest)
 
 
-def train_help_requested(rest: list[str]) -> bool:
+def answer_train_help(rest: list[str]) -> int | None:
+    """`meditod train` alone or with -h: its help, answered without torch (but --help_all) and
+    outside `run_main` (`commands.train.answer_help` says which lines are help); None for a line
+    that trains."""
     # deferred: cli imports a command's module only when it runs (meditod -h stays fast)
-    from meditod_hub.commands.train import wants_help
+    from meditod_hub.commands.train import answer_help
 
-    return wants_help(rest)
-
-
-def print_train_help(rest: list[str]) -> int:
-    """`meditod train [MODEL [TASK] | <recipe.yaml>] -h`: answered without importing torch;
-    `meditod train` alone prints the same on stderr as a usage error."""
-    # deferred: cli imports a command's module only when it runs (meditod -h stays fast)
-    from meditod_hub.commands.train import train_help
-
-    print(train_help(rest), file=sys.stdout if rest else sys.stderr)
-    return EXIT_OK if rest else EXIT_USAGE
+    return answer_help(rest)
 
 
 def entry() -> None:

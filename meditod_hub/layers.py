@@ -20,8 +20,10 @@ inside functions) and fails on an upward import or a cycle between units.
     5  apps         the assistant, chat, web app and annotation portal
     6  cli          `meditod`: dispatch only (it names command modules as strings)
        commands     one module per subcommand: its `main(argv)` parses the flags into the
-                    library's `*Arguments` dataclasses and calls the library, which never
-                    reads argv (tests/test_layers.py checks that too)
+                    library's `*Arguments` dataclasses (or the command's own, where nothing
+                    else reads them: `PredictArguments`) and calls the library, which never
+                    reads argv nor takes it (or train's overrides) as a parameter
+                    (tests/test_layers.py checks that too)
 
 A deferred (function-level) import is kept only where start-up time needs it (a heavy library, an
 optional extra, or a module `meditod -h` must not load), with a comment giving the reason

@@ -103,7 +103,7 @@ def test_every_numeric_flag_declares_its_bounds():
     (["--bogus", "1"], "unrecognized arguments: --bogus 1"),
 ])
 def test_a_bad_value_is_a_one_line_usage_error_before_any_work(argv, phrase):
-    from meditod_hub.models.predict import PredictArguments
+    from meditod_hub.commands.predict import PredictArguments
 
     with pytest.raises(UsageError) as error:
         arguments.parse_args((PredictArguments,), ["--model_path", "m", "--task", "nlu", "--out", "o",

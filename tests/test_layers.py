@@ -299,13 +299,34 @@ def test_no_cycle_between_the_portal_scripts():
 
 
 COMMAND_UNITS = {"cli", "commands", "arguments"}  # arguments: the kit's parsers themselves
-PARSERS = {"meditod_hub.arguments.parse_args", "meditod_hub.arguments.KitParser", "trl.TrlParser",
-           "argparse"}
+PARSERS = {*(f"meditod_hub.arguments.{name}" for name in (
+    "parse_args", "parse_known_args", "parse_config", "flag_names", "KitParser")),
+    "trl.TrlParser", "argparse"}
+# A command line handed to a function, by the names the kit gives one (issue 47: models/recipes.py
+# took train's argv and overrides); the library takes what a command parsed from it instead.
+ARGV_PARAMETERS = {"argv", "overrides"}
+# The library functions that take a command line without parsing one, and why.
+ARGV_TAKERS = {
+    "meditod_hub.errors.run_main": "runs a command's main(argv), only removing --debug",
+    "meditod_hub.errors.debug_requested": "run_main's test for --debug",
+    "meditod_hub.netwait.run": "a child process's command line (pip), run, not parsed",
+}
+
+
+def argv_parameters(module: str, tree: ast.AST) -> list[str]:
+    """`line: def f(argv)` for each function of `module` (parsed as `tree`) with a parameter named
+    as a command line (`ARGV_PARAMETERS`), the `ARGV_TAKERS` excepted."""
+    return [f"{node.lineno}: def {node.name}({a.arg})" for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and f"{module}.{node.name}" not in ARGV_TAKERS
+            for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            if a.arg in ARGV_PARAMETERS]
 
 
 def argv_readers() -> dict[str, list[str]]:
     """Library module -> how it reads a command line: a module-level `main`, a flag parser
-    imported (the kit's, TRL's or argparse), or `sys.argv`."""
+    imported (the kit's, TRL's or argparse), `sys.argv`, or a function taking a parameter named
+    as a command line (`ARGV_PARAMETERS`; `ARGV_TAKERS` excepted)."""
     found: dict[str, list[str]] = defaultdict(list)
     for path in sorted(PACKAGE.rglob("*.py")):
         module = _module_name(path)
@@ -322,12 +343,28 @@ def argv_readers() -> dict[str, list[str]]:
             if isinstance(node, ast.Attribute) and node.attr == "argv" \
                     and isinstance(node.value, ast.Name) and node.value.id == "sys":
                 found[module].append(f"{node.lineno}: sys.argv")
+        found[module] += argv_parameters(module, tree)
     return {module: where for module, where in found.items() if where}
 
 
 def test_only_commands_read_argv():
     """The library takes typed arguments; only `meditod_hub.commands` (and `cli`) parse a command
-    line (issue 27: 19 library modules had a `main(argv)` parsing their flags)."""
+    line (issue 27: 19 library modules had a `main(argv)` parsing their flags; issue 47:
+    models/recipes.py took `meditod train`'s argv and overrides)."""
     readers = argv_readers()
     assert not readers, "library modules reading a command line (move it to meditod_hub.commands):\n" \
         + "\n".join(f"{m}: {', '.join(w)}" for m, w in readers.items())
+
+
+def test_the_argv_reader_sees_a_function_taking_argv():
+    """The parameter check itself: a library function taking `overrides` or `argv` is seen, an
+    exception is not, and every exception still names a function (a stale one hides nothing)."""
+    tree = ast.parse("def check(path, config, overrides, types):\n    pass\n\n\n"
+                     "async def paths(*, argv):\n    pass\n")
+    assert argv_parameters("meditod_hub.models.x", tree) == ["1: def check(overrides)",
+                                                             "5: def paths(argv)"]
+    assert argv_parameters("meditod_hub.errors", ast.parse("def run_main(main, argv):\n    pass\n")) == []
+    defined = {f"{_module_name(path)}.{node.name}" for path in PACKAGE.rglob("*.py")
+               for node in ast.parse(path.read_text(encoding="utf-8")).body
+               if isinstance(node, ast.FunctionDef)}
+    assert set(ARGV_TAKERS) <= defined, f"ARGV_TAKERS names no function: {set(ARGV_TAKERS) - defined}"

@@ -133,7 +133,7 @@ def test_cascade_rows_from_gold_upstream_equal_gold_inputs(embedded_build, tmp_p
     """--upstream with gold NLU (for pol) or gold actions (for nlg) reproduces the gold rows."""
     import json as _json
 
-    from meditod_hub.models.predict import cascade_rows
+    from meditod_hub.commands.predict import cascade_rows
 
     nlu = load_dataset(str(embedded_build), "nlu", split="test")
     pol = list(load_dataset(str(embedded_build), "pol", split="test"))

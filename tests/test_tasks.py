@@ -25,7 +25,7 @@ def _task_literal(node: ast.expr) -> bool:
     return any(isinstance(n, ast.Constant) and n.value in TASK_NAMES for n in literals)
 
 
-def test_no_module_outside_the_task_spec_branches_on_a_task_name():
+def test_no_module_outside_the_task_modules_branches_on_a_task_name():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if TASK_MODULES in path.parents:
@@ -36,7 +36,7 @@ def test_no_module_outside_the_task_spec_branches_on_a_task_name():
             sides = [node.left, *node.comparators]
             if any(map(_names_a_task, sides)) and any(map(_task_literal, sides)):
                 found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
-    assert not found, ("these compare a task with a task's name; ask the task spec instead "
+    assert not found, ("these compare a task with a task's name; ask the task instead "
                        f"(its columns, structured, item_slots): {found}")
 
 
@@ -83,7 +83,7 @@ def test_the_lookup_guard_sees_what_it_forbids():
         assert not list(_task_lookups(ast.parse(source))), source
 
 
-def test_the_task_spec_holds_per_task_behaviour_as_fields_not_branches_on_its_name():
+def test_the_task_holds_per_task_behaviour_as_fields_not_branches_on_its_name():
     """Task.score and Task.cascade_rows call the task's own functions (`scorer`,
     `cascade_builder`): data/tasks/ never compares `self.name` nor looks a table up by it."""
     trees = [(path, ast.parse(path.read_text(encoding="utf-8")))
@@ -106,7 +106,7 @@ def test_the_task_spec_holds_per_task_behaviour_as_fields_not_branches_on_its_na
 def test_the_guard_sees_the_branches_it_forbids():
     """The check above would catch each way the old code spelled a task branch."""
     for source in ('task == "nlu"', 'self.task != "nlg"', 'args.task in ("nlu", "pol")',
-                   'results["task"] == "nlg"', '"pol" == spec_task'):
+                   'results["task"] == "nlg"', '"pol" == first_task'):
         compare = ast.parse(source, mode="eval").body
         sides = [compare.left, *compare.comparators]
         assert any(map(_names_a_task, sides)) and any(map(_task_literal, sides)), source
@@ -121,5 +121,5 @@ def test_the_guard_sees_the_branches_it_forbids():
      {"symptom": [{"value": "fever"}]}),
     ("pol", {"action": "other"}, {}),
 ])
-def test_a_label_item_s_slots_come_from_the_spec(task, item, slots):
+def test_a_label_item_s_slots_come_from_its_task(task, item, slots):
     assert get_task(task).item_slots(item) == slots

@@ -114,11 +114,11 @@ class Conversation:
     def state(self) -> dict:
         return self.turns[-1].state if self.turns else {}
 
-    def _add(self, spec: Task, text: str) -> dict:
-        """The utterance `spec` predicts for; its label is a placeholder (no row's inputs
+    def _add(self, task: Task, text: str) -> dict:
+        """The utterance `task` predicts for; its label is a placeholder (no row's inputs
         read it)."""
-        utterance = {"uttr_id": len(self.utterances), "speaker": spec.speaker, "text": text,
-                     spec.target_column: []}
+        utterance = {"uttr_id": len(self.utterances), "speaker": task.speaker, "text": text,
+                     task.target_column: []}
         self.utterances.append(utterance)
         return utterance
 

@@ -34,7 +34,7 @@ class AgreementArguments:
 
 
 def score(task: Task, gold_rows: list[dict], labels: list) -> dict:
-    """`meditod evaluate`'s scores of `labels` against `gold_rows` (the task spec's `score`)."""
+    """`meditod evaluate`'s scores of `labels` against `gold_rows` (the task's `score`)."""
     return task.score(gold_rows, labels)
 
 
@@ -62,17 +62,17 @@ def check_same_dialogue(did: str, a: dict, b: dict) -> None:
                                "between A and B: these are not labels of the same dialogue")
 
 
-def label_paths(spec: Task, label: list) -> Counter:
+def label_paths(task: Task, label: list) -> Counter:
     """(name path, value) pairs of one label; paths are names only (intent or action / slot /
     attribute or check)."""
     out: Counter = Counter()
     for item in label:
-        kind, slots = item.get(spec.item_head), spec.item_slots(item)
+        kind, slots = item.get(task.item_head), task.item_slots(item)
         if not slots:
             out[(kind,), None] += 1
         for slot, entries in slots.items():
             for entry in entries:
-                for path, value in ENTRY_PATHS[spec.target_column](entry):
+                for path, value in ENTRY_PATHS[task.target_column](entry):
                     out[(kind, slot, *path), value] += 1
     return out
 
@@ -116,17 +116,17 @@ def agreement(a: dict[str, dict], b: dict[str, dict]) -> dict:
     for did in shared:
         check_same_dialogue(did, a[did], b[did])
     results: dict = {}
-    for spec in LABELLED_TASKS:
-        task, column = spec.name, spec.target_column
-        rows_a = [r for did in shared for r in view_rows(task, did, a[did])]
-        rows_b = {r["id"]: r for did in shared for r in view_rows(task, did, b[did])}
+    for task in LABELLED_TASKS:
+        name, column = task.name, task.target_column
+        rows_a = [r for did in shared for r in view_rows(name, did, a[did])]
+        rows_b = {r["id"]: r for did in shared for r in view_rows(name, did, b[did])}
         labels_b = [rows_b[r["id"]][column] for r in rows_a]
-        forward = score(spec, rows_a, labels_b)
-        backward = score(spec, [rows_b[r["id"]] for r in rows_a], [r[column] for r in rows_a])
-        results[task] = {"task": task, "split": "all", **forward,
+        forward = score(task, rows_a, labels_b)
+        backward = score(task, [rows_b[r["id"]] for r in rows_a], [r[column] for r in rows_a])
+        results[name] = {"task": name, "split": "all", **forward,
                          "f1_b_as_gold": backward["f1"],
                          "symmetric_f1": (forward["f1"] + backward["f1"]) / 2,
-                         "disagreements": disagreements(spec, rows_a, labels_b)}
+                         "disagreements": disagreements(task, rows_a, labels_b)}
     results["dialogues"] = shared
     results["only_in_a"] = [did for did in a if did not in b]
     results["only_in_b"] = [did for did in b if did not in a]

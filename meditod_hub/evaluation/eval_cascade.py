@@ -153,18 +153,18 @@ def table_rows(results: dict) -> list[dict]:
     """{task, name, gold_input, cascaded} for every POL and NLG metric present in either column
     (the model card's metric list and formats)."""
     rows = []
-    for spec in CASCADED_TASKS:
-        for metric in spec.metrics:
-            values = [value_at(results[spec.name][column], metric.key) for column in COLUMNS]
+    for task in CASCADED_TASKS:
+        for metric in task.metrics:
+            values = [value_at(results[task.name][column], metric.key) for column in COLUMNS]
             if any(v is not None for v in values):
-                rows.append({"task": spec.name.upper(), "name": metric.name, **{
+                rows.append({"task": task.name.upper(), "name": metric.name, **{
                     column: "—" if v is None else format(v, metric.fmt)
                     for column, v in zip(COLUMNS, values)}})
     return rows
 
 
 def models_line(models: dict) -> str:
-    return ", ".join(f"{task.upper()} `{spec['label']}`" for task, spec in models.items())
+    return ", ".join(f"{task.upper()} `{model['label']}`" for task, model in models.items())
 
 
 def write_markdown(results: dict, path: Path) -> None:
@@ -192,13 +192,13 @@ def write_markdown(results: dict, path: Path) -> None:
 def write_chart(results: dict, path: Path) -> None:
     """Gold-input and cascaded bars per POL and NLG metric (BLEU scaled to 0-1 like the rest)."""
     rows = {}
-    for spec in CASCADED_TASKS:
-        for metric in spec.metrics:
-            pair = [value_at(results[spec.name][column], metric.key) for column in COLUMNS]
-            if metric.key not in spec.chart_metrics or None in pair:
+    for task in CASCADED_TASKS:
+        for metric in task.metrics:
+            pair = [value_at(results[task.name][column], metric.key) for column in COLUMNS]
+            if metric.key not in task.chart_metrics or None in pair:
                 continue
             scale = 100 if metric.key.startswith("bleu") else 1  # NLTK BLEU is x100
-            name = f"{spec.name.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
+            name = f"{task.name.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
             rows[name] = {COLUMN_LABELS[c]: value / scale for c, value in zip(COLUMNS, pair)}
     data = provenance.Provenance.from_json(results.get("provenance"))
     title = "Cascade " + " → ".join(f"{t.upper()} {results['models'][t]['label']}" for t in TASK_NAMES)
@@ -281,8 +281,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         "constrained": specs[0].decode.constrained,
         run.first.task.name: score(run.first.task, rows[run.first.task.name], run.first.cascaded,
                                    args, judge),
-        **{spec.name: {column: score(spec, rows[spec.name], getattr(run[spec], column), args, judge)
-                       for column in COLUMNS} for spec in CASCADED_TASKS},
+        **{task.name: {column: score(task, rows[task.name], getattr(run[task], column), args, judge)
+                       for column in COLUMNS} for task in CASCADED_TASKS},
         "attribution": attribution(rows, run),
         "seconds": {"load": loaded - start, **run.seconds},
     }

@@ -13,7 +13,7 @@ after them so that no setting overwrites another: `predictions.jsonl` -> `result
 `.md`, `.png`; `predictions-constrained.jsonl` -> `results-constrained.json`, ...; a `--out`
 ending in `.json` names the file. The data defaults to the dataset the predictions' run was
 trained on (said on stderr; another `--data` is allowed and said too), and results.json records
-what it is (`provenance`). Scores come from the task spec (`tasks.Task.score`); predictions
+what it is (`provenance`). Scores come from the task (`tasks.Task.score`); predictions
 follow `records`. Logs carry figures only, never dialogue text or labels.
 """
 

@@ -178,8 +178,8 @@ def write_results(results: Results, path: str | Path, chart: bool = True, *,
     markdown_path, chart_path = side_files(path)
     data = results.as_json()
     written = [atomic_write(path, json.dumps(data, indent=2) + "\n", purpose=purpose),
-               atomic_write(markdown_path, markdown(data, results.spec), purpose=purpose)]
+               atomic_write(markdown_path, markdown(data, results.scored_task), purpose=purpose)]
     if chart:
-        written.append(atomic_write(chart_path, chart_png(data, results.spec, system),
+        written.append(atomic_write(chart_path, chart_png(data, results.scored_task, system),
                                     purpose=purpose))
     return written

@@ -85,7 +85,7 @@ class SlotSchema:
 class LabelSchema:
     """An NLU item list or an action list: items opened by a head (`intent` / `action`) with one
     of `heads`; slots under `slots_key` (NLU) or, where it is None, beside the head (POL). Head
-    and slots key are the task spec's (`Task.item_head`, `Task.slots_key`)."""
+    and slots key are the task's (`Task.item_head`, `Task.slots_key`)."""
 
     head: str
     heads: tuple[str, ...]
@@ -93,14 +93,14 @@ class LabelSchema:
     slots: tuple[SlotSchema, ...]
 
 
-def label_schema(spec: Task, status_attributes: bool = False) -> LabelSchema:
+def label_schema(task: Task, status_attributes: bool = False) -> LabelSchema:
     """The CMAS language of `task`'s labels, read from cmas now. `status_attributes`: NLU slots
     keyed by base slot with the polarity as a `status` attribute (the in-context answer)."""
-    if not spec.structured:
-        raise UsageError(f"task {spec.name!r} has no structured labels to constrain "
+    if not task.structured:
+        raise UsageError(f"task {task.name!r} has no structured labels to constrain "
                          f"({' or '.join(LABELLED_TASK_NAMES)})")
-    heads, slots = LABEL_LANGUAGES[spec.target_column](status_attributes)
-    return LabelSchema(spec.item_head, heads, spec.slots_key, slots)
+    heads, slots = LABEL_LANGUAGES[task.target_column](status_attributes)
+    return LabelSchema(task.item_head, heads, task.slots_key, slots)
 
 
 def _nlu_language(status_attributes: bool) -> tuple[tuple[str, ...], tuple[SlotSchema, ...]]:
@@ -152,16 +152,16 @@ LABEL_LANGUAGES = {PATIENT_LABELS: _nlu_language, DOCTOR_LABELS: _actions_langua
 
 # --- vocabularies -------------------------------------------------------------------------------
 
-def medical_values(spec: Task, labels: Iterable) -> Iterable[str]:
+def medical_values(task: Task, labels: Iterable) -> Iterable[str]:
     """The medical head values of NLU labels or action lists (a value of a slot whose `value`
     is a canonical concept in `task`'s language)."""
-    schema = label_schema(spec)
+    schema = label_schema(task)
     medical = {slot.key for slot in schema.slots if slot.attributes.get("value") == "medical"}
     for label in labels:
         for item in label or ():
             if not isinstance(item, dict):
                 continue
-            for key, entries in spec.item_slots(item).items():
+            for key, entries in task.item_slots(item).items():
                 if key in medical and isinstance(entries, list):
                     yield from (e["value"] for e in entries
                                 if isinstance(e, dict) and isinstance(e.get("value"), str))
@@ -170,9 +170,9 @@ def medical_values(spec: Task, labels: Iterable) -> Iterable[str]:
 def training_vocabulary(data: str) -> Vocabulary:
     """Every canonical medical value of the built dataset's training split (NLU and POL labels)."""
     values = set()
-    for spec in LABELLED_TASKS:
-        values.update(medical_values(spec, (row[spec.target_column]
-                                            for row in load_split(data, spec.name, "train"))))
+    for task in LABELLED_TASKS:
+        values.update(medical_values(task, (row[task.target_column]
+                                            for row in load_split(data, task.name, "train"))))
     return frozenset(v.lower() for v in values if v.strip())
 
 
@@ -368,23 +368,23 @@ def _span_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | Non
     return rules.add("span-label", 'span-item ( " " span-item )*')
 
 
-def grammar(fmt: str, spec: Task, vocabulary: Vocabulary | None = None) -> str | None:
+def grammar(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> str | None:
     """The EBNF of `fmt`'s answer to `task`; None where the answer is free text (NLG of the
     span families and of in-context models)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r}: one of {', '.join(FORMATS)}")
     rules = _Rules()
     rules.add("root", "")
-    if not spec.structured:
+    if not task.structured:
         if fmt == "chat":
             rules.rules["root"] = f'{_literal(chat.ANSWER_OPEN + " ")} [^\\[]* {_literal(chat.ANSWER_CLOSE)}'
         elif fmt == "pptod":
-            sos, eos = pptod.SPAN_COLUMNS[spec.target_column].markers
+            sos, eos = pptod.SPAN_COLUMNS[task.target_column].markers
             rules.rules["root"] = f'{_literal(sos)} [^<]* {_literal(eos)}'
         else:
             return None
         return rules.text()
-    schema = label_schema(spec, status_attributes=fmt == "fewshot")
+    schema = label_schema(task, status_attributes=fmt == "fewshot")
     if fmt in ("chat", "fewshot"):
         label = _json_label(rules, schema, vocabulary)
         opener, closer = _literal(chat.ANSWER_OPEN + " "), _literal(" " + chat.ANSWER_CLOSE)
@@ -392,17 +392,17 @@ def grammar(fmt: str, spec: Task, vocabulary: Vocabulary | None = None) -> str |
     else:
         label = _span_label(rules, schema, vocabulary)
         if fmt == "pptod":
-            sos, eos = pptod.SPAN_COLUMNS[spec.target_column].markers
+            sos, eos = pptod.SPAN_COLUMNS[task.target_column].markers
             label = f'{_literal(sos)} " " {label} sp {_literal(eos)}'
         rules.rules["root"] = label
     return rules.text()
 
 
-def json_schema(spec: Task, vocabulary: Vocabulary | None = None) -> dict | None:
+def json_schema(task: Task, vocabulary: Vocabulary | None = None) -> dict | None:
     """The in-context answer (`fewshot` format) as a JSON schema; None for NLG (free text)."""
-    if not spec.structured:
+    if not task.structured:
         return None
-    schema = label_schema(spec, status_attributes=True)
+    schema = label_schema(task, status_attributes=True)
 
     def value(kind) -> dict:
         if kind == "list":

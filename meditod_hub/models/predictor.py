@@ -111,9 +111,9 @@ class Predictor:
     def __init__(self, family: Family, task: Task, budget: Budget,
                  decode: DecodeOptions = DecodeOptions(), *, name: str = "",
                  info: dict | None = None, folder: str | None = None):
-        # the task (resolved once, by load_predictor or the caller) and its name, which the
+        # the task, resolved once (by load_predictor or the caller): `task.name` is what the
         # records, logs and cascade stages key by
-        self.family, self.spec, self.task = family, task, task.name
+        self.family, self.task = family, task
         self.budget = decode.applied_to(budget)
         self.decode = decode
         self.name = name          # the source as given (how the portal and logs name it)
@@ -131,11 +131,11 @@ class Predictor:
         if stream is not None and len(rows) > 1:
             raise ValueError("a streamed output follows one row at a time")
         raws, unfit = self.generate(rows, progress, stream and self._answer_stream(stream))
-        empty = self.spec.empty_label
+        empty = self.task.empty_label
         records = []
         for i, row in enumerate(rows):
             if i in raws:
-                parsed = self.family.parse(self.spec, raws[i])
+                parsed = self.family.parse(self.task, raws[i])
                 records.append(Prediction(row["id"], parsed.value, parsed.ok, raws[i],
                                           parsed.reason, self.decode.constrained))
             else:
@@ -150,7 +150,7 @@ class Predictor:
 
         def piece(text: str) -> None:
             raw[0] += text
-            answer = self.family.parse(self.spec, raw[0]).value
+            answer = self.family.parse(self.task, raw[0]).value
             if isinstance(answer, str) and answer.startswith(shown[0]) and answer != shown[0]:
                 stream(answer[len(shown[0]):])
                 shown[0] = answer
@@ -180,13 +180,13 @@ class LocalPredictor(Predictor):
         self._lock = lock or threading.Lock()
         self._threads = torch_threads()
         if decode.constrained:
-            self.constraint = constraint(family.grammar_format, self.spec, decode.vocabulary)
+            self.constraint = constraint(family.grammar_format, self.task, decode.vocabulary)
 
     def generate(self, rows, progress, stream=None):
         prompts, unfit = {}, {}
         for i, row in enumerate(rows):
             try:
-                prompts[i] = self.family.prompt(self.spec, row, self.tokenizer,
+                prompts[i] = self.family.prompt(self.task, row, self.tokenizer,
                                                 self.budget).input_ids
             except BudgetError as exc:
                 unfit[i] = f"input does not fit: {exc}"
@@ -214,10 +214,10 @@ class ServedPredictor(Predictor):
 
             self.constraint = ServedConstraint(
                 server_kind_for(endpoint.base_url, decode.server_kind), family.grammar_format,
-                self.spec, decode.vocabulary)
+                self.task, decode.vocabulary)
 
     def generate(self, rows, progress, stream=None):
-        return complete_rows(self.endpoint, self.family, self.spec, rows, self.budget,
+        return complete_rows(self.endpoint, self.family, self.task, rows, self.budget,
                              self.tokenizer, self.constraint)
 
 

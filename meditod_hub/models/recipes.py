@@ -1,10 +1,15 @@
-"""The recipes: MediTOD's own recipe keys (`MeditodArguments`), the recipes/ folders (`MODEL`
-of `meditod train MODEL [TASK]`), reading a recipe file, the numbers no run can train with
-(`NUMBER_RULES`), and the help `meditod train -h` shows (`recipe_help`).
+"""The recipes: MediTOD's own recipe keys (`MeditodArguments`) and `meditod train`'s launch keys
+(`LaunchArguments`), the recipes/ folders (`MODEL` of `meditod train MODEL [TASK]`), reading a
+recipe file, the settings no run may have (the trainer's upload keys, `PUBLISHING_KEYS`; the
+numbers no run can train with, `NUMBER_RULES`), and the help text `meditod train -h` shows for a
+recipe (`recipe_help`).
 
-Kept apart from `train` (which imports torch, TRL and transformers: seconds to tens of seconds)
-so that `meditod train -h` answers at once from here. Parsing a recipe's keys into the trainer's
-dataclasses is TRL's `TrlParser` (`arguments.parse_config`, called by `commands.train`).
+Nothing here reads a command line: `commands.train` parses `meditod train`'s (MODEL [TASK], the
+launch flags, the `--key=value` overrides, -h) and hands these functions what it found: a recipe
+path, its settings, the keys and values given as flags. Kept apart from `train` (which imports
+torch, TRL and transformers: seconds to tens of seconds) so that `meditod train -h` answers at
+once from here. Parsing a recipe's keys into the trainer's dataclasses is TRL's `TrlParser`
+(`arguments.parse_config`, called by `commands.train`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ from pathlib import Path
 
 import yaml
 
-from meditod_hub.arguments import flag_names, flag_value
 from meditod_hub.data.tasks import MULTITASK, TASK_NAMES
 from meditod_hub.errors import UsageError
 from meditod_hub.models.families import FAMILY_NAMES
@@ -130,29 +134,6 @@ def read_recipe(path: Path) -> dict:
     return config
 
 
-def recipe_paths(argv: list[str]) -> tuple[list[Path], list[str]]:
-    """`MODEL [TASK] [--key=value ...]` (a recipes/ folder and one of its tasks; all its tasks
-    without one) or a recipe path -> the recipes to train in turn, and the overrides after."""
-    if not argv or argv[0].startswith("-"):
-        raise UsageError("give MODEL [TASK] (a recipes/ folder and one of its tasks) or a "
-                         "<recipe.yaml>: meditod train -h lists them")
-    target, rest = argv[0], argv[1:]
-    path = Path(target)
-    folder = path if folder_tasks(path) else RECIPES / target  # recipes/MODEL works too
-    if path.suffix in (".yaml", ".yml") or path.is_file():
-        return [path], rest
-    if not folder.is_dir():
-        raise UsageError(f"no recipe or model {target!r}: give a recipes/ folder "
-                         f"({', '.join(recipe_models())}) or a recipe .yaml")
-    tasks = folder_tasks(folder)
-    if rest and not rest[0].startswith("-"):
-        if rest[0] not in tasks:
-            raise UsageError(f"no task {rest[0]!r} in {folder}: give one of {', '.join(tasks)}, "
-                             "or none to train " + ("all three in turn" if len(tasks) > 1 else "it"))
-        tasks, rest = [rest[0]], rest[1:]
-    return [folder / f"{task}.yaml" for task in tasks], rest
-
-
 # --- nothing publishes outside `meditod publish` ----------------------------------------------------
 # The trainer's own upload (push_to_hub, hub_*) would create a public repo and upload the weights
 # and training_args.bin (a pickle holding hub_token) past every check of `publish`: the secret
@@ -160,14 +141,14 @@ def recipe_paths(argv: list[str]) -> tuple[list[Path], list[str]]:
 PUBLISHING_KEYS = ("push_to_hub", "hub_", "push_to_hub_")
 
 
-def refuse_publishing(path: Path, config: dict, overrides: list[str]) -> None:
-    """Refuse the trainer's upload settings in a recipe or a flag, whatever their value."""
-    for where, keys in ((str(path), list(config)), ("a flag", flag_names(overrides))):
-        found = [key for key in keys if key.startswith(PUBLISHING_KEYS)]
-        if found:
-            raise UsageError(f"{where}: {', '.join(sorted(found))}: training never uploads; "
-                             "remove it, and publish the trained, evaluated run with `meditod "
-                             "publish --run RUN --repo ORG/NAME` (private unless --public)")
+def refuse_publishing(where: str, keys: list[str]) -> None:
+    """Refuse the trainer's upload settings among `keys` (a recipe's, or the flags'), whatever
+    their value; `where` names them in the error (the recipe's path, or "a flag")."""
+    found = [key for key in keys if key.startswith(PUBLISHING_KEYS)]
+    if found:
+        raise UsageError(f"{where}: {', '.join(sorted(found))}: training never uploads; "
+                         "remove it, and publish the trained, evaluated run with `meditod "
+                         "publish --run RUN --repo ORG/NAME` (private unless --public)")
 
 
 # --- numbers no run can train with ---------------------------------------------------------------
@@ -200,34 +181,41 @@ NUMBER_RULES = {
 }
 
 
-def check_finite(path: Path, config: dict, overrides: list[str], types: dict) -> None:
-    """Refuse NaN and infinity (1e309 reads as infinity) in any setting that is not text, before
-    the parser turns one into an int (OverflowError) or a run trains on it; `types`: each key's
-    type as the parser converts it."""
-    def infinite(value) -> bool:
-        try:
-            return not math.isfinite(float(value))
-        except (TypeError, ValueError):
-            return False
+def _infinite(value) -> bool:
+    try:
+        return not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
-    def checked_later(key: str) -> bool:  # NUMBER_RULES says its finite range
-        return key in NUMBER_RULES and "finite" in NUMBER_RULES[key][1]
 
+def _checked_later(key: str) -> bool:
+    """`check_numbers` refuses its infinities: NUMBER_RULES says its finite range."""
+    return key in NUMBER_RULES and "finite" in NUMBER_RULES[key][1]
+
+
+def check_finite(path: Path, config: dict, types: dict) -> None:
+    """Refuse NaN and infinity (1e309 reads as infinity) in any setting of the recipe `config`
+    (read from `path`) that is not text, before the parser turns one into an int (OverflowError)
+    or a run trains on it; `types`: each key's type as the parser converts it."""
     for key, value in config.items():
-        if checked_later(key):
+        if _checked_later(key):
             continue
         if not isinstance(value, bool) and isinstance(value, (int, float, str)) \
-                and (isinstance(value, float) or types.get(key) is not str) and infinite(value):
+                and (isinstance(value, float) or types.get(key) is not str) and _infinite(value):
             raise UsageError(f"{path}: {key}: {value}: must be a finite number")
-    for key in set(flag_names(overrides)):
-        text = flag_value(overrides, key)
-        if text is not None and types.get(key) is not str and not checked_later(key) \
-                and infinite(text):
+
+
+def check_finite_flags(flags: dict[str, str], types: dict) -> None:
+    """As `check_finite`, for the settings given as flags: `flags` maps each key to the text
+    given for it (`--key=text`)."""
+    for key, text in flags.items():
+        if types.get(key) is not str and not _checked_later(key) and _infinite(text):
             raise UsageError(f"--{key}={text}: must be a finite number")
 
 
 def check_numbers(path: Path, values: dict, cli_keys: list[str]) -> None:
-    """Refuse a numeric setting outside `NUMBER_RULES` before any work, naming where it was set."""
+    """Refuse a numeric setting outside `NUMBER_RULES` before any work, naming where it was set
+    (`cli_keys`: the keys given as flags; the others come from the recipe at `path`)."""
     for key, (allowed, range_) in NUMBER_RULES.items():
         value = values.get(key)
         if value is None or (key == "num_train_epochs" and values.get("max_steps", -1) >= 1
@@ -243,28 +231,9 @@ def _yaml_value(value) -> str:
     return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").strip()
 
 
-def _help_recipe(argv: list[str]) -> Path | None:
-    """The recipe `MODEL [TASK]` or `<recipe.yaml>` names (MODEL alone: its first task's)."""
-    if not argv or argv[0].startswith("-"):
-        return None
-    path = Path(argv[0])
-    if path.is_file():
-        return path
-    folder = path if folder_tasks(path) else RECIPES / argv[0]
-    tasks = folder_tasks(folder)
-    if not tasks:
-        return path
-    task = argv[1] if len(argv) > 1 and argv[1] in tasks else tasks[0]
-    return folder / f"{task}.yaml"
-
-
-def help_recipe_family(argv: list[str]) -> str:
-    """The family of the recipe `meditod train ... --help_all` names (chat without one)."""
-    recipe = _readable_recipe(_help_recipe(argv))
-    return str(recipe.get("family", "chat"))
-
-
-def _readable_recipe(path: Path | None) -> dict:
+def readable_recipe(path: Path | None) -> dict:
+    """The settings of the recipe a help line names, or {} when it names none or an unreadable one
+    (-h answers whatever it is given; training reads the recipe with `read_recipe`)."""
     if path is None or not path.is_file():
         return {}
     try:
@@ -274,11 +243,10 @@ def _readable_recipe(path: Path | None) -> dict:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def recipe_help(argv: list[str]) -> str:
-    """The help for `meditod train [MODEL [TASK] | <recipe.yaml>] -h`: under a screen."""
+def recipe_help(recipe_path: Path | None, recipe: dict) -> str:
+    """The help for `meditod train [MODEL [TASK] | <recipe.yaml>] -h`, under a screen: of the
+    recipe `recipe_path` names (None: none named), whose settings are `recipe` (`readable_recipe`)."""
     width = max(shutil.get_terminal_size((100, 24)).columns, 100)
-    recipe_path = _help_recipe(argv)
-    recipe = _readable_recipe(recipe_path)
     lines = [USAGE, "",
              "Train recipes/MODEL/TASK.yaml into a run folder (runs/MODEL/TASK; --out DIR: DIR/TASK);",
              "any recipe key can be overridden as --key=value.", ""]

@@ -220,10 +220,10 @@ class Results:
     provenance: dict | None = None  # what the data scored on is (`data.provenance`), if known
     dataset: str | None = None           # the folder (or Hub id) scored on, and its fingerprint:
     data_fingerprint: str | None = None  # `proof.of_record` proves the provenance again from them
-    spec: Task = field(init=False, repr=False, compare=False)  # `task`, resolved once here
+    scored_task: Task = field(init=False, repr=False, compare=False)  # `task`, resolved once here
 
     def __post_init__(self):
-        self.spec = get_task(self.task)
+        self.scored_task = get_task(self.task)
 
     def as_json(self) -> dict:
         return {"task": self.task, "split": self.split, **self.record, **self.scores}
@@ -240,7 +240,7 @@ class Results:
 
     @property
     def headline(self) -> float | None:
-        return self.value(self.spec.headline)
+        return self.value(self.scored_task.headline)
 
     @classmethod
     def read(cls, path: str | Path) -> Results:
@@ -260,6 +260,6 @@ class Results:
             raise ResultsError(f"{path}: {bad[0]!r} is {bad[1]}, not a score: rerun "
                                "`meditod evaluate` to write this file again")
         if results.headline is None:
-            raise ResultsError(f"{path}: no {results.spec.headline!r}: not "
+            raise ResultsError(f"{path}: no {results.scored_task.headline!r}: not "
                                f"{results.task} results")
         return results

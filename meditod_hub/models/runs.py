@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from meditod_hub.data.release import EVAL_SPLITS
-from meditod_hub.data.tasks import MULTITASK, TASKS, Task, task_specs_of, tasks_of
+from meditod_hub.data.tasks import MULTITASK, TASKS, Task, tasks_of, trained_tasks
 from meditod_hub.data.tasks.task import json_kind
 from meditod_hub.errors import MeditodError
 from meditod_hub.files import atomic_write, read_json
@@ -67,12 +67,13 @@ class Run:
 
     @property
     def tasks(self) -> tuple[str, ...]:
+        """The names of the tasks the run answers."""
         return run_tasks(self.info)
 
     @property
-    def task_specs(self) -> tuple[Task, ...]:
+    def trained_tasks(self) -> tuple[Task, ...]:
         """The tasks the run answers, as Tasks (its run_info.json's task, resolved here)."""
-        return task_specs_of(self.info["task"])
+        return trained_tasks(self.info["task"])
 
     @property
     def multitask(self) -> bool:

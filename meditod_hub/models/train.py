@@ -66,7 +66,7 @@ from trl import SFTTrainer, get_peft_config, get_quantization_config
 
 from meditod_hub.data import proof
 from meditod_hub.data.dataset import fingerprint, load_split
-from meditod_hub.data.tasks import Task, task_specs_of, tasks_of
+from meditod_hub.data.tasks import Task, tasks_of, trained_tasks
 from meditod_hub.errors import MeditodError, UsageError, load_failure
 from meditod_hub.files import atomic_write, output_folder, read_json
 from meditod_hub.models import pretrained, tiny
@@ -247,7 +247,7 @@ class ValidationScorer:
     """
 
     family: Family
-    spec: Task
+    task: Task
     rows: list[dict]
     tokenizer: object
     budget: Budget
@@ -255,11 +255,11 @@ class ValidationScorer:
 
     def __call__(self, model, accelerator) -> dict:
         mine = list(range(accelerator.process_index, len(self.rows), accelerator.num_processes))
-        predictor = LocalPredictor(model, self.tokenizer, self.family, self.spec, self.budget,
+        predictor = LocalPredictor(model, self.tokenizer, self.family, self.task, self.budget,
                                    DecodeOptions(self.batch_size))
         records = predictor.predict([self.rows[i] for i in mine])
         gathered = dict(gather_object([(i, r.label) for i, r in zip(mine, records)]))
-        scores = self.spec.score(self.rows, [gathered[i] for i in range(len(self.rows))])
+        scores = self.task.score(self.rows, [gathered[i] for i in range(len(self.rows))])
         return {"f1": scores["f1"], "parse_failures": scores["parse_failures"]}
 
 
@@ -271,7 +271,7 @@ class MultiTaskScorer:
     scorers: list[ValidationScorer]
 
     def __call__(self, model, accelerator) -> dict:
-        scores = {s.spec.name: s(model, accelerator) for s in self.scorers}
+        scores = {s.task.name: s(model, accelerator) for s in self.scorers}
         return {"f1": sum(v["f1"] for v in scores.values()) / len(scores),
                 "parse_failures": sum(v["parse_failures"] for v in scores.values()),
                 **{f"{task}_f1": v["f1"] for task, v in scores.items()}}
@@ -515,7 +515,7 @@ def prepare_data(recipe: Recipe, tokenizer, budget: Budget):
     """Fitted train / validation examples and, for NLU and POL, the generating F1 scorer (of
     every task a multi-task recipe trains)."""
     script, training, family = recipe.script, recipe.training, recipe.family
-    tasks = task_specs_of(script.task)
+    tasks = trained_tasks(script.task)
     train = encode_tasks(family, {t: load_split(script.dataset_name, t.name,
                                                 script.dataset_train_split)
                                   for t in tasks}, tokenizer, budget)

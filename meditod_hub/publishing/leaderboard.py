@@ -173,20 +173,20 @@ def build(board: Board):
     # deferred: gradio is an optional extra (meditod-hub[app])
     import gradio as gr
 
-    def metric_choices(spec: Task) -> list[tuple[str, str]]:
-        return [(m.name, m.key) for m in spec.metrics]
+    def metric_choices(task: Task) -> list[tuple[str, str]]:
+        return [(m.name, m.key) for m in task.metrics]
 
-    def metric_radio(task: str):
-        spec = get_task(task)  # the name the page's task radio sends
-        return gr.Radio(choices=metric_choices(spec), value=spec.headline)
+    def metric_radio(name: str):
+        task = get_task(name)  # the name the page's task radio sends
+        return gr.Radio(choices=metric_choices(task), value=task.headline)
 
-    def render(task, split, setting, family, sort):
+    def render(name, split, setting, family, sort):
         report = board.current()
-        spec = get_task(task)  # the name the page's task radio sends
-        keys = {m.key for m in spec.metrics}
-        rows = shown_rows(report, task, split, setting, family,
-                          sort if sort in keys else spec.headline)
-        return table_html(task, rows), status_markdown(board, report)
+        task = get_task(name)  # the name the page's task radio sends
+        keys = {m.key for m in task.metrics}
+        rows = shown_rows(report, name, split, setting, family,
+                          sort if sort in keys else task.headline)
+        return table_html(name, rows), status_markdown(board, report)
 
     families = sorted({r.family for r in paper_rows() if r.family} | set(FAMILIES))
     with gr.Blocks(title=TITLE) as demo:

@@ -2,7 +2,7 @@
 
 A card is built only from metrics (`eval/<split>/results.json`), run metadata (`run_info.json`)
 and the recipe: never from dataset rows, dialogue text or predictions, so it can be public
-while the data stays gated. The `model-index` lists every metric of the task spec
+while the data stays gated. The `model-index` lists every metric of the task
 (`tasks.Task.metrics`) as a `huggingface_hub.EvalResult` whose `metric_config` is the metric's
 key path in results.json (`medical.f1`, `precision_at_k.4`), which makes the card
 machine-comparable with the paper's rows in `paper_results` and with other runs. The model's
@@ -132,7 +132,7 @@ def eval_results(run: Run) -> list[EvalResult]:
                        metric_value=round(value, 6))
             for task, by_split in run.task_results.items()
             for split, results in by_split.items()
-            for metric in results.spec.metrics
+            for metric in results.scored_task.metrics
             if (value := results.value(metric.key)) is not None]
 
 
@@ -143,17 +143,16 @@ def _cell(value: float | None, metric: Metric) -> str:
 def _results_rows(run: Run, splits: list[str]) -> list[dict]:
     """Metric rows of every task the run answers (named with the task in a multi-task card)."""
     rows = []
-    for spec in run.task_specs:
-        task = spec.name
-        ours_by_split = run.task_results.get(task, {})
-        for metric in spec.metrics:
+    for task in run.trained_tasks:
+        ours_by_split = run.task_results.get(task.name, {})
+        for metric in task.metrics:
             cells = []
             for split in splits:
                 ours = ours_by_split[split].value(metric.key) if split in ours_by_split else None
-                paper = paper_row(run, split, task).get(metric.key)
+                paper = paper_row(run, split, task.name).get(metric.key)
                 cells += [_cell(ours, metric), _cell(paper, metric)]
             if any(cell != "—" for cell in cells):
-                name = f"{task.upper()} {metric.name}" if run.multitask else metric.name
+                name = f"{task.name.upper()} {metric.name}" if run.multitask else metric.name
                 rows.append({"name": name, "cells": cells})
     return rows
 
@@ -306,7 +305,7 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         tags=["meditod", *(f"meditod-{t}" for t in run.tasks), "medical", "dialogue",
               "task-oriented-dialogue", run.family_label] + (["lora"] if info["adapter"] else [])
         + (["multitask"] if run.multitask else []),
-        metrics=sorted({m.type for t in run.task_specs for m in t.metrics}),
+        metrics=sorted({m.type for t in run.trained_tasks for m in t.metrics}),
         eval_results=eval_results(run),
         **{CARD_KEY: {"model": run.model, "task": task, "run_id": run_id, "merged": merged,
                       **({"constrained": constrained} if constrained else {})}})
@@ -324,7 +323,7 @@ def render_model_card(run: Run, *, run_id: str, repo_id: str, revision: str | No
         task_upper=" / ".join(t.upper() for t in run.tasks),
         task_description=("one model for all three, which its system message tells apart: "
                           if run.multitask else "") + "; ".join(t.description
-                                                                for t in run.task_specs),
+                                                                for t in run.trained_tasks),
         paper=about.PAPER,
         run_id=run_id, revision=revision, family=run.family_label,
         licence_note=about.LICENCE_NOTE if origin.comparable else _data_note(origin),

@@ -314,14 +314,13 @@ def published_table(runs: Path) -> str:
         revision = "main" if record["on_main"] else record["revision"]
         link = record["url"] if record["on_main"] else f"{record['url']}/tree/{revision}"
         where = f"[{record['repo']}]({link}) (`{revision}`)"
-        for spec in run.task_specs:  # a multi-task run: a row per task
-            task = spec.name
-            by_split = run.task_results.get(task, {})
-            metric = spec.headline_metric
+        for task in run.trained_tasks:  # a multi-task run: a row per task
+            by_split = run.task_results.get(task.name, {})
+            metric = task.headline_metric
             cells = [by_split[s].value(metric.key) if s in by_split else None
                      for s in EVAL_SPLITS]
-            cells.append(paper_row(run, "test", task).get(metric.key))
+            cells.append(paper_row(run, "test", task.name).get(metric.key))
             shown = ["—" if v is None else format(v, metric.fmt) for v in cells]
-            rows.append(f"| {run.model} | {task} | {where} | {metric.name} | "
+            rows.append(f"| {run.model} | {task.name} | {where} | {metric.name} | "
                         f"{' | '.join(shown)} |")
     return "\n".join(rows)

@@ -2,6 +2,6 @@
 
 `store` reads and saves a release folder (validated, atomic, version-checked, format-preserving
 through `jsondoc`), `schema` + `questions.json` say what the questionnaire asks, `assist` gets
-model suggestions from `meditod_hub.models.predict`, `app` serves `static/`, `space` adds the Hub login
+model suggestions from `meditod_hub.models.predictor`, `app` serves `static/`, `space` adds the Hub login
 and private backups of a Space, `serve` is the command.
 """

@@ -19,8 +19,8 @@ from meditod_hub.errors import UsageError
 
 __all__ = ["CASCADED_TASKS", "CASCADED_TASK_NAMES", "CONFIGS", "FEATURES", "LABELLED_TASKS",
            "LABELLED_TASK_NAMES", "LABELLING_TASKS", "MULTITASK", "Metric", "TASKS", "TASK_NAMES",
-           "Task", "as_task", "dialogue_views", "features", "get_task", "register", "task_specs_of",
-           "tasks_of", "view_rows"]
+           "Task", "as_task", "dialogue_views", "features", "get_task", "register", "tasks_of",
+           "trained_tasks", "view_rows"]
 
 TASKS: dict[str, Task] = {}
 
@@ -57,11 +57,11 @@ FEATURES: dict[str, dict[str, dict]] = {DIALOGUES: views.DIALOGUE_FEATURES,
 
 
 def tasks_of(recipe_task: str) -> tuple[str, ...]:
-    """The tasks a recipe's (or run's) `task` trains: all three for `multitask`."""
-    return tuple(task.name for task in task_specs_of(recipe_task))
+    """The names of the tasks a recipe's (or run's) `task` trains: all three for `multitask`."""
+    return tuple(task.name for task in trained_tasks(recipe_task))
 
 
-def task_specs_of(recipe_task: str) -> tuple[Task, ...]:
+def trained_tasks(recipe_task: str) -> tuple[Task, ...]:
     """The tasks a recipe's (or run's) `task` trains, as Tasks: all three for `multitask`."""
     return tuple(TASKS.values()) if recipe_task == MULTITASK else (get_task(recipe_task),)
 

@@ -202,12 +202,12 @@ DEFINITIONS = {
 
 def system_prompt(task: Task | str) -> str:
     """`task`: a Task, or its name (the entry points here that the harness exporters call)."""
-    spec = as_task(task)
-    rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(spec.fewshot_rules)
-    if not spec.structured:
-        return spec.fewshot_header + "\n\n" + rules
-    intents, definitions = DEFINITIONS[spec.speaker]
-    return (f"{spec.fewshot_header}{_DEFINITIONS}\n```\n{_intents(intents)}\n\n"
+    task = as_task(task)
+    rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(task.fewshot_rules)
+    if not task.structured:
+        return task.fewshot_header + "\n\n" + rules
+    intents, definitions = DEFINITIONS[task.speaker]
+    return (f"{task.fewshot_header}{_DEFINITIONS}\n```\n{_intents(intents)}\n\n"
             f"{_slots(definitions)}\n```\n{rules}")
 
 
@@ -242,11 +242,11 @@ def user_message(task: Task | str, row: dict) -> str:
 
 
 def exemplar_answer(task: Task | str, row: dict) -> str:
-    spec = as_task(task)
-    label = row_field(row, spec.target_column)
-    if not spec.structured:
+    task = as_task(task)
+    label = row_field(row, task.target_column)
+    if not task.structured:
         return label
-    to_answer, _ = ANSWER_VIEWS.get(spec.target_column, (_same, _same))
+    to_answer, _ = ANSWER_VIEWS.get(task.target_column, (_same, _same))
     return json.dumps(to_answer(label))
 
 
@@ -340,15 +340,15 @@ def parse_answer(task: Task | str, text: str) -> ParseResult:
     does not parse scores as empty and is counted. NLG: the stripped text (the NLG metrics
     lowercase it themselves).
     """
-    spec = as_task(task)
-    if not spec.structured:
+    task = as_task(task)
+    if not task.structured:
         return ParseResult(text.strip(), True, None)
     try:
         value = json.loads(text.lower().strip())
         items = _objects(value, "the answer")
-        if not all(isinstance(i.get(spec.item_head), str) for i in items):
-            raise ValueError(f"an item has no string {spec.item_head!r}")
-        _, from_answer = ANSWER_VIEWS.get(spec.target_column, (_same, _same))
+        if not all(isinstance(i.get(task.item_head), str) for i in items):
+            raise ValueError(f"an item has no string {task.item_head!r}")
+        _, from_answer = ANSWER_VIEWS.get(task.target_column, (_same, _same))
         items = from_answer(items)
     except json.JSONDecodeError as exc:
         return ParseResult([], False, f"not JSON ({exc.msg})")

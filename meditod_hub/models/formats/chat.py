@@ -70,19 +70,19 @@ def messages(task: Task, row: dict) -> list[dict]:
 
 def parse_answer(task: Task | str, text: str) -> ParseResult:
     """Generated text -> NLU items / actions (a JSON list) or the NLG response. Never raises."""
-    spec = as_task(task)
+    task = as_task(task)
     if not isinstance(text, str):
-        return ParseResult(spec.empty_label, False, f"expected a string, got {type(text).__name__}")
-    if spec.structured:
+        return ParseResult(task.empty_label, False, f"expected a string, got {type(text).__name__}")
+    if task.structured:
         text = text.lower()
     body = text.strip()
     if body.startswith(ANSWER_OPEN):
         body = body[len(ANSWER_OPEN):]
     body, done, _ = body.partition(ANSWER_CLOSE)
     reason = None if done else f"no {ANSWER_CLOSE} (truncated output?)"
-    if not spec.structured:
+    if not task.structured:
         return ParseResult(body.strip(), reason is None, reason)
-    items, json_reason = _json_items(body.strip(), spec.item_head)
+    items, json_reason = _json_items(body.strip(), task.item_head)
     reason = json_reason or reason
     return ParseResult(items, reason is None, reason)
 

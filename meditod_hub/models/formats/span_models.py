@@ -141,15 +141,15 @@ def target_text(style: SpanStyle, task: Task, row: dict) -> str:
     return span.span(label) if style.markers else span.text(label)
 
 
-def parse_target(style: SpanStyle, spec: Task, text: str) -> ParseResult:
+def parse_target(style: SpanStyle, task: Task, text: str) -> ParseResult:
     """A generated target -> labels (NLU/POL) or the response (NLG); markers are optional.
 
     The style's repairs first undo detokenisation spacing in spans (lossy by nature: a value that
     really holds ` / ` or ` _ ` comes back without those spaces). Never raises on model output.
     """
     if not isinstance(text, str):
-        return ParseResult(spec.empty_label, False, f"expected a string, got {type(text).__name__}")
-    if spec.structured:
+        return ParseResult(task.empty_label, False, f"expected a string, got {type(text).__name__}")
+    if task.structured:
         for old, new in style.repairs:
             text = text.replace(old, new)
-    return SPAN_COLUMNS[spec.target_column].parse(text)
+    return SPAN_COLUMNS[task.target_column].parse(text)
