@@ -245,8 +245,11 @@ leaderboard-space: setup
 		$(if $(REFRESH),--refresh_minutes "$(REFRESH)") $(if $(PUBLIC),--public)
 
 ## tiny-runs: the tiny offline models of chat, app and space: runs/tiny-llama/{nlu,pol,nlg}, trained on
-## the embedded synthetic sample (built into out/tiny/meditod; tiny models; three recipes; a few CPU minutes)
-tiny-runs: setup
+## the embedded synthetic sample (built into out/tiny/meditod; tiny models; three recipes; a few CPU
+## minutes); runs newer than their recipes and the sample are kept (delete runs/tiny-llama to train again)
+TINY_RUNS := $(foreach task,nlu pol nlg,runs/tiny-llama/$(task)/run_info.json)
+tiny-runs: $(TINY_RUNS)
+$(TINY_RUNS) &: $(wildcard recipes/tiny-llama/*.yaml data/sample/*.json) | setup
 	"$(MEDITOD)" build --source data/sample --out out/tiny/meditod
 	"$(MEDITOD)" tiny --data out/tiny/meditod --out build/tiny-models --models tiny-llama
 	"$(MEDITOD)" train tiny-llama --dataset_name=out/tiny/meditod

@@ -167,10 +167,10 @@ def test_the_readme_shows_the_multitask_recipe():
 
 # --- the sandbox ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory, embedded_release, smollm2):
+def sandbox(tmp_path_factory, embedded_release, smollm2, tiny_runs, embedded_build):
     """A copy of the tracked files with a view of the project's venv, its converted SmolLM2, the
-    placeholder folders, an out-of-domain copy of the sample, a local Hub and a local chat
-    server."""
+    session's tiny runs (`_tiny_runs_made`), the placeholder folders, an out-of-domain copy of
+    the sample, a local Hub and a local chat server."""
     from chat_server import ChatServer
     from hub_server import HubServer
 
@@ -186,12 +186,13 @@ def sandbox(tmp_path_factory, embedded_release, smollm2):
     _venv_view(PROJECT / ".venv", root / ".venv")
     _wheel_cache_view(root)
     _pretrained_view(smollm2, root)
+    _tiny_runs_made(tiny_runs, embedded_build, root)
     for name in PLACEHOLDER_FOLDERS:
         shutil.copytree(embedded_release, root / name)
     for name, text in PLACEHOLDER_FILES.items():
         (root / name).write_text(text, encoding="utf-8")
     for name in PLACEHOLDER_EMPTY_FOLDERS:
-        (root / name).mkdir()
+        (root / name).mkdir(exist_ok=True)  # runs/ may hold the tiny runs
     _split_by_domain(embedded_release, root / "in-domain-sample", root / "ood-sample")
     with HubServer() as hub, ChatServer() as chat:
         env = hub.client_env(root.parent)
@@ -254,6 +255,18 @@ def _pretrained_view(converted: Path, root: Path) -> None:
 
     (root / DEFAULT_OUT).mkdir(parents=True)
     (root / DEFAULT_OUT / converted.name).symlink_to(converted)
+
+
+def _tiny_runs_made(runs: Path, data: Path, root: Path) -> None:
+    """`make tiny-runs` as a reader's first run leaves it: the suite's tiny runs (conftest's
+    `tiny_runs`: the same three recipes on the embedded sample from the same tiny base, trained
+    once for every test) and their data, newer than the recipes, so the docs' `make tiny-runs`
+    finds them made, as on a reader's second run, instead of training them a second time.
+    tests/test_commands.py checks what it runs when they are not there."""
+    copy = dict(copy_function=shutil.copyfile)  # new times: made after the sandbox's recipes
+    shutil.copytree(data, root / "out" / "tiny" / "meditod", **copy)
+    for task in ("nlu", "pol", "nlg"):
+        shutil.copytree(runs / task, root / "runs" / "tiny-llama" / task, **copy)
 
 
 def _split_by_domain(release: Path, in_domain: Path, ood: Path) -> None:

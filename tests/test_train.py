@@ -340,21 +340,15 @@ def test_the_checkpoint_with_the_best_validation_f1_is_the_saved_model(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["tiny-llama", "tiny-t5"])
-def test_tiny_model_memorises_the_training_split(request, tiny_models, embedded_build, tmp_path,
-                                                 model):
+@pytest.mark.parametrize("fixture", ["tiny_runs", "tiny_t5_runs"])
+def test_tiny_model_memorises_the_training_split(request, embedded_build, tmp_path, fixture):
     """Loss at least halves and train-split NLU F1 > 0.9 on its recipe (`<model>/nlu.yaml`): the
-    whole path works and learns. tiny-llama's is the session's run (`tiny_runs`: that recipe on
-    the same data and base); tiny-t5's session runs stop at 80 steps, so it trains its own."""
+    whole path works and learns. The session's runs (`tiny_runs`, `tiny_t5_runs`: that recipe
+    on the same data and base)."""
     from meditod_hub.commands.evaluate import main as evaluate
     from meditod_hub.commands.predict import main as predict
 
-    if model == "tiny-llama":
-        run = request.getfixturevalue("tiny_runs") / "nlu"
-    else:
-        run = tmp_path / "learn"
-        train_cmd.main(train_args(f"{model}/nlu.yaml", embedded_build, tiny_models / model, run,
-                                  "--save_strategy=no", "--logging_steps=5"))
+    run = request.getfixturevalue(fixture) / "nlu"
     assert run_info(run)["skipped_examples"] == 0
     state = json.loads((run / "checkpoints" / "trainer_state.json").read_text())
     losses = [e["loss"] for e in state["log_history"] if "loss" in e]
