@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from meditod_hub.data import views
 from meditod_hub.data.metrics import nlu_f1
-from meditod_hub.data.release import PATIENT_LABELS
+from meditod_hub.data.release import PATIENT_LABELS, nlu_label_errors
 from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, Task
 
 
@@ -18,6 +18,7 @@ def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge
 
 TASK = Task(
     name="nlu", speaker="patient", target_column=PATIENT_LABELS, item_head="intent", slots_key="slots",
+    release_check=nlu_label_errors,
     description="from the dialogue so far and the patient's utterance, predict its intents, "
                 "slots and attributes (CMAS labels)",
     view=views.to_nlu, features=views.NLU_FEATURES,

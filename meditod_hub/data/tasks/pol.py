@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from meditod_hub.data import views
 from meditod_hub.data.metrics import pol_f1, pol_precision_at_k
-from meditod_hub.data.release import DOCTOR_LABELS
+from meditod_hub.data.release import DOCTOR_LABELS, action_label_errors
 from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, PRECISION_AT_K, Task
 
 
@@ -23,6 +23,7 @@ def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge
 
 TASK = Task(
     name="pol", speaker="doctor", target_column=DOCTOR_LABELS, item_head="action",
+    release_check=action_label_errors,
     description="from the dialogue so far and the dialogue state, predict the doctor's next "
                 "actions",
     view=views.to_pol, features=views.POL_FEATURES,

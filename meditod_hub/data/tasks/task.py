@@ -74,6 +74,9 @@ class Task:
     # Where a label item keeps its slots: under this key (NLU items), or None for beside the
     # head (a doctor action's slots are its other keys).
     slots_key: str | None = None
+    # What makes a structured label, as a model gave it, unusable by the state fold and the
+    # metrics: the release's error-level checks of the label's key (`release`).
+    release_check: Callable[[object], list[str]] | None = None
 
     @property
     def structured(self) -> bool:
@@ -114,6 +117,11 @@ class Task:
             slots = item.get(self.slots_key)
             return slots if isinstance(slots, dict) else {}
         return {key: value for key, value in item.items() if key != self.item_head}
+
+    def label_errors(self, label) -> list[str]:
+        """Why `label` is unusable by the state fold and the metrics (none: usable); a label of
+        a task without a release check (NLG's text) is always usable."""
+        return [] if self.release_check is None else self.release_check(label)
 
     @property
     def headline_metric(self) -> Metric:
