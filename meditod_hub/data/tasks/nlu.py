@@ -3,7 +3,8 @@ slots and attributes). Its labels are the release's `nlu` items; their slots sit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 
 from meditod_hub.data import views
 from meditod_hub.data.metrics import nlu_f1
@@ -16,9 +17,19 @@ def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge
     return nlu_f1(gold, predictions, judge, ids=[row["id"] for row in gold_rows]).as_dict()
 
 
+def entry_paths(entry: dict) -> Iterable[tuple[tuple[str, ...], str | None]]:
+    """An NLU entry, as agreement compares it: each attribute is a path, its value read with the
+    entry's head value."""
+    head = json.dumps(entry.get("value"))
+    if not entry:
+        yield (), None
+    for attr, value in entry.items():
+        yield (attr,), head + json.dumps(value)
+
+
 TASK = Task(
     name="nlu", speaker="patient", target_column=PATIENT_LABELS, item_head="intent", slots_key="slots",
-    release_check=nlu_label_errors,
+    release_check=nlu_label_errors, entry_paths=entry_paths,
     description="from the dialogue so far and the patient's utterance, predict its intents, "
                 "slots and attributes (CMAS labels)",
     view=views.to_nlu, features=views.NLU_FEATURES,

@@ -4,7 +4,8 @@ folded from the NLU labels predicted for the patient lines so far."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 
 from meditod_hub.data import views
 from meditod_hub.data.metrics import pol_f1, pol_precision_at_k
@@ -21,9 +22,17 @@ def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge
     return results
 
 
+def entry_paths(entry: dict) -> Iterable[tuple[tuple[str, ...], str | None]]:
+    """An action's entry, as agreement compares it: its value, and each check with its values."""
+    head = json.dumps(entry.get("value"))
+    yield ("value",), head
+    for check in entry.get("checks") or []:
+        yield (f"check:{check.get('type')}",), head + json.dumps(check.get("values"))
+
+
 TASK = Task(
     name="pol", speaker="doctor", target_column=DOCTOR_LABELS, item_head="action",
-    release_check=action_label_errors,
+    release_check=action_label_errors, entry_paths=entry_paths,
     description="from the dialogue so far and the dialogue state, predict the doctor's next "
                 "actions",
     view=views.to_pol, features=views.POL_FEATURES,

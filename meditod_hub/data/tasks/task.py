@@ -10,7 +10,7 @@ failure). Metrics are in docs/format.md ("Metrics") and `meditod_hub.data.metric
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -77,6 +77,9 @@ class Task:
     # What makes a structured label, as a model gave it, unusable by the state fold and the
     # metrics: the release's error-level checks of the label's key (`release`).
     release_check: Callable[[object], list[str]] | None = None
+    # What one slot entry of a structured label says, as inter-annotator agreement compares it:
+    # (attribute path, value) pairs, names only in the path (`evaluation.agreement`).
+    entry_paths: Callable[[dict], Iterable[tuple[tuple[str, ...], str | None]]] | None = None
 
     @property
     def structured(self) -> bool:
