@@ -14,6 +14,7 @@ from meditod_hub.data import cmas
 from meditod_hub.data.release import action_label_errors
 from meditod_hub.data.synthetic import DOMAIN_VALUES, IN_DOMAIN, OUT_OF_DOMAIN, VALUES, generate_dialogues
 from meditod_hub.data.tasks import get_task
+from meditod_hub.data.tasks.language import check_types
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.moments import DOMAINS, SETS, STAGES, moment_rows
 from meditod_hub.evaluation.policy_accuracy import (
@@ -26,7 +27,6 @@ from meditod_hub.evaluation.policy_accuracy import (
     substantive_units,
 )
 from meditod_hub.evaluation.state_accuracy import fold, heldout_lines
-from meditod_hub.models.constrained import check_types
 from meditod_hub.models.formats import chat, context_lines
 
 POL = get_task("pol")

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from meditod_hub.data import views
 from meditod_hub.data.metrics import pol_f1, pol_precision_at_k
 from meditod_hub.data.release import DOCTOR_LABELS, action_label_errors
+from meditod_hub.data.tasks.language import actions_language
 from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, PRECISION_AT_K, Task
 
 
@@ -32,7 +33,7 @@ def entry_paths(entry: dict) -> Iterable[tuple[tuple[str, ...], str | None]]:
 
 TASK = Task(
     name="pol", speaker="doctor", target_column=DOCTOR_LABELS, item_head="action",
-    release_check=action_label_errors, entry_paths=entry_paths,
+    release_check=action_label_errors, entry_paths=entry_paths, language=actions_language,
     description="from the dialogue so far and the dialogue state, predict the doctor's next "
                 "actions",
     view=views.to_pol, features=views.POL_FEATURES,

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from meditod_hub.data.tasks.language import LabelSchema, Language
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -80,6 +82,9 @@ class Task:
     # What one slot entry of a structured label says, as inter-annotator agreement compares it:
     # (attribute path, value) pairs, names only in the path (`evaluation.agreement`).
     entry_paths: Callable[[dict], Iterable[tuple[tuple[str, ...], str | None]]] | None = None
+    # The CMAS language of a structured label, its heads and slots (`language`): what constrained
+    # decoding writes its grammars from.
+    language: Language | None = None
 
     @property
     def structured(self) -> bool:
@@ -120,6 +125,13 @@ class Task:
             slots = item.get(self.slots_key)
             return slots if isinstance(slots, dict) else {}
         return {key: value for key, value in item.items() if key != self.item_head}
+
+    def label_schema(self, status_attributes: bool = False) -> LabelSchema:
+        """The CMAS language of this task's labels, read from cmas now (a structured task's)."""
+        if self.language is None:
+            raise ValueError(f"{self.name} has no structured labels, so no CMAS language")
+        heads, slots = self.language(status_attributes)
+        return LabelSchema(self.item_head, heads, self.slots_key, slots)
 
     def label_errors(self, label) -> list[str]:
         """Why `label` is unusable by the state fold and the metrics (none: usable); a label of
