@@ -9,6 +9,12 @@ from collections.abc import Iterable, Sequence
 from meditod_hub.data import views
 from meditod_hub.data.metrics import nlu_f1
 from meditod_hub.data.release import PATIENT_LABELS, nlu_label_errors
+from meditod_hub.data.tasks.fewshot import (
+    NLU_INTENTS,
+    SLOT_DEFINITIONS,
+    from_status_attributes,
+    to_status_attributes,
+)
 from meditod_hub.data.tasks.language import nlu_language
 from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, Task
 
@@ -54,4 +60,6 @@ TASK = Task(
         "habit, exposure, medication and medical_test must be a standard medical concept.",
         "4. Expected output should contain intent, slot and related values from the last "
         "turn. Dialog history is given as an additional context."),
+    fewshot_intents=NLU_INTENTS, fewshot_slots=SLOT_DEFINITIONS,
+    to_answer=to_status_attributes, from_answer=from_status_attributes,
 )

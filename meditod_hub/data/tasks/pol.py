@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from meditod_hub.data import views
 from meditod_hub.data.metrics import pol_f1, pol_precision_at_k
 from meditod_hub.data.release import DOCTOR_LABELS, action_label_errors
+from meditod_hub.data.tasks.fewshot import DOCTOR_SLOT_DEFINITIONS, POL_INTENTS
 from meditod_hub.data.tasks.language import actions_language
 from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, PRECISION_AT_K, Task
 
@@ -58,5 +59,6 @@ TASK = Task(
         "habit, exposure, medication and medical_test must be a standard medical concept.",
         "4. Make sure that the doctor's action is a continuation of the dialog. Dialog state "
         "is given as an additional context."),
+    fewshot_intents=POL_INTENTS, fewshot_slots=DOCTOR_SLOT_DEFINITIONS,
     input_column="state", upstream="nlu", cascade_builder=views.cascade_pol_rows,
 )

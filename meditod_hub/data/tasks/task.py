@@ -85,6 +85,13 @@ class Task:
     # The CMAS language of a structured label, its heads and slots (`language`): what constrained
     # decoding writes its grammars from.
     language: Language | None = None
+    # What a structured task's few-shot prompt defines (intent -> description; (slot,
+    # description, ((attribute, description, examples), ...)), ...), and its answer's view of a
+    # label and back (NLU: the status as an attribute; None: the label itself). `fewshot.py`.
+    fewshot_intents: dict[str, str] | None = None
+    fewshot_slots: tuple = ()
+    to_answer: Callable[[list], list] | None = None
+    from_answer: Callable[[list], list] | None = None
 
     @property
     def structured(self) -> bool:
