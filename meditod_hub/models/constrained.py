@@ -53,13 +53,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data.dataset import load_split
-from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task
+from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task, spans
 from meditod_hub.data.tasks.language import LabelSchema, SlotSchema
+from meditod_hub.data.tasks.spans import CHECK_TYPE_KEY, VALUES_SUFFIX
 from meditod_hub.endpoint import AZURE_SUFFIXES, endpoint_host
 from meditod_hub.errors import UsageError
-from meditod_hub.models.formats import chat, pptod
+from meditod_hub.models.formats import chat
 from meditod_hub.models.formats.chat import ANSWER_CLOSE
-from meditod_hub.models.formats.pptod import CHECK_TYPE_KEY, VALUES_SUFFIX
 
 FORMATS = ("chat", "span", "pptod", "fewshot")
 CLOSING_RESERVE = 32  # tokens before the budget's end where the processor steers to the end
@@ -254,7 +254,7 @@ def _json_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | Non
     return rules.add("json-label", '"[" ws json-item ( "," ws json-item )* ws "]"')
 
 
-# Spans: values without the grammar's delimiters (pptod.RESERVED, `|`, `<` of the markers).
+# Spans: values without the grammar's delimiters (spans.RESERVED, `|`, `<` of the markers).
 _SPAN_COMMON = {
     "sp": '" "?',
     "span-char": '[^=#()@\\[\\]|<\\x00-\\x1f ]',
@@ -309,7 +309,7 @@ def grammar(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> str |
         if fmt == "chat":
             rules.rules["root"] = f'{_literal(chat.ANSWER_OPEN + " ")} [^\\[]* {_literal(chat.ANSWER_CLOSE)}'
         elif fmt == "pptod":
-            sos, eos = pptod.SPAN_COLUMNS[task.target_column].markers
+            sos, eos = task.span_column.markers
             rules.rules["root"] = f'{_literal(sos)} [^<]* {_literal(eos)}'
         else:
             return None
@@ -322,7 +322,7 @@ def grammar(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> str |
     else:
         label = _span_label(rules, schema, vocabulary)
         if fmt == "pptod":
-            sos, eos = pptod.SPAN_COLUMNS[task.target_column].markers
+            sos, eos = task.span_column.markers
             label = f'{_literal(sos)} " " {label} sp {_literal(eos)}'
         rules.rules["root"] = label
     return rules.text()
@@ -396,7 +396,7 @@ def constraint(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> Co
     text = grammar(fmt, task, vocabulary)
     markers = ()
     if fmt == "pptod":
-        markers = (pptod.NLU_SPAN[1], pptod.ACTION_SPAN[1], pptod.RESPONSE_SPAN[1])
+        markers = (spans.NLU_SPAN[1], spans.ACTION_SPAN[1], spans.RESPONSE_SPAN[1])
     elif fmt == "chat":
         markers = (ANSWER_CLOSE,)
     return Constraint(fmt, task, text, None if vocabulary is None else len(vocabulary), markers)

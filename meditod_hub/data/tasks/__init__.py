@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from meditod_hub.data import views
 from meditod_hub.data.tasks import nlg, nlu, pol
-from meditod_hub.data.tasks.task import Metric, Task
+from meditod_hub.data.tasks.task import Input, Metric, ParseResult, SpanColumn, Task
 from meditod_hub.errors import UsageError
 
-__all__ = ["CASCADED_TASKS", "CASCADED_TASK_NAMES", "CONFIGS", "FEATURES", "LABELLED_TASKS",
-           "LABELLED_TASK_NAMES", "LABELLING_TASKS", "MULTITASK", "Metric", "TASKS", "TASK_NAMES",
-           "Task", "as_task", "dialogue_views", "features", "get_task", "register", "tasks_of",
-           "trained_tasks", "view_rows"]
+__all__ = ["CASCADED_TASKS", "CASCADED_TASK_NAMES", "CONFIGS", "FEATURES", "Input",
+           "LABELLED_TASKS", "LABELLED_TASK_NAMES", "LABELLING_TASKS", "MULTITASK", "Metric",
+           "ParseResult", "SpanColumn", "TASKS", "TASK_NAMES", "Task", "as_task",
+           "dialogue_views", "features", "get_task", "register", "tasks_of", "trained_tasks",
+           "view_rows"]
 
 TASKS: dict[str, Task] = {}
 

@@ -16,6 +16,7 @@ from meditod_hub.data.tasks.fewshot import (
     to_status_attributes,
 )
 from meditod_hub.data.tasks.language import nlu_language
+from meditod_hub.data.tasks.spans import NLU_COLUMN
 from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, Task
 
 
@@ -44,6 +45,7 @@ TASK = Task(
     chart_metrics=("f1", "medical.f1", "joint_accuracy"),
     system_message="Given the dialog history and the last turn, identify the patient's intent, "
                    "slots, and related attributes.",
+    span_column=NLU_COLUMN,
     authors_prefix="convert dialog to dialog state:",
     pptod_prefix="translate dialogue to belief state:",
     fewshot_header="You are a professional medical scribe who is an expert in understanding "

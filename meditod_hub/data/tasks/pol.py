@@ -12,7 +12,8 @@ from meditod_hub.data.metrics import pol_f1, pol_precision_at_k
 from meditod_hub.data.release import DOCTOR_LABELS, action_label_errors
 from meditod_hub.data.tasks.fewshot import DOCTOR_SLOT_DEFINITIONS, POL_INTENTS
 from meditod_hub.data.tasks.language import actions_language
-from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, PRECISION_AT_K, Task
+from meditod_hub.data.tasks.spans import ACTIONS_COLUMN, STATE_COLUMN
+from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, PRECISION_AT_K, Input, Task
 
 
 def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge,
@@ -32,6 +33,12 @@ def entry_paths(entry: dict) -> Iterable[tuple[tuple[str, ...], str | None]]:
         yield (f"check:{check.get('type')}",), head + json.dumps(check.get("values"))
 
 
+# The dialogue state POL reads: under `[dialog state]` (chat: with the history), after `dst:` in
+# a Flan-T5 / BioGPT body; the one input a token budget may thin.
+STATE = Input("state", STATE_COLUMN, span_key="dst:", chat_block="[dialog state]",
+              chat_history=True, fewshot_block="[dialog state]", thinned_to_fit=True)
+
+
 TASK = Task(
     name="pol", speaker="doctor", target_column=DOCTOR_LABELS, item_head="action",
     release_check=action_label_errors, entry_paths=entry_paths, language=actions_language,
@@ -43,6 +50,7 @@ TASK = Task(
                    "precision_at_k.inf"),
     system_message="Given the current state, history, and last turn of a dialog between a doctor "
                    "and a patient, suggest the doctor's action as a continuation of the dialog.",
+    span_column=ACTIONS_COLUMN,
     authors_prefix="convert dialog state and history to dialog act:",
     pptod_prefix="translate dialogue to dialogue action:",
     fewshot_header="You are a professional medical assistant who is an expert in understanding "
@@ -60,5 +68,5 @@ TASK = Task(
         "4. Make sure that the doctor's action is a continuation of the dialog. Dialog state "
         "is given as an additional context."),
     fewshot_intents=POL_INTENTS, fewshot_slots=DOCTOR_SLOT_DEFINITIONS,
-    input_column="state", upstream="nlu", cascade_builder=views.cascade_pol_rows,
+    reads=STATE, upstream="nlu", cascade_builder=views.cascade_pol_rows,
 )

@@ -40,6 +40,44 @@ NLG_METRICS = (Metric("bleu2", "bleu", "BLEU-2 (NLTK, x100)", ".2f"),
         Metric("bertscore.f1", "bertscore", "BERTScore F1"))
 
 
+@dataclass(frozen=True)
+class ParseResult:
+    """A model output parsed as far as it is well formed.
+
+    Parsers never raise: a truncated or malformed output keeps its complete leading items and
+    says why it is not ok, so callers can count parse failures instead of crashing.
+    """
+
+    value: list | str   # NLU item list / action list (possibly partial), or str for NLG
+    ok: bool
+    reason: str | None  # why not ok (None when ok)
+
+
+@dataclass(frozen=True)
+class SpanColumn:
+    """How the span grammar (`spans`) writes one column (a task's label or what it reads beside
+    the dialogue): its markers, its text without them, and, for a label, its parser."""
+
+    markers: tuple[str, str]
+    text: Callable[[object], str]
+    parse: Callable[[str], ParseResult] | None = None
+
+
+@dataclass(frozen=True)
+class Input:
+    """What a task reads beside the dialogue: a column of its rows, and how each format shows it
+    (the formats read these fields and keep no table of input columns)."""
+
+    column: str
+    span_column: SpanColumn  # how a span-family body (and PPTOD's tail) writes it
+    span_key: str            # what names it in a Flan-T5 / BioGPT body
+    chat_block: str          # the chat format's header over it
+    chat_history: bool       # whether the chat format also shows `[dialog history]`
+    fewshot_block: str       # the few-shot prompt's header over it
+    # A dialogue state (slot -> entries) whose oldest entries a token budget may drop.
+    thinned_to_fit: bool = False
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Task:
     """One task, all of its meaning in one place (its module under data/tasks/). A task is one
@@ -60,6 +98,8 @@ class Task:
     headline: str             # key of the metric a one-line summary reports
     metrics: tuple[Metric, ...]
     chart_metrics: tuple[str, ...]  # keys of the metrics a chart of this task shows
+    # How the span grammar writes its label (`spans`).
+    span_column: SpanColumn
     # Its wording: the chat format's system message, the span formats' task prefixes (the
     # authors' flan-t5 / biogpt one and upstream PPTOD's), the few-shot prompt's header and rules.
     system_message: str
@@ -70,7 +110,7 @@ class Task:
     # What the task reads beside the dialogue (POL: the state, NLG: the doctor's actions), and
     # the task whose predicted labels a cascade builds it from (POL: NLU, NLG: POL), with how its
     # rows are rebuilt from those labels (rows, upstream labels by row id -> rows).
-    input_column: str | None = None
+    reads: Input | None = None
     upstream: str | None = None
     cascade_builder: Callable[[Sequence[dict], dict], list[dict]] | None = None
     # Where a label item keeps its slots: under this key (NLU items), or None for beside the
@@ -92,6 +132,11 @@ class Task:
     fewshot_slots: tuple = ()
     to_answer: Callable[[list], list] | None = None
     from_answer: Callable[[list], list] | None = None
+
+    @property
+    def input_column(self) -> str | None:
+        """The column of its rows the task reads beside the dialogue (None: the dialogue only)."""
+        return None if self.reads is None else self.reads.column
 
     @property
     def structured(self) -> bool:

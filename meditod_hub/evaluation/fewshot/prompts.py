@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import json
 
-from meditod_hub.data.tasks import Task, as_task
+from meditod_hub.data.tasks import ParseResult, Task, as_task
 from meditod_hub.data.tasks.fewshot import json_objects
-from meditod_hub.models.formats import ParseResult, row_field
+from meditod_hub.models.formats import row_field
 
 HISTORY_SIZE = 4  # lines before the current one in the NLU window (upstream `history_size`)
 
@@ -76,19 +76,16 @@ def last_turn(row: dict) -> str:
     return "\n".join(dialogue_lines(row)[-2:])
 
 
-# What a task reads beside the dialogue (its input column) replaces the history, under these
-# headers, as indented JSON.
-INPUT_BLOCKS = {"state": "[dialog state]", "actions": "[actions]"}
-
-
 def user_message(task: Task | str, row: dict) -> str:
-    given = as_task(task).input_column
+    """What a task reads beside the dialogue (`Task.reads`) replaces the history, under its
+    few-shot block, as indented JSON."""
+    given = as_task(task).reads
     turn = f"[last turn]\n{last_turn(row)}\n\n[output]"
     if given is None:
         window = dialogue_lines(row)[-(HISTORY_SIZE + 1):]
         return "[dialog history]\n" + "\n".join(window[:-2]) + "\n\n" + turn
-    shown = json.dumps(row_field(row, given), indent=2)
-    return f"{INPUT_BLOCKS[given]}\n```\n{shown}\n```\n\n{turn}"
+    shown = json.dumps(row_field(row, given.column), indent=2)
+    return f"{given.fewshot_block}\n```\n{shown}\n```\n\n{turn}"
 
 
 def exemplar_answer(task: Task | str, row: dict) -> str:
