@@ -93,6 +93,11 @@ class Turn:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def stages(self) -> tuple[tuple[Task, StageOutput], ...]:
+        """Each stage's task and output, in cascade order: the registry's first three tasks
+        (NLU, POL, NLG) are this turn's `nlu`, `pol` and `nlg`."""
+        return tuple(zip(TASKS.values(), (self.nlu, self.pol, self.nlg)))
+
 
 @dataclass
 class Conversation:

@@ -134,6 +134,11 @@ class Task:
     from_answer: Callable[[list], list] | None = None
 
     @property
+    def display_name(self) -> str:
+        """What tables, charts, reports and the apps call the task: its name in capitals."""
+        return self.name.upper()
+
+    @property
     def input_column(self) -> str | None:
         """The column of its rows the task reads beside the dialogue (None: the dialogue only)."""
         return None if self.reads is None else self.reads.column
