@@ -1,6 +1,7 @@
 """What a task is: the fields every task module (`nlu.py`, `pol.py`, `nlg.py`) fills in, so that
-views, formats, constrained decoding, few-shot prompts, cards, scoring and the cascade read a
-task's fields and never branch on its name. The registry is `meditod_hub.data.tasks`.
+views, formats, constrained decoding, few-shot prompts, agreement, cards, scoring and the cascade
+read a task's fields and never branch on its name nor keep a table by its columns or speaker. The
+registry is `meditod_hub.data.tasks`.
 
 A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
 (`actions`) or the doctor's text (`response`). Predictions handed to `score` are labels aligned
