@@ -38,7 +38,6 @@ from meditod_hub.models.formats import chat  # noqa: E402
 
 EMBEDDED = Path(__file__).resolve().parent.parent / "data" / "sample"
 FORMATS = {"chat": "chat", "span": "flan-t5", "pptod": "pptod"}
-LABEL_KIND = {"nlu": "nlu", "pol": "actions"}
 
 
 def llama3_tokenizer():
@@ -225,7 +224,6 @@ def bench_effect(data: Path, workdir: Path, rows_per_task: int) -> None:
     from transformers import AutoTokenizer
 
     from meditod_hub.data.dataset import load_split
-    from meditod_hub.data.release import label_errors
     from meditod_hub.models.predictor import DecodeOptions, LocalPredictor
     from meditod_hub.models.tiny import build_all
 
@@ -242,7 +240,7 @@ def bench_effect(data: Path, workdir: Path, rows_per_task: int) -> None:
             records = LocalPredictor(model, tokenizer, family, TASKS[task], Budget(None, 64),
                                      DecodeOptions(16, constrained=constrained)).predict(rows)
             outcomes.append((sum(not r.parse_ok for r in records),
-                             sum(r.parse_ok and not label_errors(LABEL_KIND[task], r.prediction)
+                             sum(r.parse_ok and not TASKS[task].label_errors(r.prediction)
                                  for r in records)))
         (free_fail, free_valid), (held_fail, held_valid) = outcomes
         print(f"| {task} | {len(rows)} | {free_fail} -> {held_fail} | {free_valid} -> {held_valid} |")

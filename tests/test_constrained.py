@@ -13,8 +13,8 @@ from chat_server import ChatServer
 from helpers import rows
 
 from meditod_hub.data import cmas
-from meditod_hub.data.release import label_errors
 from meditod_hub.data.tasks import TASKS
+from meditod_hub.data.tasks.language import check_types
 from meditod_hub.errors import UsageError
 from meditod_hub.models import constrained as C
 from meditod_hub.models.families import FAMILIES, Budget
@@ -33,7 +33,6 @@ def predict_rows(model, tokenizer, family, task, data, budget, batch_size=16, co
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TINY = {"chat": "tiny-llama", "biogpt": "tiny-biogpt", "flan-t5": "tiny-t5", "pptod": "tiny-pptod"}
-LABEL_KIND = {"nlu": "nlu", "pol": "actions"}
 
 
 
@@ -72,7 +71,7 @@ def cmas_names(task: str) -> set[str]:
         return set(cmas.PATIENT_INTENTS) | set(cmas.PATIENT_SLOT_KEYS) | {
             a for attrs in cmas.SLOT_ATTRIBUTES.values() for a in attrs}
     return set(cmas.ACTION_TYPES) | set(cmas.ACTION_SLOTS) | set(cmas.ACTION_ENTRY_KEYS) | {
-        t for slot in cmas.ACTION_SLOTS for t in C.check_types(slot)}
+        t for slot in cmas.ACTION_SLOTS for t in check_types(slot)}
 
 
 # --- grammars from cmas ------------------------------------------------------------------------
@@ -89,7 +88,7 @@ def test_a_new_slot_or_attribute_in_cmas_reaches_every_grammar(fmt, monkeypatch)
     assert nlu != before["nlu"] and "texture" in nlu
     assert "vital_sign" in pol and "refer" in pol
     # ... and a checks-type on symptoms may now name it
-    assert "texture" in C.check_types("symptom")
+    assert "texture" in check_types("symptom")
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -101,8 +100,9 @@ def test_every_gold_answer_of_the_sample_is_inside_its_grammar(family, sample_bu
     fmt = FAMILIES[family].grammar_format
     splits = ("train", "validation", "test")
     vocabulary = frozenset(v for split in splits for task in ("nlu", "pol")
-                           for v in C.medical_values(TASKS[task], (row[LABEL_KIND[task]] for row in
-                                                            rows(sample_build, task, split))))
+                           for v in C.medical_values(TASKS[task], (
+                               row[TASKS[task].target_column]
+                               for row in rows(sample_build, task, split))))
     for task in ("nlu", "pol", "nlg"):
         text = C.grammar(fmt, TASKS[task], vocabulary)
         if text is None:
@@ -181,7 +181,7 @@ def test_random_tiny_models_break_the_format_freely_and_never_under_the_grammar(
         assert all(r.parse_ok for r in held), [r.reason for r in held if not r.parse_ok]
         assert all(r.constrained and not r_free.constrained for r, r_free in zip(held, free))
         for record in held:
-            assert label_errors(LABEL_KIND[task], record.prediction) == []
+            assert TASKS[task].label_errors(record.prediction) == []
             assert every_label_name(task, record.prediction) <= cmas_names(task)
 
 

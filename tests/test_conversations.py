@@ -13,7 +13,7 @@ import pytest
 from helpers import meditod, offline_env, scripted_assistant
 
 from meditod_hub.data import cmas
-from meditod_hub.data.release import DOCTOR_LABELS, label_errors
+from meditod_hub.data.release import action_label_errors
 from meditod_hub.data.synthetic import generate_dialogues
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.conversations import (
@@ -62,7 +62,7 @@ def test_each_script_folds_and_its_acceptable_actions_are_valid(script):
                 assert set(entry) <= set(cmas.SLOT_ATTRIBUTES[base]), (key, entry)
         assert turn["acceptable"] and is_acceptable(turn["actions"], turn["acceptable"])
         for alternative in turn["acceptable"]:
-            assert not label_errors(DOCTOR_LABELS, alternative)
+            assert not action_label_errors(alternative)
             assert not repeated_units(alternative, state)
 
 

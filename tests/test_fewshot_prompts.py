@@ -19,6 +19,7 @@ import pytest
 from datasets import load_dataset
 
 from meditod_hub.data import cmas
+from meditod_hub.data.tasks import fewshot as F
 from meditod_hub.evaluation.fewshot import prompts as P
 
 PINNED = {  # task: (test row, exemplar rows most similar first, sha256 of json.dumps(messages))
@@ -62,7 +63,7 @@ def test_system_prompt_definitions_parse_and_use_the_cmas_names(task):
         attributes = [a["name"] for a in slot["related_attributes"]]
         known = set(cmas.SLOT_ATTRIBUTES.get(slot["slot"], ("value",))) | {"status"}
         assert set(attributes) <= known, slot["slot"]
-        has_status = slot["slot"] in P.STATUSES or "status" in cmas.SLOT_ATTRIBUTES.get(
+        has_status = slot["slot"] in F.STATUSES or "status" in cmas.SLOT_ATTRIBUTES.get(
             slot["slot"], ())
         assert ("status" in attributes) == (task == "nlu" and has_status), slot["slot"]
 
@@ -107,15 +108,15 @@ def test_status_mapping_round_trips_every_gold_label(build, request):
     labels = _gold_labels(request.getfixturevalue(build))
     not_inverse, not_stable, prefixed, statuses = [], [], [], 0
     for row_id, label in labels.items():
-        mapped = P.to_status_attributes(label)
-        if P.from_status_attributes(mapped) != label:
+        mapped = F.to_status_attributes(label)
+        if F.from_status_attributes(mapped) != label:
             not_inverse.append(row_id)
-        if P.to_status_attributes(P.from_status_attributes(mapped)) != mapped:
+        if F.to_status_attributes(F.from_status_attributes(mapped)) != mapped:
             not_stable.append(row_id)
         if _prefixed_slot_keys(mapped):
             prefixed.append(row_id)
         statuses += sum("status" in e for item in mapped for key, entries in
-                        item.get("slots", {}).items() if key in P.STATUSES for e in entries)
+                        item.get("slots", {}).items() if key in F.STATUSES for e in entries)
     assert labels and not not_inverse and not not_stable and not prefixed
     assert statuses > 0
 
@@ -126,13 +127,13 @@ def test_both_polarities_of_one_slot_are_kept():
         "negative_symptom": [{"value": "fever"}],
         "avail_medical_test": [{"value": "chest x-ray"}],
         "residence": [{"value": "apartment", "status": "living"}]}}, {"intent": "chit-chat"}]
-    mapped = P.to_status_attributes(label)
+    mapped = F.to_status_attributes(label)
     assert mapped[0]["slots"]["symptom"] == [
         {"value": "cough", "onset": "two days ago", "status": "positive"},
         {"value": "fever", "status": "negative"}]
     assert mapped[0]["slots"]["residence"] == label[0]["slots"]["residence"]
     assert mapped[1] == {"intent": "chit-chat"}
-    assert P.from_status_attributes(mapped) == label
+    assert F.from_status_attributes(mapped) == label
 
 
 def test_a_missing_or_invalid_status_maps_to_unknown():
@@ -140,7 +141,7 @@ def test_a_missing_or_invalid_status_maps_to_unknown():
         "symptom": [{"value": "cough"}, {"value": "fever", "status": "maybe"}],
         "medical_test": [{"value": "x-ray", "status": "positive"}],
         "habit": [{"value": "smoking", "status": "negative"}]}}]
-    assert P.from_status_attributes(answer)[0]["slots"] == {
+    assert F.from_status_attributes(answer)[0]["slots"] == {
         "unknown_symptom": [{"value": "cough"}, {"value": "fever"}],
         "unknown_medical_test": [{"value": "x-ray"}],
         "negative_habit": [{"value": "smoking"}]}

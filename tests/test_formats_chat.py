@@ -9,9 +9,9 @@ import json
 import pytest
 
 from meditod_hub.data.release import read_release
-from meditod_hub.data.tasks import TASKS, get_task, view_rows
+from meditod_hub.data.tasks import TASKS, ParseResult, get_task, view_rows
 from meditod_hub.errors import UsageError
-from meditod_hub.models.formats import ParseResult, chat, context_lines
+from meditod_hub.models.formats import chat, context_lines
 
 
 def _context(*texts: str) -> list[dict]:

@@ -11,9 +11,8 @@ import json
 import pytest
 
 from meditod_hub.data.release import read_release
-from meditod_hub.data.tasks import view_rows
-from meditod_hub.models.formats import ParseResult
-from meditod_hub.models.formats.pptod import (
+from meditod_hub.data.tasks import ParseResult, view_rows
+from meditod_hub.data.tasks.spans import (
     SpanValueError,
     parse_actions,
     parse_nlu,

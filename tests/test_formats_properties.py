@@ -12,16 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from meditod_hub.data import cmas
-from meditod_hub.data.tasks import TASKS
-from meditod_hub.models.families import FAMILIES, SPAN_FAMILIES
-from meditod_hub.models.formats import ParseResult, chat
-from meditod_hub.models.formats.pptod import (
+from meditod_hub.data.tasks import TASKS, ParseResult
+from meditod_hub.data.tasks.spans import (
     parse_actions,
     parse_nlu,
     serialise_actions,
     serialise_nlu,
     unwrap,
 )
+from meditod_hub.models.families import FAMILIES, SPAN_FAMILIES
+from meditod_hub.models.formats import chat
 
 SETTINGS = settings(max_examples=60, deadline=None)
 

@@ -16,11 +16,7 @@ from transformers import PreTrainedTokenizerFast
 
 from meditod_hub.data.release import read_release
 from meditod_hub.data.tasks import TASKS, view_rows
-from meditod_hub.errors import UsageError
-from meditod_hub.models.families import FAMILIES, SPAN_FAMILIES, Budget, get_family
-from meditod_hub.models.formats import context_lines
-from meditod_hub.models.formats.fit import BudgetError, fit_to_budget, special_ids
-from meditod_hub.models.formats.pptod import (
+from meditod_hub.data.tasks.spans import (
     ACTION_SPAN,
     MARKERS,
     NLU_SPAN,
@@ -29,6 +25,10 @@ from meditod_hub.models.formats.pptod import (
     serialise_state,
     unwrap,
 )
+from meditod_hub.errors import UsageError
+from meditod_hub.models.families import FAMILIES, SPAN_FAMILIES, Budget, get_family
+from meditod_hub.models.formats import context_lines
+from meditod_hub.models.formats.fit import BudgetError, fit_to_budget, special_ids
 from meditod_hub.models.formats.span_models import state_order
 
 

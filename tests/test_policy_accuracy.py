@@ -11,9 +11,10 @@ import pytest
 from helpers import meditod, offline_env
 
 from meditod_hub.data import cmas
-from meditod_hub.data.release import DOCTOR_LABELS, label_errors
+from meditod_hub.data.release import action_label_errors
 from meditod_hub.data.synthetic import DOMAIN_VALUES, IN_DOMAIN, OUT_OF_DOMAIN, VALUES, generate_dialogues
 from meditod_hub.data.tasks import get_task
+from meditod_hub.data.tasks.language import check_types
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.moments import DOMAINS, SETS, STAGES, moment_rows
 from meditod_hub.evaluation.policy_accuracy import (
@@ -26,7 +27,6 @@ from meditod_hub.evaluation.policy_accuracy import (
     substantive_units,
 )
 from meditod_hub.evaluation.state_accuracy import fold, heldout_lines
-from meditod_hub.models.constrained import check_types
 from meditod_hub.models.formats import chat, context_lines
 
 POL = get_task("pol")
@@ -96,7 +96,7 @@ def test_each_moment_is_valid_against_the_schema(moment):
     vocabulary = medical_vocabulary(moment["domain"])
     assert moment["acceptable"]
     for actions in [*moment["acceptable"], moment["actions"]]:
-        assert not label_errors(DOCTOR_LABELS, actions)
+        assert not action_label_errors(actions)
         parsed = chat.parse_answer(POL, f"[answer] {json.dumps(actions)} [done]")
         assert parsed.ok and parsed.value == actions
         for act in actions:

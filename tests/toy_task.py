@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from meditod_hub.data import views
+from meditod_hub.data.tasks.nlg import ACTIONS
+from meditod_hub.data.tasks.spans import RESPONSE_COLUMN
 from meditod_hub.data.tasks.task import Metric, Task
 
 SHORT_WORDS = 3
@@ -31,9 +33,10 @@ TASK = Task(
     scorer=score, headline="accuracy", metrics=(Metric("accuracy", "accuracy", "Accuracy"),),
     chart_metrics=("accuracy",),
     system_message="Given the action and the last turn, say whether the doctor's reply is short.",
+    span_column=RESPONSE_COLUMN,
     authors_prefix="convert dialog actions to reply length:",
     pptod_prefix="translate dialogue to reply length:",
     fewshot_header="You will see a doctor's actions. Say whether the reply is short or long.",
     fewshot_rules=("1. Answer short or long.",),
-    input_column="actions", upstream="pol", cascade_builder=views.cascade_nlg_rows,
+    reads=ACTIONS, upstream="pol", cascade_builder=views.cascade_nlg_rows,
 )

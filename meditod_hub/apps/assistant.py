@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from meditod_hub.data import proof
-from meditod_hub.data.release import label_errors
 from meditod_hub.data.tasks import LABELLING_TASKS, TASK_NAMES, TASKS, Task
 from meditod_hub.models.cascade import Pipeline, StageRun, cascade
 from meditod_hub.models.predictor import ModelSpec, Predictor
@@ -93,6 +92,11 @@ class Turn:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def stages(self) -> tuple[tuple[Task, StageOutput], ...]:
+        """Each stage's task and output, in cascade order: the registry's first three tasks
+        (NLU, POL, NLG) are this turn's `nlu`, `pol` and `nlg`."""
+        return tuple(zip(TASKS.values(), (self.nlu, self.pol, self.nlg)))
 
 
 @dataclass
@@ -203,7 +207,7 @@ class Assistant(Pipeline):
 
 
 def _usable(task: Task, record: Prediction) -> bool:
-    return record.parse_ok and not label_errors(task.target_column, record.prediction)
+    return record.parse_ok and not task.label_errors(record.prediction)
 
 
 def _turn(text: str, cut: int, state_before: dict, nlu: StageRun, pol: StageRun, nlg: StageRun,
@@ -240,7 +244,7 @@ def _turn(text: str, cut: int, state_before: dict, nlu: StageRun, pol: StageRun,
 def _why(record: Prediction, task: Task) -> str:
     if not record.parse_ok:
         return record.reason or "did not parse"
-    return "; ".join(label_errors(task.target_column, record.prediction)[:2])
+    return "; ".join(task.label_errors(record.prediction)[:2])
 
 
 def _stage(record: Prediction, used: bool, seconds: float) -> StageOutput:

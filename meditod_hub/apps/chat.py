@@ -61,8 +61,8 @@ def turn_report(turn: Turn | None) -> list[str]:
         return ["  (no turn yet)"]
     lines = ["  state:"] + [f"    {line}" for line in state_lines(turn.state)]
     lines.append(f"  actions: {actions_line(turn.actions)}")
-    status = ", ".join(f"{name} {'ok' if stage.parse_ok else 'did not parse'}"
-                       for name, stage in (("NLU", turn.nlu), ("POL", turn.pol), ("NLG", turn.nlg)))
+    status = ", ".join(f"{task.display_name} {'ok' if stage.parse_ok else 'did not parse'}"
+                       for task, stage in turn.stages())
     lines.append(f"  parse: {status}")
     lines += [f"  note: {note}" for note in turn.notes]
     return [printable(line) for line in lines]  # state values and notes come from the models

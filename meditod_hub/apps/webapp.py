@@ -148,8 +148,8 @@ def panels(conversation: Conversation | None) -> tuple[str, str, str]:
         return state_html({}), action_history(None), "No turn yet."
     turn = conversation.turns[-1]
     status = [f"Turn {len(conversation.turns)}: " + ", ".join(
-        f"{name} {'parsed' if stage.parse_ok else 'did not parse'}"
-        for name, stage in (("NLU", turn.nlu), ("POL", turn.pol), ("NLG", turn.nlg)))]
+        f"{task.display_name} {'parsed' if stage.parse_ok else 'did not parse'}"
+        for task, stage in turn.stages())]
     status += [f"- {note}" for note in turn.notes]
     return state_html(turn.state), action_history(conversation), "\n".join(status)
 

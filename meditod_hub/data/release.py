@@ -433,14 +433,23 @@ def _nested(value) -> bool:
                                        and any(isinstance(v, (dict, list)) for v in value))
 
 
-def label_errors(kind: str, label) -> list[str]:
-    """What makes one label unusable by the state fold and the metrics (`nlu` items or doctor
-    `actions`): the release's error-level checks, for a label that comes from a model."""
+def nlu_label_errors(label) -> list[str]:
+    """What makes a patient line's `nlu` items, as a model gave them, unusable by the state fold
+    and the metrics: the release's error-level checks of that key."""
+    return _label_errors(_Checker.nlu, label)
+
+
+def action_label_errors(label) -> list[str]:
+    """What makes a doctor line's `actions`, as a model gave them, unusable by the state fold and
+    the metrics: the release's error-level checks of that key."""
+    return _label_errors(_Checker.actions, label)
+
+
+def _label_errors(check, label) -> list[str]:
     if not isinstance(label, list):
         return [f"expected a list, got {type(label).__name__}"]
     problems: list[Problem] = []
-    checker = _Checker("<label>", problems)
-    (checker.nlu if kind == PATIENT_LABELS else checker.actions)(None, None, label)
+    check(_Checker("<label>", problems), None, None, label)
     return [p.message for p in problems if p.error]
 
 

@@ -18,9 +18,9 @@ the typed `intents` / `action_types` columns give the viewer something to filter
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from meditod_hub.data.release import PATIENT_LABELS, label_errors
+from meditod_hub.data.release import PATIENT_LABELS, action_label_errors, nlu_label_errors
 from meditod_hub.data.state import DialogueState
 from meditod_hub.errors import MeditodError, name_ids
 
@@ -141,8 +141,8 @@ def to_pol(dialogue_id: str, utterances: list[dict]) -> list[dict]:
 # a pipeline. These rebuild `pol`/`nlg` rows from upstream *predictions* (example id -> parsed
 # label, None for one that did not parse): POL rows whose `state` folds the predicted NLU of every
 # patient line before the doctor line, NLG rows whose `actions` are the predicted ones. A label
-# that did not parse, or that the fold / metrics cannot take (`release.label_errors`), adds
-# nothing.
+# that did not parse, or that the fold / metrics cannot take (`release.nlu_label_errors`,
+# `action_label_errors`), adds nothing.
 
 class MissingPredictions(MeditodError):
     """An upstream predictions file lacks ids the cascade needs."""
@@ -155,8 +155,8 @@ def _require(ids: list[str], predictions: Mapping, what: str) -> None:
                                  f"{name_ids(missing)}; predict every row of the split first")
 
 
-def _usable(kind: str, label) -> list:
-    return label if label is not None and not label_errors(kind, label) else []
+def _usable(errors: Callable[[list], list[str]], label) -> list:
+    return label if label is not None and not errors(label) else []
 
 
 def cascade_pol_rows(pol_rows: Sequence[dict],
@@ -164,7 +164,7 @@ def cascade_pol_rows(pol_rows: Sequence[dict],
     """POL (or NLG) rows whose `state` is folded from predicted NLU labels."""
     patient_ids = [[f"{row['dialogue_id']}-{c['uttr_id']}" for c in row["context"]
                     if c["speaker"] == "patient"] for row in pol_rows]
-    _require(sorted({i for ids in patient_ids for i in ids}), nlu_predictions, "NLU")
+    _require(sorted({i for ids in patient_ids for i in ids}), nlu_predictions, f"`{PATIENT_LABELS}` labels")
     states: dict[str, DialogueState] = {}
     folded: dict[str, set[str]] = {}
     out: list[dict | None] = [None] * len(pol_rows)
@@ -175,7 +175,7 @@ def cascade_pol_rows(pol_rows: Sequence[dict],
         done = folded.setdefault(row["dialogue_id"], set())
         for pid in patient_ids[index]:
             if pid not in done:
-                state.update(_usable(PATIENT_LABELS, nlu_predictions[pid]))
+                state.update(_usable(nlu_label_errors, nlu_predictions[pid]))
                 done.add(pid)
         out[index] = {**row, "state": state.render()}
     return out
@@ -187,6 +187,6 @@ def cascade_nlg_rows(nlg_rows: Sequence[dict],
     _require([row["id"] for row in nlg_rows], pol_predictions, "actions")
     out = []
     for row in nlg_rows:
-        actions = _usable("actions", pol_predictions[row["id"]])
+        actions = _usable(action_label_errors, pol_predictions[row["id"]])
         out.append({**row, "actions": actions, "action_types": [a["action"] for a in actions]})
     return out

@@ -14,12 +14,11 @@ are listed, not scored.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS, ReleaseError, read_release
+from meditod_hub.data.release import ReleaseError, read_release
 from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task, view_rows
 from meditod_hub.errors import MeditodError
 
@@ -72,29 +71,9 @@ def label_paths(task: Task, label: list) -> Counter:
             out[(kind,), None] += 1
         for slot, entries in slots.items():
             for entry in entries:
-                for path, value in ENTRY_PATHS[task.target_column](entry):
+                for path, value in task.entry_paths(entry):
                     out[(kind, slot, *path), value] += 1
     return out
-
-
-def _attribute_paths(entry: dict):
-    """An NLU entry: each attribute is a path, its value read with the entry's head value."""
-    head = json.dumps(entry.get("value"))
-    if not entry:
-        yield (), None
-    for attr, value in entry.items():
-        yield (attr,), head + json.dumps(value)
-
-
-def _action_paths(entry: dict):
-    """An action's entry: its value, and each check with its values."""
-    head = json.dumps(entry.get("value"))
-    yield ("value",), head
-    for check in entry.get("checks") or []:
-        yield (f"check:{check.get('type')}",), head + json.dumps(check.get("values"))
-
-
-ENTRY_PATHS = {PATIENT_LABELS: _attribute_paths, DOCTOR_LABELS: _action_paths}  # by the label's column
 
 
 def disagreements(task: Task, rows_a: list[dict], labels_b: list) -> list[dict]:

@@ -157,7 +157,7 @@ def table_rows(results: dict) -> list[dict]:
         for metric in task.metrics:
             values = [value_at(results[task.name][column], metric.key) for column in COLUMNS]
             if any(v is not None for v in values):
-                rows.append({"task": task.name.upper(), "name": metric.name, **{
+                rows.append({"task": task.display_name, "name": metric.name, **{
                     column: "—" if v is None else format(v, metric.fmt)
                     for column, v in zip(COLUMNS, values)}})
     return rows
@@ -198,7 +198,7 @@ def write_chart(results: dict, path: Path) -> None:
             if metric.key not in task.chart_metrics or None in pair:
                 continue
             scale = 100 if metric.key.startswith("bleu") else 1  # NLTK BLEU is x100
-            name = f"{task.name.upper()} {metric.name.replace(' (NLTK, x100)', '/100')}"
+            name = f"{task.display_name} {metric.name.replace(' (NLTK, x100)', '/100')}"
             rows[name] = {COLUMN_LABELS[c]: value / scale for c, value in zip(COLUMNS, pair)}
     data = provenance.Provenance.from_json(results.get("provenance"))
     title = "Cascade " + " → ".join(f"{t.upper()} {results['models'][t]['label']}" for t in TASK_NAMES)

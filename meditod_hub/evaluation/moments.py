@@ -26,8 +26,8 @@ import json
 from collections.abc import Sequence
 from importlib import resources
 
-from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
-from meditod_hub.data.tasks import Task
+from meditod_hub.data.release import DOCTOR_LABELS
+from meditod_hub.data.tasks import LABELLING_TASKS, Task
 from meditod_hub.errors import UsageError
 
 SETS = ("dev", "test")  # dev: for choosing (recipes, steps, data); test: for reporting
@@ -54,8 +54,8 @@ def utterances(item: dict, actions: list | None = None, response: str = "") -> l
              ("patient", item["patient"])]
     out = []
     for n, (speaker, text) in enumerate(lines):
-        label = DOCTOR_LABELS if speaker == "doctor" else PATIENT_LABELS
-        out.append({"uttr_id": n, "speaker": speaker, "text": text, label: []})
+        out.append({"uttr_id": n, "speaker": speaker, "text": text,
+                    LABELLING_TASKS[speaker].target_column: []})
     out[-1]["dialog_state"] = item["state"]
     out.append({"uttr_id": len(out), "speaker": "doctor", "text": response,
                 DOCTOR_LABELS: list(actions or [])})

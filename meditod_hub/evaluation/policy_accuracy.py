@@ -41,7 +41,7 @@ near the end, also each diagnosis the interview fits. Scores:
   positive/negative_characteristics, ana_factors -> the factors). Slots without a head (travel,
   basic_information) are held once the state has an entry for them.
 - parse failures: outputs that did not parse, and unusable ones (parsed, but the fold or the
-  metrics cannot take them: `release.label_errors`): both scored as no action, as the assistant
+  metrics cannot take them: `release.action_label_errors`): both scored as no action, as the assistant
   acts on neither.
 - by stage, by domain: the acceptable rate of each stage's and each domain's moments.
 
@@ -59,7 +59,7 @@ from pathlib import Path
 
 from meditod_hub.data import proof
 from meditod_hub.data.cmas import CHECK_TYPE_ATTRIBUTES, INQUIRE_ACTION, SLOT_ATTRIBUTES, split_slot_key
-from meditod_hub.data.release import DOCTOR_LABELS, label_errors
+from meditod_hub.data.release import action_label_errors
 from meditod_hub.data.tasks import LABELLING_TASKS
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.moments import DOMAINS, SETS, STAGES, heldout_items, moment_rows
@@ -185,7 +185,7 @@ def asks(moment: dict) -> bool:
 
 def usable(label) -> list | None:
     """An action list the assistant would act on, or None (did not parse, or unusable)."""
-    return label if isinstance(label, list) and not label_errors(DOCTOR_LABELS, label) else None
+    return label if isinstance(label, list) and not action_label_errors(label) else None
 
 
 def _ratio(hits: int, total: int) -> float:

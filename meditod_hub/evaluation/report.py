@@ -61,9 +61,9 @@ def markdown(results: dict, task: Task) -> str:
     """The results table of `results` (a results.json's content) of `task`, titled with what
     it was scored on (MediTOD only for MediTOD's data)."""
     data = Provenance.from_json(results.get("provenance"))
-    title = (f"# MediTOD {task.name.upper()} results ({results['split']})"
+    title = (f"# MediTOD {task.display_name} results ({results['split']})"
              if data is None or data.comparable else
-             f"# {task.name.upper()} results ({results['split']}) on {data.short()}")
+             f"# {task.display_name} results ({results['split']}) on {data.short()}")
     body = _f1_markdown(results) if task.structured else _nlg_markdown(results)
     if "constrained" in results:  # the decoding setting that produced the predictions
         setting = "constrained (CMAS grammar)" if results["constrained"] else "unconstrained"

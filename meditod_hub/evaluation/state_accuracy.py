@@ -44,7 +44,6 @@ from importlib import resources
 from pathlib import Path
 
 from meditod_hub.data import proof
-from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
 from meditod_hub.data.state import DialogueState
 from meditod_hub.data.tasks import LABELLING_TASKS
 from meditod_hub.data.views import to_nlu
@@ -102,7 +101,7 @@ def line_rows(lines: Sequence[dict]) -> list[dict]:
         turns = [] if "opening" in line["covers"] else list(OPENING_EXCHANGE)
         turns += [("doctor", line["doctor"]), ("patient", line["patient"])]
         utterances = [{"uttr_id": n, "speaker": speaker, "text": text,
-                       DOCTOR_LABELS if speaker == "doctor" else PATIENT_LABELS: []}
+                       LABELLING_TASKS[speaker].target_column: []}
                       for n, (speaker, text) in enumerate(turns)]
         rows.append(to_nlu(f"heldout-{line['id']}", utterances)[-1])
     return rows

@@ -2,8 +2,9 @@
 
 The output language of each family format is small and fully known from `cmas`: intents, slot
 keys (with their status prefixes), the attributes of each slot, action types, action slots and
-check types. `label_schema` reads them at call time (a new slot or attribute needs no edit here)
-and three renderers write it in each format's concrete syntax:
+check types. Each structured task's `language` (`meditod_hub.data.tasks.language`) reads them at
+call time (a new slot or attribute needs no edit here); `label_schema` hands them over and three
+renderers write them in each format's concrete syntax:
 
 | format  | families              | NLU / POL answer                             | NLG                       |
 | ------- | --------------------- | -------------------------------------------- | ------------------------- |
@@ -51,15 +52,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meditod_hub.data import cmas
 from meditod_hub.data.dataset import load_split
-from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
-from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task
+from meditod_hub.data.tasks import LABELLED_TASK_NAMES, LABELLED_TASKS, Task, spans
+from meditod_hub.data.tasks.language import LabelSchema, SlotSchema
+from meditod_hub.data.tasks.spans import CHECK_TYPE_KEY, VALUES_SUFFIX
 from meditod_hub.endpoint import AZURE_SUFFIXES, endpoint_host
 from meditod_hub.errors import UsageError
-from meditod_hub.models.formats import chat, pptod
+from meditod_hub.models.formats import chat
 from meditod_hub.models.formats.chat import ANSWER_CLOSE
-from meditod_hub.models.formats.pptod import CHECK_TYPE_KEY, VALUES_SUFFIX
 
 FORMATS = ("chat", "span", "pptod", "fewshot")
 CLOSING_RESERVE = 32  # tokens before the budget's end where the processor steers to the end
@@ -69,29 +69,7 @@ VOCABULARY_FREE = "none"      # `--vocabulary none`: medical values are free tex
 Vocabulary = frozenset  # canonical medical values (lowercase); None where values are free
 
 
-# --- the language, from cmas --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SlotSchema:
-    """One slot key: its attributes (name -> "medical", "text", "list" or a tuple of choices)
-    and, for doctor actions, the check types it takes."""
-
-    key: str
-    attributes: dict = field(hash=False)
-    checks: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class LabelSchema:
-    """An NLU item list or an action list: items opened by a head (`intent` / `action`) with one
-    of `heads`; slots under `slots_key` (NLU) or, where it is None, beside the head (POL). Head
-    and slots key are the task's (`Task.item_head`, `Task.slots_key`)."""
-
-    head: str
-    heads: tuple[str, ...]
-    slots_key: str | None
-    slots: tuple[SlotSchema, ...]
-
+# --- the language, from cmas (each structured task's `language`) -------------------------------
 
 def label_schema(task: Task, status_attributes: bool = False) -> LabelSchema:
     """The CMAS language of `task`'s labels, read from cmas now. `status_attributes`: NLU slots
@@ -99,55 +77,7 @@ def label_schema(task: Task, status_attributes: bool = False) -> LabelSchema:
     if not task.structured:
         raise UsageError(f"task {task.name!r} has no structured labels to constrain "
                          f"({' or '.join(LABELLED_TASK_NAMES)})")
-    heads, slots = LABEL_LANGUAGES[task.target_column](status_attributes)
-    return LabelSchema(task.item_head, heads, task.slots_key, slots)
-
-
-def _nlu_language(status_attributes: bool) -> tuple[tuple[str, ...], tuple[SlotSchema, ...]]:
-    return tuple(cmas.PATIENT_INTENTS), tuple(_nlu_slots(status_attributes))
-
-
-def _actions_language(status_attributes: bool) -> tuple[tuple[str, ...], tuple[SlotSchema, ...]]:
-    return tuple(cmas.ACTION_TYPES), tuple(
-        SlotSchema(slot, {"value": "medical" if slot in cmas.MEDICAL_ACTION_SLOTS else "text"},
-                   check_types(slot))
-        for slot in cmas.ACTION_SLOTS)
-
-
-def _attribute_kind(base: str, attribute: str) -> str:
-    if cmas.is_list_attribute(attribute):
-        return "list"
-    return "medical" if attribute == "value" and base in cmas.MEDICAL_BASE_SLOTS else "text"
-
-
-def _nlu_slots(status_attributes: bool) -> Iterable[SlotSchema]:
-    statuses = {**{b: cmas.POLARITY_PREFIXES for b in cmas.POLAR_SLOTS},
-                cmas.TEST_SLOT: cmas.TEST_PREFIXES}
-    bases = list(cmas.SLOT_ATTRIBUTES)
-    if status_attributes:
-        for base in bases:
-            attributes = {a: _attribute_kind(base, a) for a in cmas.SLOT_ATTRIBUTES[base]}
-            if base in statuses:
-                attributes["status"] = tuple(statuses[base])
-            yield SlotSchema(base, attributes)
-        return
-    for base in bases:
-        attributes = {a: _attribute_kind(base, a) for a in cmas.SLOT_ATTRIBUTES[base]}
-        for prefix in statuses.get(base, (None,)):
-            yield SlotSchema(f"{prefix}_{base}" if prefix else base, attributes)
-
-
-def check_types(slot: str) -> tuple[str, ...]:
-    """What a doctor may check on an action slot: the check types cmas lists for it, the slot's
-    attributes, and the check types that name a family of its attributes."""
-    attributes = tuple(a for a in cmas.SLOT_ATTRIBUTES.get(slot, ()) if a != "value")
-    families = tuple(t for t, members in cmas.CHECK_TYPE_ATTRIBUTES.items()
-                     if set(members) <= set(attributes))
-    return tuple(dict.fromkeys(tuple(cmas.CHECK_TYPES.get(slot, ())) + attributes + families))
-
-
-# The heads and slots of each structured label, by the label's column.
-LABEL_LANGUAGES = {PATIENT_LABELS: _nlu_language, DOCTOR_LABELS: _actions_language}
+    return task.label_schema(status_attributes)
 
 
 # --- vocabularies -------------------------------------------------------------------------------
@@ -324,7 +254,7 @@ def _json_label(rules: _Rules, schema: LabelSchema, vocabulary: Vocabulary | Non
     return rules.add("json-label", '"[" ws json-item ( "," ws json-item )* ws "]"')
 
 
-# Spans: values without the grammar's delimiters (pptod.RESERVED, `|`, `<` of the markers).
+# Spans: values without the grammar's delimiters (spans.RESERVED, `|`, `<` of the markers).
 _SPAN_COMMON = {
     "sp": '" "?',
     "span-char": '[^=#()@\\[\\]|<\\x00-\\x1f ]',
@@ -379,7 +309,7 @@ def grammar(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> str |
         if fmt == "chat":
             rules.rules["root"] = f'{_literal(chat.ANSWER_OPEN + " ")} [^\\[]* {_literal(chat.ANSWER_CLOSE)}'
         elif fmt == "pptod":
-            sos, eos = pptod.SPAN_COLUMNS[task.target_column].markers
+            sos, eos = task.span_column.markers
             rules.rules["root"] = f'{_literal(sos)} [^<]* {_literal(eos)}'
         else:
             return None
@@ -392,7 +322,7 @@ def grammar(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> str |
     else:
         label = _span_label(rules, schema, vocabulary)
         if fmt == "pptod":
-            sos, eos = pptod.SPAN_COLUMNS[task.target_column].markers
+            sos, eos = task.span_column.markers
             label = f'{_literal(sos)} " " {label} sp {_literal(eos)}'
         rules.rules["root"] = label
     return rules.text()
@@ -466,7 +396,7 @@ def constraint(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> Co
     text = grammar(fmt, task, vocabulary)
     markers = ()
     if fmt == "pptod":
-        markers = (pptod.NLU_SPAN[1], pptod.ACTION_SPAN[1], pptod.RESPONSE_SPAN[1])
+        markers = (spans.NLU_SPAN[1], spans.ACTION_SPAN[1], spans.RESPONSE_SPAN[1])
     elif fmt == "chat":
         markers = (ANSWER_CLOSE,)
     return Constraint(fmt, task, text, None if vocabulary is None else len(vocabulary), markers)

@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from meditod_hub import quiet
-from meditod_hub.data.tasks import Task, as_task
+from meditod_hub.data.tasks import ParseResult, Task, as_task
 from meditod_hub.errors import UsageError
-from meditod_hub.models.formats import ParseResult, chat, span_models
+from meditod_hub.models.formats import chat, span_models
 from meditod_hub.models.formats.fit import BudgetError, Fitted, fit_to_budget
 
 

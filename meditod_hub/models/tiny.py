@@ -42,10 +42,9 @@ if TYPE_CHECKING:  # the models import torch: only once one is built (`meditod t
     from transformers import BioGptForCausalLM, LlamaForCausalLM, T5ForConditionalGeneration
 
 from meditod_hub.data.dataset import load_split
-from meditod_hub.data.tasks import TASKS, Task
+from meditod_hub.data.tasks import TASKS, Task, spans
 from meditod_hub.files import new_folder, output_folder, record_output
 from meditod_hub.models.families import FAMILIES
-from meditod_hub.models.formats import pptod
 
 DEFAULT_OUT = Path("build/tiny-models")  # where the tiny-* recipes look for their bases
 PURPOSE = "tiny"  # the output guard's name for what this command writes (files.py)
@@ -188,7 +187,7 @@ def build(name: str, texts: list[str], out: Path, seed: int = 0) -> Path:
         "tiny-llama": (llama_tokenizer, llama_model),
         "tiny-biogpt": (biogpt_tokenizer, biogpt_model),
         "tiny-t5": (t5_tokenizer, t5_model),
-        "tiny-pptod": (lambda t: t5_tokenizer(t, pptod.MARKERS), t5_model),
+        "tiny-pptod": (lambda t: t5_tokenizer(t, spans.MARKERS), t5_model),
     }[name]
     tok = tokenizer(texts)
     torch.manual_seed(seed)

@@ -47,8 +47,9 @@ ORIGINS = ("release", "suggested", "edited", "manual")
 LABEL_KEY = {speaker: task.target_column for speaker, task in LABELLING_TASKS.items()}
 HISTORY = 64                         # versions kept per dialogue as merge bases
 DIALOGUE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-TRANSCRIPT_LINE = re.compile(r"\s*(d|p|doctor|patient)\s*:(.*)", re.IGNORECASE)
-SPEAKER_OF = {"d": "doctor", "doctor": "doctor", "p": "patient", "patient": "patient"}
+# A transcript line opens with its speaker (a labelling task's) or the speaker's initial.
+SPEAKER_OF = {tag: speaker for speaker in LABELLING_TASKS for tag in (speaker, speaker[0])}
+TRANSCRIPT_LINE = re.compile(rf"\s*({'|'.join(SPEAKER_OF)})\s*:(.*)", re.IGNORECASE)
 
 
 class UnknownDialogue(MeditodError):

@@ -1,8 +1,11 @@
 """The MediTOD tasks, one module each (`nlu.py`, `pol.py`, `nlg.py`), registered here in cascade
 order. A task module owns everything its task means (see `task.Task`): its view and features,
-its label's shape, its wording, its scorer and metrics, its cascade step. Nothing else branches
-on a task's name: callers take a `Task` (from `get_task` where a name comes in) and read its
-fields, or loop over `TASKS`.
+its label's shape, its wording, its scorer and metrics, its cascade step, how the span grammar
+writes its columns (`spans`), its CMAS language (`language`), its few-shot definitions
+(`fewshot`), its release check and agreement rules. Nothing else branches on a task's name or
+keeps a table by a task, its columns or its speaker (tests/test_task_tables.py counts them):
+callers take a `Task` (from `get_task` where a name comes in) and read its fields, or loop over
+`TASKS`.
 
 A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
 (`actions`) or the doctor's text (`response`). Predictions handed to `Task.score` are labels
@@ -14,13 +17,14 @@ from __future__ import annotations
 
 from meditod_hub.data import views
 from meditod_hub.data.tasks import nlg, nlu, pol
-from meditod_hub.data.tasks.task import Metric, Task
+from meditod_hub.data.tasks.task import Input, Metric, ParseResult, SpanColumn, Task
 from meditod_hub.errors import UsageError
 
-__all__ = ["CASCADED_TASKS", "CASCADED_TASK_NAMES", "CONFIGS", "FEATURES", "LABELLED_TASKS",
-           "LABELLED_TASK_NAMES", "LABELLING_TASKS", "MULTITASK", "Metric", "TASKS", "TASK_NAMES",
-           "Task", "as_task", "dialogue_views", "features", "get_task", "register", "tasks_of",
-           "trained_tasks", "view_rows"]
+__all__ = ["CASCADED_TASKS", "CASCADED_TASK_NAMES", "CONFIGS", "FEATURES", "Input",
+           "LABELLED_TASKS", "LABELLED_TASK_NAMES", "LABELLING_TASKS", "MULTITASK", "Metric",
+           "ParseResult", "SpanColumn", "TASKS", "TASK_NAMES", "Task", "as_task",
+           "dialogue_views", "features", "get_task", "register", "tasks_of", "trained_tasks",
+           "view_rows"]
 
 TASKS: dict[str, Task] = {}
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from meditod_hub.data import views
 from meditod_hub.data.metrics import nlg_scores
-from meditod_hub.data.tasks.task import NLG_METRICS, Task
+from meditod_hub.data.tasks.spans import ACTIONS_COLUMN, RESPONSE_COLUMN
+from meditod_hub.data.tasks.task import NLG_METRICS, Input, Task
 
 
 def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *,
@@ -19,6 +20,12 @@ def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *,
             "parse_failures": sum(not isinstance(p, str) for p in predictions)}
 
 
+# The doctor's actions NLG reads: under `[action]` with the last turn only, no history (upstream's
+# chat prompt), `[actions]` in the few-shot prompt, after `actions:` in a Flan-T5 / BioGPT body.
+ACTIONS = Input("actions", ACTIONS_COLUMN, span_key="actions:", chat_block="[action]",
+                chat_history=False, fewshot_block="[actions]")
+
+
 TASK = Task(
     name="nlg", speaker="doctor", target_column="response", item_head=None,
     description="from the dialogue so far and the doctor's actions, write the doctor's utterance",
@@ -27,6 +34,7 @@ TASK = Task(
     chart_metrics=("bleu2", "bleu4", "rouge1", "rougeL", "bertscore.f1"),
     system_message="Given the action, dialog history and last turn of a dialog between a doctor "
                    "and a patient, suggest the doctor's response as a continuation of the dialog.",
+    span_column=RESPONSE_COLUMN,
     authors_prefix="convert dialog actions and history to dialog act:",
     pptod_prefix="translate dialogue to system response:",
     fewshot_header="You are a professional medical assistant who is an expert in understanding "
@@ -39,5 +47,5 @@ TASK = Task(
         "continuation of the dialog.",
         "2. Your suggested response must be fluent, grammatically correct and empathetic.",
         "3. Your suggested response must satisfy any queries made by the user."),
-    input_column="actions", upstream="pol", cascade_builder=views.cascade_nlg_rows,
+    reads=ACTIONS, upstream="pol", cascade_builder=views.cascade_nlg_rows,
 )

@@ -4,12 +4,16 @@ folded from the NLU labels predicted for the patient lines so far."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 
 from meditod_hub.data import views
 from meditod_hub.data.metrics import pol_f1, pol_precision_at_k
-from meditod_hub.data.release import DOCTOR_LABELS
-from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, PRECISION_AT_K, Task
+from meditod_hub.data.release import DOCTOR_LABELS, action_label_errors
+from meditod_hub.data.tasks.fewshot import DOCTOR_SLOT_DEFINITIONS, POL_INTENTS
+from meditod_hub.data.tasks.language import actions_language
+from meditod_hub.data.tasks.spans import ACTIONS_COLUMN, STATE_COLUMN
+from meditod_hub.data.tasks.task import F1_METRICS, JOINT_ACCURACY, PRECISION_AT_K, Input, Task
 
 
 def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge,
@@ -21,8 +25,23 @@ def score(gold: list, predictions: Sequence, gold_rows: Sequence[dict], *, judge
     return results
 
 
+def entry_paths(entry: dict) -> Iterable[tuple[tuple[str, ...], str | None]]:
+    """An action's entry, as agreement compares it: its value, and each check with its values."""
+    head = json.dumps(entry.get("value"))
+    yield ("value",), head
+    for check in entry.get("checks") or []:
+        yield (f"check:{check.get('type')}",), head + json.dumps(check.get("values"))
+
+
+# The dialogue state POL reads: under `[dialog state]` (chat: with the history), after `dst:` in
+# a Flan-T5 / BioGPT body; the one input a token budget may thin.
+STATE = Input("state", STATE_COLUMN, span_key="dst:", chat_block="[dialog state]",
+              chat_history=True, fewshot_block="[dialog state]", thinned_to_fit=True)
+
+
 TASK = Task(
     name="pol", speaker="doctor", target_column=DOCTOR_LABELS, item_head="action",
+    release_check=action_label_errors, entry_paths=entry_paths, language=actions_language,
     description="from the dialogue so far and the dialogue state, predict the doctor's next "
                 "actions",
     view=views.to_pol, features=views.POL_FEATURES,
@@ -31,6 +50,7 @@ TASK = Task(
                    "precision_at_k.inf"),
     system_message="Given the current state, history, and last turn of a dialog between a doctor "
                    "and a patient, suggest the doctor's action as a continuation of the dialog.",
+    span_column=ACTIONS_COLUMN,
     authors_prefix="convert dialog state and history to dialog act:",
     pptod_prefix="translate dialogue to dialogue action:",
     fewshot_header="You are a professional medical assistant who is an expert in understanding "
@@ -47,5 +67,6 @@ TASK = Task(
         "habit, exposure, medication and medical_test must be a standard medical concept.",
         "4. Make sure that the doctor's action is a continuation of the dialog. Dialog state "
         "is given as an additional context."),
-    input_column="state", upstream="nlu", cascade_builder=views.cascade_pol_rows,
+    fewshot_intents=POL_INTENTS, fewshot_slots=DOCTOR_SLOT_DEFINITIONS,
+    reads=STATE, upstream="nlu", cascade_builder=views.cascade_pol_rows,
 )

@@ -1,6 +1,7 @@
 """What a task is: the fields every task module (`nlu.py`, `pol.py`, `nlg.py`) fills in, so that
-views, formats, constrained decoding, few-shot prompts, cards, scoring and the cascade read a
-task's fields and never branch on its name. The registry is `meditod_hub.data.tasks`.
+views, formats, constrained decoding, few-shot prompts, agreement, cards, scoring and the cascade
+read a task's fields and never branch on its name nor keep a table by its columns or speaker. The
+registry is `meditod_hub.data.tasks`.
 
 A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
 (`actions`) or the doctor's text (`response`). Predictions handed to `score` are labels aligned
@@ -10,8 +11,10 @@ failure). Metrics are in docs/format.md ("Metrics") and `meditod_hub.data.metric
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+
+from meditod_hub.data.tasks.language import LabelSchema, Language
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,44 @@ NLG_METRICS = (Metric("bleu2", "bleu", "BLEU-2 (NLTK, x100)", ".2f"),
         Metric("bertscore.f1", "bertscore", "BERTScore F1"))
 
 
+@dataclass(frozen=True)
+class ParseResult:
+    """A model output parsed as far as it is well formed.
+
+    Parsers never raise: a truncated or malformed output keeps its complete leading items and
+    says why it is not ok, so callers can count parse failures instead of crashing.
+    """
+
+    value: list | str   # NLU item list / action list (possibly partial), or str for NLG
+    ok: bool
+    reason: str | None  # why not ok (None when ok)
+
+
+@dataclass(frozen=True)
+class SpanColumn:
+    """How the span grammar (`spans`) writes one column (a task's label or what it reads beside
+    the dialogue): its markers, its text without them, and, for a label, its parser."""
+
+    markers: tuple[str, str]
+    text: Callable[[object], str]
+    parse: Callable[[str], ParseResult] | None = None
+
+
+@dataclass(frozen=True)
+class Input:
+    """What a task reads beside the dialogue: a column of its rows, and how each format shows it
+    (the formats read these fields and keep no table of input columns)."""
+
+    column: str
+    span_column: SpanColumn  # how a span-family body (and PPTOD's tail) writes it
+    span_key: str            # what names it in a Flan-T5 / BioGPT body
+    chat_block: str          # the chat format's header over it
+    chat_history: bool       # whether the chat format also shows `[dialog history]`
+    fewshot_block: str       # the few-shot prompt's header over it
+    # A dialogue state (slot -> entries) whose oldest entries a token budget may drop.
+    thinned_to_fit: bool = False
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Task:
     """One task, all of its meaning in one place (its module under data/tasks/). A task is one
@@ -58,6 +99,8 @@ class Task:
     headline: str             # key of the metric a one-line summary reports
     metrics: tuple[Metric, ...]
     chart_metrics: tuple[str, ...]  # keys of the metrics a chart of this task shows
+    # How the span grammar writes its label (`spans`).
+    span_column: SpanColumn
     # Its wording: the chat format's system message, the span formats' task prefixes (the
     # authors' flan-t5 / biogpt one and upstream PPTOD's), the few-shot prompt's header and rules.
     system_message: str
@@ -68,12 +111,38 @@ class Task:
     # What the task reads beside the dialogue (POL: the state, NLG: the doctor's actions), and
     # the task whose predicted labels a cascade builds it from (POL: NLU, NLG: POL), with how its
     # rows are rebuilt from those labels (rows, upstream labels by row id -> rows).
-    input_column: str | None = None
+    reads: Input | None = None
     upstream: str | None = None
     cascade_builder: Callable[[Sequence[dict], dict], list[dict]] | None = None
     # Where a label item keeps its slots: under this key (NLU items), or None for beside the
     # head (a doctor action's slots are its other keys).
     slots_key: str | None = None
+    # What makes a structured label, as a model gave it, unusable by the state fold and the
+    # metrics: the release's error-level checks of the label's key (`release`).
+    release_check: Callable[[object], list[str]] | None = None
+    # What one slot entry of a structured label says, as inter-annotator agreement compares it:
+    # (attribute path, value) pairs, names only in the path (`evaluation.agreement`).
+    entry_paths: Callable[[dict], Iterable[tuple[tuple[str, ...], str | None]]] | None = None
+    # The CMAS language of a structured label, its heads and slots (`language`): what constrained
+    # decoding writes its grammars from.
+    language: Language | None = None
+    # What a structured task's few-shot prompt defines (intent -> description; (slot,
+    # description, ((attribute, description, examples), ...)), ...), and its answer's view of a
+    # label and back (NLU: the status as an attribute; None: the label itself). `fewshot.py`.
+    fewshot_intents: dict[str, str] | None = None
+    fewshot_slots: tuple = ()
+    to_answer: Callable[[list], list] | None = None
+    from_answer: Callable[[list], list] | None = None
+
+    @property
+    def display_name(self) -> str:
+        """What tables, charts, reports and the apps call the task: its name in capitals."""
+        return self.name.upper()
+
+    @property
+    def input_column(self) -> str | None:
+        """The column of its rows the task reads beside the dialogue (None: the dialogue only)."""
+        return None if self.reads is None else self.reads.column
 
     @property
     def structured(self) -> bool:
@@ -114,6 +183,18 @@ class Task:
             slots = item.get(self.slots_key)
             return slots if isinstance(slots, dict) else {}
         return {key: value for key, value in item.items() if key != self.item_head}
+
+    def label_schema(self, status_attributes: bool = False) -> LabelSchema:
+        """The CMAS language of this task's labels, read from cmas now (a structured task's)."""
+        if self.language is None:
+            raise ValueError(f"{self.name} has no structured labels, so no CMAS language")
+        heads, slots = self.language(status_attributes)
+        return LabelSchema(self.item_head, heads, self.slots_key, slots)
+
+    def label_errors(self, label) -> list[str]:
+        """Why `label` is unusable by the state fold and the metrics (none: usable); a label of
+        a task without a release check (NLG's text) is always usable."""
+        return [] if self.release_check is None else self.release_check(label)
 
     @property
     def headline_metric(self) -> Metric:

@@ -6,169 +6,29 @@ then the rules), k x (`user`, `assistant`) exemplar pairs, most similar first, t
 `user` message:
 * NLU: `[dialog history]` (the up to 3 lines before the last turn; the block is always there)
   and `[last turn]` (the doctor's line and the patient's), then `[output]`. The answer is the
-  compact JSON of the NLU items with status as an attribute (`to_status_attributes`).
+  compact JSON of the NLU items with status as an attribute (the task's `to_answer`).
 * POL: `[dialog state]` (the state before the doctor's line, `json.dumps(indent=2)` in a code
   fence) and the last turn; the answer is the compact JSON of the actions.
 * NLG: `[actions]` (the doctor's gold actions, indented, fenced) and the last turn; the answer
   is the doctor's text.
 Context lines are the row's own utterances, the opening doctor line included (the released
-prompting code counts lines by utterance index). The texts below follow the released prompting
-code (`dialog`, where the paper's appendix prints `dialogue`), so a prompt built here is
-byte-identical to the authors' for the same exemplars (tests/test_fewshot_prompts.py pins it on
-their sample). The intent and slot names come from `cmas`; the descriptions are the prompt's own.
-
-Deviation: the authors' mapping kept one list per base slot, so an NLU item with two polarities
-of one slot (`positive_symptom` and `negative_symptom`) lost the first in the exemplar answers;
-here both are kept, which makes `from_status_attributes` the exact inverse on every label.
+prompting code counts lines by utterance index). The texts, the blocks below and each task's
+(its `fewshot_header`, `fewshot_rules` and definitions, `meditod_hub.data.tasks.fewshot`) follow
+the released prompting code (`dialog`, where the paper's appendix prints `dialogue`), so a prompt
+built here is byte-identical to the authors' for the same exemplars (tests/test_fewshot_prompts.py
+pins it on their sample). The NLU answer's view, and its one deviation from the authors' mapping,
+are described in `meditod_hub.data.tasks.fewshot`.
 """
 
 from __future__ import annotations
 
 import json
 
-from meditod_hub.data import cmas
-from meditod_hub.data.release import PATIENT_LABELS
-from meditod_hub.data.tasks import Task, as_task
-from meditod_hub.models.formats import ParseResult, row_field
+from meditod_hub.data.tasks import ParseResult, Task, as_task
+from meditod_hub.data.tasks.fewshot import json_objects
+from meditod_hub.models.formats import row_field
 
 HISTORY_SIZE = 4  # lines before the current one in the NLU window (upstream `history_size`)
-
-NLU_INTENTS = {
-    "inform": "The patient is providing information to the doctor.",
-    "chit-chat": "The patient is chit-chatting with the doctor.",
-    "nod_prompt_salutations": "The patient is nodding to the doctor or delivering salutations.",
-}
-POL_INTENTS = {  # sic: "from the doctor"
-    "inquire": "The doctor is inquiring information from the doctor.",
-    "chit-chat": "The doctor is chit-chatting with the patient.",
-    "nod_prompt_salutations": "The doctor is nodding to the patient or delivering salutations.",
-    "diagnosis": "The doctor making a diagnosis.",
-    "other": "Any other action.",
-}
-_FACTOR = ("laying down", "sleeping")
-_CHARACTERISTIC = ("sharp", "burning")
-_SCALE = ("4", "7")
-_CONDITION = ("hypertensive disease", "malignant neoplasm")
-
-
-def _status(has: str, has_not: str, unknown: str = "; otherwise, it is 'unknown.'") -> str:
-    return f"The status is {has} or {has_not}{unknown}"
-
-
-# (base slot, description, ((attribute, description, examples), ...)), in the prompt's order.
-# `status` rows are the NLU status-as-attribute; the POL prompt leaves them out.
-SLOT_DEFINITIONS: tuple = (
-    ("symptom", "A symptom relevant to the patient's condition.", (
-        ("value", "The symptom in medical terms.", ("coughing, dyspnea",)),
-        ("status", _status("'positive' if the patient has the symptom currently",
-                           "'negative' if the patient does not have the symptom"), ()),
-        ("onset", "When did this symptom appear?", ("three days ago", "one week back")),
-        ("initiation", "How did this symptom appear?", ("abruptly", "gradually")),
-        ("location", "Where is the symptom located?", ("back", "neck")),
-        ("duration", "How long does the symptom persist?", ("a few minutes", "a few hours")),
-        ("severity", "What is the severity of this symptom on a scale of 10?", _SCALE),
-        ("progression", "How is the symptom's progression?", ("getting worse", "constant")),
-        ("frequency", "Frequency, if applicable, to the symptom.", ("3-4 times a day", "every hour")),
-        ("positive_characteristics", "A characteristic positively associated with the symptom.",
-         _CHARACTERISTIC),
-        ("negative_characteristics", "A characteristic not associated with the symptom.",
-         _CHARACTERISTIC),
-        ("unknown_characteristics", "A characteristic with unknown relation with the symptom.",
-         _CHARACTERISTIC),
-        ("alleviating_factor", "A condition that alleviates the symptom.", _FACTOR),
-        ("not_alleviating_factor", "A condition that does not alleviate the symptom.", _FACTOR),
-        ("aggravating_factor", "A condition that aggravates the symptom.", _FACTOR),
-        ("not_aggravating_factor", "A condition that does not aggravate the symptom.", _FACTOR),
-        ("not_alleviating_aggravating_factor",
-         "A condition that neither alleviates nor aggravates the symptom.", _FACTOR),
-        ("unknown_factor", "A condition with unknown alleviation/aggravation status.", _FACTOR),
-        ("volume", "Volume, if applicable to the symptom.", ("couple of teaspoons",)),
-        ("color", "Color, if applicable to the symptom.", ("ping", "red")),
-        ("itching", "How severe is the itching on a scale of 10?", _SCALE),
-        ("lesion_size", "Is the lesion (or are the lesions) larger than 1cm (Yes/No)?", ()),
-        ("lesions_peel_off", "Do the lesions peel off (Yes/No)?", ()),
-        ("rash_swollen", "Is the rash swollen (Yes/No)?", ()),
-    )),
-    ("medical_history", "A medical condition relevant to the patient's medical history.", (
-        ("value", "Name of the medical condition.", _CONDITION),
-        ("status", _status("'positive' if the patient experienced the medical condition",
-                           "'negative' if the patient did not experience the medical condition"),
-         ()),
-        ("starting", "When did the patient start to experience the condition?",
-         ("since teenage", "ten years ago")),
-        ("frequency", "How frequently does the patient experience the added condition?",
-         ("every year", "during summer")),
-    )),
-    ("family_history", "A medical condition relevant to the patient's family.", (
-        ("value", "Name of the medical condition.", _CONDITION),
-        ("status", _status("'positive' if someone in the patient's family suffered from the "
-                           "medical condition", "'negative' if no one in the patient's family "
-                           "suffered from the medical condition"), ()),
-        ("relation", "Relationship with the patient", ("mother", "aunt")),
-    )),
-    ("habit", "An habitual activity such as smoking, alcoholism, etc.", (
-        ("value", "Name of an activity.", ("smoking", "marijuana")),
-        ("status", _status("'positive' if the patient engages in the activity habitually",
-                           "'negative' if the patient does not engage in the activity "
-                           "habitually"), ()),
-        ("starting", "When did the patient pick up the activities?", ("ten years back", "as a child")),
-        ("frequency", "How frequently does the patient engage in the selected activity?",
-         ("on weekends", "every day")),
-    )),
-    ("exposure", "An environmental/chemical factor such as asbestos, pets, etc.", (
-        ("value", "Name of an environmental factor.", ("pets", "dust")),
-        ("status", _status("'positive' if the patient was exposed to the factor",
-                           "'negative' if the patient was not exposed"), ()),
-        ("where", "Where was the patient exposed to the selected factor?", ("work", "home")),
-        ("when", "When was the patient exposed to the selected factor?", ("four days ago",)),
-    )),
-    ("medication", "A medication.", (
-        ("value", "Name of a medication.", ("over-the-counter medicine", "paracetamol")),
-        ("status", _status("'positive' if the patient took the medicine",
-                           "'negative' if the patient did not take the medicine",
-                           "; otherwize, it is unknown."), ()),  # sic
-        ("start", "Since when did the patient start taking the medication?",
-         ("few weeks ago", "two days back")),
-        ("impact", "Did the medication help the patient (Yes/No/Maybe)?", ()),
-        ("respone_to", "For which condition/symptom is medication for?",
-         ("hypertensive disease", "diabetes")),
-        ("frequency", "How frequently does the patient take the medication?", ("daily",)),
-    )),
-    ("medical_test", "A medical test.", (
-        ("value", "Name of a medical test.", ("chest X-ray", "electrocardiogram")),
-        ("status", _status("'avail' if the patient took the test",
-                           "'unavail' if the patient did not take the test"), ()),
-        ("when", "When did the patient had the medical test done?", ("yesterday", "a week ago")),
-    )),
-    ("residence", "Information regarding patient's living conditions.", (
-        ("value", "Place where the patient resides.", ("apartment", "old building")),
-        ("status", _status("'living' if the patient is currently living at the place",
-                           "'not_living' if the patient is not currently living at the place",
-                           "."), ()),
-        ("household_size", "Size of the patient's household.", ("2", "4")),
-    )),
-    ("occupation", "Information regarding the patient's occupation.", (
-        ("value", "Job/occupation of the patient.", ("nurse", "student")),
-        ("status", _status("'true' if the patient works/worked at the above occupation",
-                           "'false' if the patient does/did not work at the above occupation",
-                           "."), ()),
-        ("exposure", "Are there any hazards/substances/dangers to which the patient got exposed "
-                     "at work?", ("chemical fumes", "dust")),
-    )),
-    ("travel", "Information regarding the patient's recent travels.", (
-        ("destination", "Where has the patient travelled to?", ("canada", "united states")),
-        ("status", _status("'traveled' if the patient travelled recently",
-                           "'not_traveled' if the patient did not", "."), ()),
-        ("date", "When did the patient travel?", ("last week", "a year ago")),
-    )),
-    ("basic_information", "Basic information about the patient.", (
-        ("age", "Age of the patient.", ("32", "50")),
-        ("gender", "Gender of the patient.", ("male", "female")),
-        ("name", "Name of the patient.", ("John", "Lily")),
-    )),
-)
-DISEASE_DEFINITION = ("disease", "A medical condition.", (
-    ("value", "Name of the medical condition", ("viral pneumonia", "common cold")),))
 
 _DEFINITIONS = ("Definitions for intent, slots, and related attributes are given below as Python "
                 "dictionaries.")
@@ -191,24 +51,14 @@ def _slots(definitions) -> str:
     return "slots = [" + ", ".join(blocks) + "]"
 
 
-# The intents and slots a structured task's prompt defines, by the speaker whose labels they are
-# (`Task.speaker`): the doctor's slots have no status and add the disease.
-DEFINITIONS = {
-    "patient": (NLU_INTENTS, SLOT_DEFINITIONS),
-    "doctor": (POL_INTENTS, tuple((s, d, tuple(a for a in attrs if a[0] != "status"))
-                                  for s, d, attrs in SLOT_DEFINITIONS) + (DISEASE_DEFINITION,)),
-}
-
-
 def system_prompt(task: Task | str) -> str:
     """`task`: a Task, or its name (the entry points here that the harness exporters call)."""
     task = as_task(task)
     rules = "IMPORTANT INSTRUCTIONS:\n" + "\n".join(task.fewshot_rules)
-    if not task.structured:
+    if task.fewshot_intents is None:
         return task.fewshot_header + "\n\n" + rules
-    intents, definitions = DEFINITIONS[task.speaker]
-    return (f"{task.fewshot_header}{_DEFINITIONS}\n```\n{_intents(intents)}\n\n"
-            f"{_slots(definitions)}\n```\n{rules}")
+    return (f"{task.fewshot_header}{_DEFINITIONS}\n```\n{_intents(task.fewshot_intents)}\n\n"
+            f"{_slots(task.fewshot_slots)}\n```\n{rules}")
 
 
 # --- user messages and exemplar answers ----------------------------------------------------
@@ -226,19 +76,16 @@ def last_turn(row: dict) -> str:
     return "\n".join(dialogue_lines(row)[-2:])
 
 
-# What a task reads beside the dialogue (its input column) replaces the history, under these
-# headers, as indented JSON.
-INPUT_BLOCKS = {"state": "[dialog state]", "actions": "[actions]"}
-
-
 def user_message(task: Task | str, row: dict) -> str:
-    given = as_task(task).input_column
+    """What a task reads beside the dialogue (`Task.reads`) replaces the history, under its
+    few-shot block, as indented JSON."""
+    given = as_task(task).reads
     turn = f"[last turn]\n{last_turn(row)}\n\n[output]"
     if given is None:
         window = dialogue_lines(row)[-(HISTORY_SIZE + 1):]
         return "[dialog history]\n" + "\n".join(window[:-2]) + "\n\n" + turn
-    shown = json.dumps(row_field(row, given), indent=2)
-    return f"{INPUT_BLOCKS[given]}\n```\n{shown}\n```\n\n{turn}"
+    shown = json.dumps(row_field(row, given.column), indent=2)
+    return f"{given.fewshot_block}\n```\n{shown}\n```\n\n{turn}"
 
 
 def exemplar_answer(task: Task | str, row: dict) -> str:
@@ -246,8 +93,7 @@ def exemplar_answer(task: Task | str, row: dict) -> str:
     label = row_field(row, task.target_column)
     if not task.structured:
         return label
-    to_answer, _ = ANSWER_VIEWS.get(task.target_column, (_same, _same))
-    return json.dumps(to_answer(label))
+    return json.dumps((task.to_answer or _same)(label))
 
 
 def exemplar_pair(task: Task, row: dict) -> list[dict]:
@@ -264,71 +110,8 @@ def messages(task: Task | str, row: dict, exemplars: list[dict]) -> list[dict]:
     return out + [{"role": "user", "content": user_message(task, row)}]
 
 
-# --- NLU status as an attribute -------------------------------------------------------------
-
-# Base slot -> the statuses its key prefix may carry (the rest of the slots have no prefix).
-STATUSES = {**{slot: cmas.POLARITY_PREFIXES for slot in cmas.POLAR_SLOTS},
-            cmas.TEST_SLOT: cmas.TEST_PREFIXES}
-UNKNOWN_STATUS = "unknown"
-
-
-def to_status_attributes(items: list[dict]) -> list[dict]:
-    """`positive_symptom: [e]` -> `symptom: [e + status: positive]`; other slots unchanged."""
-    out = []
-    for item in items:
-        mapped = {"intent": item["intent"]}
-        if "slots" in item:
-            slots: dict = {}
-            for key, entries in item["slots"].items():
-                parsed = cmas.split_slot_key(key)
-                if parsed is None or parsed.status is None:
-                    slots[key] = entries
-                    continue
-                slots.setdefault(parsed.base, []).extend(
-                    {**entry, "status": parsed.status} for entry in entries)
-            mapped["slots"] = slots
-        out.append(mapped)
-    return out
-
-
-def from_status_attributes(items: list) -> list[dict]:
-    """The inverse: `symptom: [e + status: s]` -> `s_symptom: [e]`; a missing or invalid status
-    becomes `unknown_<slot>` (upstream's rule, `unknown_medical_test` included). Raises
-    ValueError on a shape that is not a list of items with an object of slot lists."""
-    out = []
-    for item in _objects(items, "the answer"):
-        mapped = {"intent": item.get("intent")}
-        if "slots" in item:
-            if not isinstance(item["slots"], dict):
-                raise ValueError("`slots` is not an object")
-            slots: dict = {}
-            for key, entries in item["slots"].items():
-                statuses = STATUSES.get(key)
-                if statuses is None:
-                    slots[key] = entries
-                    continue
-                for entry in _objects(entries, f"slot {key!r}"):
-                    status = entry.get("status")
-                    prefix = status if status in statuses else UNKNOWN_STATUS
-                    slots.setdefault(f"{prefix}_{key}", []).append(
-                        {k: v for k, v in entry.items() if k != "status"})
-            mapped["slots"] = slots
-        out.append(mapped)
-    return out
-
-
-# An answer's view of a label, by the label's column, and back: NLU's status is an attribute.
-ANSWER_VIEWS = {PATIENT_LABELS: (to_status_attributes, from_status_attributes)}
-
-
 def _same(items: list) -> list:
     return items
-
-
-def _objects(value, what: str) -> list[dict]:
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise ValueError(f"{what} is not a list of objects")
-    return value
 
 
 def parse_answer(task: Task | str, text: str) -> ParseResult:
@@ -345,11 +128,10 @@ def parse_answer(task: Task | str, text: str) -> ParseResult:
         return ParseResult(text.strip(), True, None)
     try:
         value = json.loads(text.lower().strip())
-        items = _objects(value, "the answer")
+        items = json_objects(value, "the answer")
         if not all(isinstance(i.get(task.item_head), str) for i in items):
             raise ValueError(f"an item has no string {task.item_head!r}")
-        _, from_answer = ANSWER_VIEWS.get(task.target_column, (_same, _same))
-        items = from_answer(items)
+        items = (task.from_answer or _same)(items)
     except json.JSONDecodeError as exc:
         return ParseResult([], False, f"not JSON ({exc.msg})")
     except ValueError as exc:

@@ -50,7 +50,6 @@ from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.metrics import make_judge
 from meditod_hub.data.metrics.judges import JUDGE_TIMEOUT_S
 from meditod_hub.data.paper_results import paper_row
-from meditod_hub.data.release import label_errors
 from meditod_hub.data.tasks import TASK_NAMES, Task, get_task
 from meditod_hub.endpoint import (
     DEFAULT_CACHE,
@@ -369,7 +368,7 @@ def structure_violations(task: Task, records: list[Prediction]) -> int:
     """Answers that do not parse or break the CMAS structure (the paper's POL count)."""
     if not task.structured:
         return sum(not r.parse_ok for r in records)
-    return sum(not r.parse_ok or bool(label_errors(task.target_column, r.prediction))
+    return sum(not r.parse_ok or bool(task.label_errors(r.prediction))
                for r in records)
 
 

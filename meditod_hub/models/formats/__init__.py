@@ -1,28 +1,14 @@
 """Model formats: how dataset rows become model inputs/targets, and how model outputs parse back.
 
-`pptod` (the authors' span grammar, shared by PPTOD, Flan-T5 and BioGPT targets),
-`span_models` (Flan-T5 / BioGPT / PPTOD inputs and targets), `chat` (Llama-3 / OpenBioLLM
+`span_models` (Flan-T5 / BioGPT / PPTOD inputs and targets, in the authors' span grammar, which
+each task names for its columns: `meditod_hub.data.tasks.spans`), `chat` (Llama-3 / OpenBioLLM
 messages), `fit` (token budgets). Which family uses which is the family registry's business
-(`meditod_hub.models.families`). This module holds what they share: the parse result and the one rule
-for which utterances a model sees as context (docs/format.md, "Model formats").
+(`meditod_hub.models.families`). This module holds what they share: the one rule for which
+utterances a model sees as context (docs/format.md, "Model formats"); what a parser returns is a
+`meditod_hub.data.tasks.ParseResult`.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class ParseResult:
-    """A model output parsed as far as it is well formed.
-
-    Parsers never raise: a truncated or malformed output keeps its complete leading items and
-    says why it is not ok, so callers can count parse failures instead of crashing.
-    """
-
-    value: list | str   # NLU item list / action list (possibly partial), or str for NLG
-    ok: bool
-    reason: str | None  # why not ok (None when ok)
 
 
 def context_utterances(row: dict) -> list[tuple[str, str]]:

@@ -26,13 +26,9 @@ from __future__ import annotations
 import json
 import re
 
-from meditod_hub.data.tasks import Task, as_task
-from meditod_hub.models.formats import ParseResult, context_lines, row_field
+from meditod_hub.data.tasks import ParseResult, Task, as_task
+from meditod_hub.models.formats import context_lines, row_field
 
-# What a task reads beside the dialogue (its input column) is shown first, under these headers.
-# Upstream's prompt that shows the actions (NLG) shows the last turn only, no history.
-INPUT_BLOCKS = {"state": "[dialog state]", "actions": "[action]"}
-HISTORY_WITH_INPUT = {"state": True, "actions": False}
 ANSWER_OPEN, ANSWER_CLOSE = "[answer]", "[done]"
 WINDOW = 4  # `history_size` in every upstream config
 
@@ -40,13 +36,15 @@ _WHITESPACE = re.compile(r"\s*")
 
 
 def user_message(task: Task | str, row: dict) -> str:
-    given = as_task(task).input_column
+    """What a task reads beside the dialogue (`Task.reads`) first, under its chat block (with
+    the history where its `chat_history` says so), then the dialogue's window."""
+    given = as_task(task).reads
     lines = context_lines(row)
     blocks = []
     if given is not None:
-        blocks.append(f"{INPUT_BLOCKS[given]}\n" + json.dumps(row_field(row, given)))
+        blocks.append(f"{given.chat_block}\n" + json.dumps(row_field(row, given.column)))
     window = lines[-WINDOW:]
-    if HISTORY_WITH_INPUT.get(given, True) and len(window) > 2:
+    if (given is None or given.chat_history) and len(window) > 2:
         blocks.append("[dialog history]\n" + "\n".join(window[:-2]))
     blocks += ["[last turn]\n" + "\n".join(lines[-2:]), "[output]"]
     return "\n\n".join(blocks)

@@ -3,8 +3,10 @@
 An input is a task prefix (tokenised apart, as upstream does) and a body; `source_parts` keeps
 the body's pieces apart so `fit.fit_to_budget` can cut it to the token budget (old context
 first, then the oldest state entries, never the prefix or the target). Targets use the span
-grammar of `pptod` (markers for PPTOD only). What differs between the three families is data, a
-`SpanStyle`; the family registry (`meditod_hub.models.families`) says which family uses which.
+grammar (`meditod_hub.data.tasks.spans`; markers for PPTOD only) as each task names it for its
+label and its input (`Task.span_column`, `Task.reads`: its key, `dst:` / `actions:`). What
+differs between the three families is data, a `SpanStyle`; the family registry
+(`meditod_hub.models.families`) says which family uses which.
 
 | family  | task | body                                                      | target          |
 | ------- | ---- | --------------------------------------------------------- | --------------- |
@@ -20,7 +22,7 @@ grammar of `pptod` (markers for PPTOD only). What differs between the three fami
 Deliberate deviations from the released code, following the paper (POL sees the dialogue state,
 NLG the action; gold ones, as everywhere upstream):
 1. Flan-T5 POL: upstream feeds `dst: NONE` (the pptod `bspn` field is the literal NONE). Here the
-   real state, linearised with the span grammar (`pptod.serialise_state`) rather than JSON: the
+   real state, linearised with the span grammar (`spans.serialise_state`) rather than JSON: the
    same grammar as the targets, fewer tokens, and T5's vocabulary has no `{`/`}`. An empty state
    is `NONE`.
 2. Flan-T5 NLG: upstream's `use_aspn` flag is tested as `use_dspn`, so no action reaches the
@@ -43,22 +45,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from meditod_hub.data.tasks import Task
-from meditod_hub.models.formats import ParseResult, context_lines, context_utterances, row_field
-from meditod_hub.models.formats.pptod import (
-    CONTEXT_SPAN,
-    RESPONSE_SPAN,
-    SPAN_COLUMNS,
-    USER_SPAN,
-    wrap,
-)
+from meditod_hub.data.tasks import ParseResult, SpanColumn, Task
+from meditod_hub.data.tasks.spans import CONTEXT_SPAN, RESPONSE_SPAN, USER_SPAN, wrap
+from meditod_hub.models.formats import context_lines, context_utterances, row_field
 
 HISTORY_WINDOW = 4          # context lines after `dst:` / `actions:` (upstream's branch)
 LAST_TURN = 2               # the doctor's line and the patient's: cut only after the state
 BIOGPT_TRIGGER = "answer:"  # upstream appends " answer: "; the spaces are not tokens
 EMPTY = "NONE"              # an empty state / action list in a flan-t5 / biogpt body
-# A flan-t5 / biogpt body names what the task reads beside the dialogue (by its input column).
-INPUT_KEYS = {"state": "dst:", "actions": "actions:"}
 # Upstream's fixes for BioGPT's Moses detokenisation of a span (+ the slash, deviation 6).
 BIOGPT_REPAIRS = ((" _ ", "_"), ("@ ", "@"), (" @", "@"), (" = ", "="), (" / ", "/"))
 
@@ -115,30 +109,39 @@ def without_oldest(state: dict, k: int) -> dict:
 
 def source_parts(style: SpanStyle, task: Task, row: dict) -> SourceParts:
     prefix = task.pptod_prefix if style.pptod_prefixes else task.authors_prefix
-    given = task.input_column
+    given = task.reads
     if style.markers:
         context = [wrap(USER_SPAN if speaker == "patient" else RESPONSE_SPAN, text)
                    for speaker, text in context_utterances(row)]
-        gold = SPAN_COLUMNS[given].span(row_field(row, given)) if given else ""
+        gold = _span(given.span_column, row_field(row, given.column)) if given else ""
         tail = " ".join(p for p in (CONTEXT_SPAN[1], gold, style.trigger) if p)
         parts = SourceParts(prefix, CONTEXT_SPAN[0], context, tail)
     elif given is None:
         parts = SourceParts(prefix, "", context_lines(row), style.trigger)
     else:
-        head = f"{INPUT_KEYS[given]} {SPAN_COLUMNS[given].text(row_field(row, given)) or EMPTY} history:"
+        text = given.span_column.text(row_field(row, given.column)) or EMPTY
+        head = f"{given.span_key} {text} history:"
         parts = SourceParts(prefix, head, context_lines(row)[-HISTORY_WINDOW:], style.trigger)
-    if given != "state":  # the one input `fit` may thin, oldest entries first
+    if given is None or not given.thinned_to_fit:  # the state: `fit` may thin it, oldest first
         return parts
-    state = row_field(row, "state")
+    state = row_field(row, given.column)
     return SourceParts(parts.prefix, parts.head, parts.context, parts.tail,
                        len(state_order(state)),
-                       lambda k: source_parts(style, task, {**row, "state": without_oldest(state, k)}))
+                       lambda k: source_parts(style, task,
+                                              {**row, given.column: without_oldest(state, k)}))
 
 
 def target_text(style: SpanStyle, task: Task, row: dict) -> str:
-    column = task.target_column
-    span, label = SPAN_COLUMNS[column], row_field(row, column)
-    return span.span(label) if style.markers else span.text(label)
+    label = row_field(row, task.target_column)
+    return (_span if style.markers else _text)(task.span_column, label)
+
+
+def _span(column: SpanColumn, value) -> str:
+    return wrap(column.markers, column.text(value))
+
+
+def _text(column: SpanColumn, value) -> str:
+    return column.text(value)
 
 
 def parse_target(style: SpanStyle, task: Task, text: str) -> ParseResult:
@@ -152,4 +155,4 @@ def parse_target(style: SpanStyle, task: Task, text: str) -> ParseResult:
     if task.structured:
         for old, new in style.repairs:
             text = text.replace(old, new)
-    return SPAN_COLUMNS[task.target_column].parse(text)
+    return task.span_column.parse(text)

@@ -1,5 +1,8 @@
 """The authors' PPTOD span grammar, shared by the PPTOD, Flan-T5 and BioGPT targets
-(docs/format.md, "Model formats").
+(docs/format.md, "Model formats"). How it writes a task's label and what the task reads beside
+the dialogue is part of what the task means (`Task.span_column`, `Input.span_column`), so it sits
+with the tasks; the span families (`meditod_hub.models.formats.span_models`) and constrained
+decoding read it.
 
     <sos_b> @inform@ [positive_symptom] ( value=a # location=b | c ) ( value=d ) <eos_b>
     <sos_a> @inquire@ [symptom] ( value=a # checks-type=location # location-values=b | c ) <eos_a>
@@ -25,11 +28,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from meditod_hub.data.cmas import is_list_attribute
-from meditod_hub.data.release import DOCTOR_LABELS, PATIENT_LABELS
-from meditod_hub.models.formats import ParseResult
+from meditod_hub.data.tasks.task import ParseResult, SpanColumn
 
 NLU_SPAN = ("<sos_b>", "<eos_b>")
 ACTION_SPAN = ("<sos_a>", "<eos_a>")
@@ -298,24 +299,10 @@ def _action_entry(content: str) -> dict | None:
 
 # --- the grammar's writing of each dataset column ------------------------------------------------
 
-@dataclass(frozen=True)
-class SpanColumn:
-    """How the grammar writes one dataset column (a task's label or what it reads beside the
-    dialogue): its markers, its text without them, and, for a label, its parser."""
-
-    markers: tuple[str, str]
-    text: Callable[[object], str]
-    parse: Callable[[str], ParseResult] | None = None
-
-    def span(self, value) -> str:
-        return wrap(self.markers, self.text(value))
-
-
-# Keyed by column name (`meditod_hub.data.tasks`: target and input columns). The state is
-# written as slot spans inside the belief markers, where PPTOD's belief state sits.
-SPAN_COLUMNS = {
-    PATIENT_LABELS: SpanColumn(NLU_SPAN, _nlu_text, parse_nlu),
-    DOCTOR_LABELS: SpanColumn(ACTION_SPAN, _actions_text, parse_actions),
-    "response": SpanColumn(RESPONSE_SPAN, str, parse_response),
-    "state": SpanColumn(NLU_SPAN, serialise_state),
-}
+# How the grammar writes each column a task predicts or reads beside the dialogue; each task
+# names its own (`Task.span_column`, `Input.span_column`). The state is written as slot spans
+# inside the belief markers, where PPTOD's belief state sits.
+NLU_COLUMN = SpanColumn(NLU_SPAN, _nlu_text, parse_nlu)
+ACTIONS_COLUMN = SpanColumn(ACTION_SPAN, _actions_text, parse_actions)
+RESPONSE_COLUMN = SpanColumn(RESPONSE_SPAN, str, parse_response)
+STATE_COLUMN = SpanColumn(NLU_SPAN, serialise_state)
