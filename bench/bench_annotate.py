@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from meditod_hub.apps.annotate.store import ReleaseStore, label_of  # noqa: E402
+from meditod_hub.apps.annotate.labels import label_of  # noqa: E402
+from meditod_hub.apps.annotate.store import ReleaseStore  # noqa: E402
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
 
 REPEATS = 5

@@ -1,6 +1,6 @@
 """Seconds a CPU training step of SmolLM2-135M-Instruct's recipes (`recipes/smollm2-135m`, the
 demo's runs): TRL's fused LM head scoring every position, as TRL 1.16 does off CUDA, against the
-labelled positions only (`train.labelled_positions_only`, what `meditod train` does on CPU). Both
+labelled positions only (`trl_patch.labelled_positions_only`, what `meditod train` does on CPU). Both
 arms train the same batches from the same start, in interleaved repetitions (every position,
 labelled only, every position, ...); medians are reported with the spread, and whether their
 logged losses agree.
@@ -45,18 +45,19 @@ def one_run(arm: str, task: str, data: Path, out: Path, steps: int,
     """Train `steps` steps in this process; (seconds a step, the logged losses)."""
     from meditod_hub.commands.train import parse_recipe
     from meditod_hub.models import train as T
+    from meditod_hub.models import trl_patch
 
     recipe = parse_recipe([f"recipes/smollm2-135m/{task}.yaml", f"--dataset_name={data}",
                            f"--max_steps={steps}", "--train_sampling_strategy=random",
                            f"--bf16={str(bf16).lower()}", "--logging_steps=1",
                            "--disable_tqdm=true", f"--output_dir={out}"])
-    original = T.labelled_positions_only
+    original = trl_patch.labelled_positions_only
     if arm == "every position":  # TRL's own choice off CUDA
-        T.labelled_positions_only = lambda device: contextlib.nullcontext()
+        trl_patch.labelled_positions_only = lambda device: contextlib.nullcontext()
     try:
         info = T.run(recipe)
     finally:
-        T.labelled_positions_only = original
+        trl_patch.labelled_positions_only = original
     state = json.loads((out / "checkpoints" / "trainer_state.json").read_text())
     return info["train_runtime_s"] / steps, [e["loss"] for e in state["log_history"]
                                              if "loss" in e]

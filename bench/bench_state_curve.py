@@ -41,7 +41,7 @@ the middle 80%), so 170 steps fit where 140 random ones did, and learn no more: 
 minutes every variant stays at 30-31 of 52 lines (one line is 0.019).
 
 What bought the steps 0.70 needs: TRL's fused LM head scored every position of a batch on CPU,
-the prompt's too, which carries no label (`train.labelled_positions_only`; the same losses,
+the prompt's too, which carries no label (`trl_patch.labelled_positions_only`; the same losses,
 bench/bench_cpu_step.py). Scoring the labelled positions only, `time make demo` (grouped):
 245 steps, 630 s of NLU training, 0.654 exact (34 of 52), the demo 13 min 49 s; 260 steps, 691 s,
 0.731 exact (38 of 52), the demo 14 min 59 s; the same 260 with POL's 4 steps cut to 2 (what make

@@ -43,8 +43,10 @@ from meditod_hub.data.tasks import (
 )
 from meditod_hub.models import tiny  # noqa: E402
 from meditod_hub.models import train as T  # noqa: E402
+from meditod_hub.models.encoding import encode  # noqa: E402
 from meditod_hub.models.families import FAMILIES, Budget  # noqa: E402
 from meditod_hub.models.predictor import generate_texts  # noqa: E402
+from meditod_hub.models.trainers import make_trainer  # noqa: E402
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes" / "llama3-8b"
 TASK_ROWS = {"nlu": "nlu", "pol": "pol", "nlg": "nlg"}
@@ -71,9 +73,9 @@ def trainer_for(task: str, model_dir: Path, rows: list[dict], out: Path, samplin
                                      "--num_train_epochs=1", "--logging_steps=1000", *CPU_RECIPE])
     T.apply_effective_batch(recipe)  # 8 per device x 2 accumulation, as on one GPU
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    encoded = T.encode(FAMILIES["chat"], TASKS[task], rows, tokenizer, recipe.budget)
+    encoded = encode(FAMILIES["chat"], TASKS[task], rows, tokenizer, recipe.budget)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    trainer = T.make_trainer(recipe, model, tokenizer, encoded, None, None)
+    trainer = make_trainer(recipe, model, tokenizer, encoded, None, None)
     trainer.remove_callback(PrinterCallback)  # the figures are printed once, below
     return trainer
 

@@ -21,7 +21,8 @@ BACK_UP = """
 import json, sys
 from pathlib import Path
 from meditod_hub.apps.annotate.hosted import Backup
-from meditod_hub.apps.annotate.store import ReleaseStore, label_of
+from meditod_hub.apps.annotate.labels import label_of
+from meditod_hub.apps.annotate.store import ReleaseStore
 work, repo, edit = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "edit"
 backup = Backup(repo, work, every=60)
 backup.push_now()

@@ -19,16 +19,11 @@ import pytest
 
 from meditod_hub.apps.annotate import schema as annotate_schema
 from meditod_hub.apps.annotate.jsondoc import JsonDocument, Layout, replace_value
-from meditod_hub.apps.annotate.store import (
-    VOCABULARY_FILE,
-    ReleaseStore,
-    SaveConflict,
-    label_of,
-    parse_transcript,
-    parse_vocabulary,
-    states_after,
-    with_labels,
-)
+from meditod_hub.apps.annotate.labels import label_of, states_after, with_labels
+from meditod_hub.apps.annotate.store import ReleaseStore
+from meditod_hub.apps.annotate.transcript import parse_transcript
+from meditod_hub.apps.annotate.versions import SaveConflict
+from meditod_hub.apps.annotate.vocabulary import VOCABULARY_FILE, parse_vocabulary
 from meditod_hub.data import cmas
 from meditod_hub.data.release import DRAFT_KEY, ReleaseError, read_release
 from meditod_hub.errors import MeditodError
@@ -280,7 +275,8 @@ def test_a_failure_between_write_and_rename_leaves_the_previous_file(release, mo
 
 KILLED_MID_SAVE = """
 import json, os, sys
-from meditod_hub.apps.annotate.store import ReleaseStore, label_of
+from meditod_hub.apps.annotate.labels import label_of
+from meditod_hub.apps.annotate.store import ReleaseStore
 store = ReleaseStore(sys.argv[1])
 opened = store.open("9001")
 labels = [label_of(u) for u in opened["dialogue"]["utterances"]]

@@ -141,7 +141,8 @@ def test_parquet_schema_and_card_metadata_are_what_datasets_writes(config):
     from datasets.info import DatasetInfosDict
     from huggingface_hub import DatasetCardData
 
-    from meditod_hub.data.build import arrow_schema, card_dataset_info
+    from meditod_hub.data.build import card_dataset_info
+    from meditod_hub.data.parquet import arrow_schema
     from meditod_hub.data.tasks import features
 
     theirs = features(config).arrow_schema

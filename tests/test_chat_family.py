@@ -18,7 +18,7 @@ from meditod_hub.data.tasks import TASKS
 from meditod_hub.models import pretrained, tiny
 from meditod_hub.models.families import get_family
 from meditod_hub.models.llama3 import llama3_tokenizer
-from meditod_hub.models.train import ADDED_PAD, ensure_pad_token
+from meditod_hub.models.padding import ADDED_PAD, ensure_pad_token
 
 CHAT = get_family("chat")
 # SmolLM2-Instruct's template (ChatML with a default system message), as its GGUF carries it.

@@ -38,7 +38,9 @@ from meditod_hub.commands import evaluate as evaluate_cmd
 from meditod_hub.commands import publish as publish_cmd
 from meditod_hub.commands import synthetic as synthetic_cmd
 from meditod_hub.data import build as B
-from meditod_hub.data import synthetic
+from meditod_hub.data import parquet, synthetic
+from meditod_hub.data.build_lock import build_lock
+from meditod_hub.data.manifest import verify_manifest
 from meditod_hub.data.synthetic import generate_release
 from meditod_hub.errors import run_main
 
@@ -95,7 +97,7 @@ def test_a_bad_release_is_refused_and_the_previous_build_stays(case, tmp_path, c
     outcome = run_case(f"build: {case}", build_cmd.main, ["--source", release, "--out", out], capsys,
                        protect=[out])
     expect(outcome, phrase, code=1)
-    assert B.verify_manifest(out)  # the previous build, whole
+    assert verify_manifest(out)  # the previous build, whole
     assert not list(tmp_path.glob(".meditod.*")), "no temporary folder or lock left behind"
 
 
@@ -171,7 +173,7 @@ def _hold_the_lock(out, barrier, log, hold_s):
 
     barrier.wait()
     try:
-        with B.build_lock(out):
+        with build_lock(out):
             start = time.monotonic()
             time.sleep(hold_s)
             line = f"held {start} {time.monotonic()}"
@@ -250,11 +252,11 @@ def test_a_build_killed_anywhere_leaves_the_previous_build_whole(point, tmp_path
         B.build(B.BuildArguments(source=real, out=out))
     monkeypatch.undo()
     assert digests([out]) == before
-    assert B.verify_manifest(out)["synthetic"] is True
+    assert verify_manifest(out)["synthetic"] is True
     leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".meditod"))
     assert all(".build-" in name or ".previous-" in name for name in leftovers), leftovers
     B.build(B.BuildArguments(source=real, out=out))  # the next build cleans up and goes through
-    assert B.verify_manifest(out)["synthetic"] is False
+    assert verify_manifest(out)["synthetic"] is False
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".meditod")]
 
 
@@ -339,7 +341,7 @@ def test_rows_written_in_context_bounded_chunks_are_the_same_rows(tmp_path, monk
     from meditod_hub.data.dataset import available_splits, read_parquet_split
     release = write_release(tmp_path / "release")
     whole = B.build(B.BuildArguments(source=release, out=tmp_path / "whole"))
-    monkeypatch.setattr(B, "ROW_GROUP_BYTES", 1)  # every row its own chunk
+    monkeypatch.setattr(parquet, "ROW_GROUP_BYTES", 1)  # every row its own chunk
     chunked = B.build(B.BuildArguments(source=release, out=tmp_path / "chunked"))
     assert whole.sizes == chunked.sizes
     for config in B.CONFIGS:
@@ -359,7 +361,7 @@ def test_build_out_a_symlink_to_a_previous_build_is_refused_and_both_stay(tmp_pa
     outcome = run_case("build: --out a symlink to a previous build", build_cmd.main,
                        ["--source", release, "--out", link], capsys, protect=[target])
     expect(outcome, f"--out {link} is a symbolic link (to {target})", code=2)
-    assert link.is_symlink() and B.verify_manifest(target)
+    assert link.is_symlink() and verify_manifest(target)
 
 
 @pytest.mark.parametrize("out", [".", ".."])
@@ -471,7 +473,7 @@ def test_the_authors_dialogues_at_any_key_never_build_as_synthetic(base, place, 
     HIDDEN[place](release, json.loads((sample_release / "dialogs.json").read_text()))
     code = run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m")])
     capsys.readouterr()
-    manifest = B.verify_manifest(tmp_path / "m") if code == 0 else {"synthetic": False,
+    manifest = verify_manifest(tmp_path / "m") if code == 0 else {"synthetic": False,
                                                                       "gated": True}
     kind = "clear" if (manifest["synthetic"], manifest["gated"]) == (False, True) \
         else "data lost or exposed"
@@ -498,7 +500,7 @@ def test_a_blank_looking_licence_declares_nothing(blank, how, sample_release, tm
         extra = [f"--license={BLANK_LICENCES[blank]}"]
     code = run_main(build_cmd.main, ["--source", str(release), "--out", str(tmp_path / "m"), *extra])
     capsys.readouterr()
-    manifest = B.verify_manifest(tmp_path / "m") if code == 0 else {"licence": "meditod",
+    manifest = verify_manifest(tmp_path / "m") if code == 0 else {"licence": "meditod",
                                                                       "gated": True}
     kind = "clear" if (manifest["licence"], manifest["gated"]) == ("meditod", True) \
         else "data lost or exposed"

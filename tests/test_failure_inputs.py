@@ -40,7 +40,7 @@ from meditod_hub.commands import push as push_cmd
 from meditod_hub.commands import train as train_cmd
 from meditod_hub.errors import run_main
 from meditod_hub.files import record_output
-from meditod_hub.models import train as T
+from meditod_hub.models.resume import resume_fingerprint
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -478,7 +478,7 @@ def damaged_checkpoint(embedded_build, tiny_models, tmp_path):
     checkpoint = tmp_path / "run" / "checkpoints" / "checkpoint-1"
     shutil.copytree(tiny_models / "tiny-llama", checkpoint)
     record_output(tmp_path / "run", "train")
-    record_ = T.resume_fingerprint(train_cmd.parse_recipe(argv))
+    record_ = resume_fingerprint(train_cmd.parse_recipe(argv))
     (checkpoint / "meditod_resume.json").write_text(json.dumps({**record_, "runtime_s": 1.0}))
     (checkpoint / "trainer_state.json").write_text(json.dumps(
         {"global_step": 0, "max_steps": 1, "num_train_epochs": 1, "log_history": []}))

@@ -16,7 +16,7 @@ from helpers import (
     record,
 )
 
-from meditod_hub.data import build as B
+from meditod_hub.data.manifest import verify_manifest
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ def test_make_targets_take_paths_with_spaces(tmp_path):
     done = subprocess.run(["make", "-s", "-o", "setup", "build", f"DATA={out}"], cwd=PROJECT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert B.verify_manifest(out)
+    assert verify_manifest(out)
 
 
 # --- issue 26: a make variable the shell would read as a quote's end or a command ----------------

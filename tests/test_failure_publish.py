@@ -128,7 +128,7 @@ def _claim(folder: Path, **claims) -> None:
     """Edit a build's manifest and card together, as a user could, so that they agree."""
     from huggingface_hub import DatasetCard
 
-    from meditod_hub.data.build import file_sha256
+    from meditod_hub.data.manifest import file_sha256
 
     card = DatasetCard.load(folder / "README.md")
     synthetic = claims["licence"] == "synthetic"
@@ -173,7 +173,7 @@ def test_a_push_never_trusts_an_edited_manifest_and_card(claim, tmp_path, capsys
 # --- issue 36, the battery's catch-all messages: HF_HUB_OFFLINE is named, not "unexpected" --------
 def test_a_push_with_the_hub_offline_says_so_in_one_line(embedded_build, capsys, monkeypatch):
     """Before: "unexpected OfflineModeIsEnabled"; the real synthetic build also proves its licence
-    again on the way (build.reprove_licence), so the push reaches the Hub client."""
+    again on the way (proof.reprove_licence), so the push reaches the Hub client."""
     monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     outcome = run_case("push: HF_HUB_OFFLINE set", push_cmd.main,

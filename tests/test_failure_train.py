@@ -22,6 +22,7 @@ from transformers import TrainerCallback
 
 from meditod_hub.commands import train as train_cmd
 from meditod_hub.errors import run_main
+from meditod_hub.models import resume
 from meditod_hub.models import train as T
 from meditod_hub.models.recipes import NUMBER_RULES
 
@@ -132,11 +133,11 @@ def test_a_resume_names_another_base_model_or_dataset_with_both_values(embedded_
             f"--model_name_or_path={base}", f"--output_dir={out}", "--max_steps=2",
             "--save_steps=1"]
     assert run_main(train_cmd.main, [str(a) for a in argv]) == 0
-    before = T.base_identity(str(base), None)
+    before = resume.base_identity(str(base), None)
     weights = load_file(base / "model.safetensors")
     save_file({k: v + 1 for k, v in weights.items()}, base / "model.safetensors",
               metadata={"format": "pt"})  # the base rebuilt differently, at the same path
-    after = T.base_identity(str(base), None)
+    after = resume.base_identity(str(base), None)
     assert before != after and str(base) in after
     capsys.readouterr()
     outcome = run_case("train: resume on another base model", train_cmd.main, argv, capsys,
@@ -154,8 +155,8 @@ def test_a_resume_names_another_base_model_or_dataset_with_both_values(embedded_
 
 
 def test_a_hub_base_is_known_by_its_id_and_revision():
-    assert T.base_identity("org/no-such-local-folder", None) == "org/no-such-local-folder@main"
-    assert T.base_identity("org/no-such-local-folder", "v2") == "org/no-such-local-folder@v2"
+    assert resume.base_identity("org/no-such-local-folder", None) == "org/no-such-local-folder@main"
+    assert resume.base_identity("org/no-such-local-folder", "v2") == "org/no-such-local-folder@v2"
 
 
 # (flag, the allowed range the error names); each is refused while parsing, before any work

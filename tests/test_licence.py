@@ -20,8 +20,9 @@ from huggingface_hub import DatasetCard
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from meditod_hub.data import about
+from meditod_hub.data import about, proof
 from meditod_hub.data import build as B
+from meditod_hub.data import manifest as M
 from meditod_hub.data.licence import (
     HUB_LICENCES,
     MEDITOD,
@@ -81,7 +82,7 @@ def test_the_authors_dialogues_never_build_or_push_as_synthetic(case, sample_rel
         assert not out.exists()
         return
     built = B.build(B.BuildArguments(source=release, out=out))
-    manifest = B.verify_manifest(out)
+    manifest = M.verify_manifest(out)
     assert (built.licence.kind, manifest["licence"], manifest["synthetic"]) == (expected, expected,
                                                                                False)
     card = _card(out)
@@ -220,7 +221,7 @@ def test_nothing_rides_along_with_a_synthetic_release(base, place, sample_releas
         HIDING_PLACES[place](release, json.loads(authors_text))
     out = tmp_path / "meditod"
     built = B.build(B.BuildArguments(source=release, out=out, description=description))
-    manifest = B.verify_manifest(out)
+    manifest = M.verify_manifest(out)
     assert (built.licence.kind, manifest["synthetic"], manifest["gated"]) == (MEDITOD, False, True)
     if place == "a file in a subfolder":
         assert "other file(s): notes/dialogs.json" in built.licence.reason
@@ -369,11 +370,11 @@ def test_a_hub_id_in_any_case_builds_own_under_that_id(sample_release, tmp_path)
     out = tmp_path / "own"
     release = _with_release_json(sample_release, tmp_path, None)
     built = B.build(B.BuildArguments(source=release, out=out, license=" \tCC-BY-NC-SA-4.0\n"))
-    manifest = B.verify_manifest(out)
+    manifest = M.verify_manifest(out)
     assert (built.licence.kind, manifest["license"], _card(out).data.license) == \
         (OWN, "cc-by-nc-sa-4.0", "cc-by-nc-sa-4.0")
     assert "declared by --license" in built.licence.reason
-    B.reprove_licence(out, manifest)
+    proof.reprove_licence(out, manifest)
 
 
 # `other`: a LICENSE file in the release and release.json's `license_name`, or refused.
@@ -402,7 +403,7 @@ def test_other_needs_a_licence_file_and_a_licence_name(case, sample_release, tmp
     built = B.build(B.BuildArguments(source=release, out=out))
     assert (built.licence.kind, built.licence.license) == (OWN, "other")
     assert "other (my-clinic-1.0, text in LICENSE)" in built.licence.reason
-    assert not B.verify_manifest(out)["gated"]
+    assert not M.verify_manifest(out)["gated"]
 
 
 def _edit_card(folder: Path, text: str) -> dict:
@@ -410,9 +411,9 @@ def _edit_card(folder: Path, text: str) -> dict:
     card = folder / "README.md"
     card.write_text(card.read_text(encoding="utf-8") + "\n" + text + "\n", encoding="utf-8")
     manifest = json.loads((folder / B.MANIFEST).read_text())
-    manifest["files"]["README.md"] = B.file_sha256(card)
+    manifest["files"]["README.md"] = M.file_sha256(card)
     (folder / B.MANIFEST).write_text(json.dumps(manifest))
-    return B.verify_manifest(folder)
+    return M.verify_manifest(folder)
 
 
 @pytest.mark.parametrize("base", ["embedded sample", "generated corpus"])
@@ -430,12 +431,12 @@ def test_a_synthetic_card_carrying_the_authors_utterances_is_refused_at_push(
         generate_release(release, seed=2, dialogues=4)
     out = tmp_path / "meditod"
     assert B.build(B.BuildArguments(source=release, out=out)).licence.kind == SYNTHETIC
-    B.reprove_licence(out, B.verify_manifest(out))  # the card as built is the source's
+    proof.reprove_licence(out, M.verify_manifest(out))  # the card as built is the source's
     authors = json.loads((sample_release / "dialogs.json").read_text())
     utterances = [u["text"] for d in authors.values() for u in d["utterances"]][:5]
     manifest = _edit_card(out, "\n".join(utterances))
-    with pytest.raises(B.ManifestError, match="README.md") as refusal:
-        B.reprove_licence(out, manifest)
+    with pytest.raises(M.ManifestError, match="README.md") as refusal:
+        proof.reprove_licence(out, manifest)
     assert not any(u in str(refusal.value) for u in utterances)
 
     monkeypatch.setenv("HF_TOKEN", "hf_unusedWriteToken0123456789abcdefABC")
@@ -450,8 +451,8 @@ def test_an_own_manifest_under_no_hub_licence_is_refused_at_push(sample_release,
     out = tmp_path / "own"
     B.build(B.BuildArguments(source=_with_release_json(sample_release, tmp_path, None), out=out,
                              license="cc-by-4.0"))
-    manifest = B.verify_manifest(out)
+    manifest = M.verify_manifest(out)
     for value in [*BATTERY.values(), *NEAR_MISSES, 4, None]:
-        with pytest.raises(B.ManifestError, match="licence the Hub accepts"):
-            B.reprove_licence(out, {**manifest, "license": value})
-    B.reprove_licence(out, {**manifest, "license": " CC-BY-4.0 "})
+        with pytest.raises(M.ManifestError, match="licence the Hub accepts"):
+            proof.reprove_licence(out, {**manifest, "license": value})
+    proof.reprove_licence(out, {**manifest, "license": " CC-BY-4.0 "})

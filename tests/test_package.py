@@ -4,6 +4,7 @@ run from there, outside the repository, it renders cards from its own templates.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +33,17 @@ print(json.dumps({"card": (Path(out) / "README.md").read_text(),
 
 @pytest.mark.slow
 def test_an_installed_wheel_renders_cards_from_its_own_templates(tmp_path):
-    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    wheels, site, tree = tmp_path / "wheels", tmp_path / "site", tmp_path / "tree"
+    # built from the tracked files, as from a fresh clone: built in the project itself, setuptools'
+    # build/lib would ship a module removed since its last build
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT, capture_output=True,
+                             check=True).stdout.decode().split("\0")
+    for rel in filter(None, tracked):
+        if (PROJECT / rel).is_file():
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(PROJECT / rel, tree / rel)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(wheels), str(PROJECT)], check=True, capture_output=True,
+                    "-q", "-w", str(wheels), str(tree)], check=True, capture_output=True,
                    timeout=300)
     [wheel] = wheels.glob("meditod_hub-*.whl")
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",

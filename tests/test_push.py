@@ -20,9 +20,9 @@ from helpers import CLIENT_TIMEOUT, push
 from hub_server import READ_TOKEN, WRITE_TOKEN, HubServer, silent_endpoint, unused_endpoint
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from meditod_hub.data.build import MANIFEST_FORMAT, file_sha256, folder_files
 from meditod_hub.data.card import GATING
 from meditod_hub.data.dataset import MANIFEST
+from meditod_hub.data.manifest import MANIFEST_FORMAT, file_sha256, folder_files
 
 MEDITOD = Path(__file__).resolve().parent.parent / "meditod.py"
 

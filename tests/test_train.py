@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 from meditod_hub.commands import train as train_cmd
 from meditod_hub.data.tasks import TASKS
 from meditod_hub.errors import UsageError
-from meditod_hub.models import train as T
+from meditod_hub.models import encoding, padding, trl_patch, validation
 from meditod_hub.models.families import FAMILIES, Budget
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def test_span_families_cut_context_never_target_and_count_it(tiny_models, embedd
     family = FAMILIES[family]
     tok = tokenizer_of(tiny_models, name)
     data = rows(embedded_build, "nlu", "train")
-    encoded = T.encode(family, TASKS["nlu"], data, tok, budget)
+    encoded = encoding.encode(family, TASKS["nlu"], data, tok, budget)
     kept = len(encoded.dataset) if encoded.dataset else 0
     assert kept + len(encoded.skipped) == len(data)
     assert encoded.truncated > 0, "a budget this small must cut some context"
@@ -78,7 +78,7 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
     budget = Budget(2048, 500) if family.name == "chat" else family.default_budget
     for task in ("nlu", "pol", "nlg"):
         data = rows(sample_build, task, "train")
-        encoded = T.encode(family, TASKS[task], data, tok, budget)
+        encoded = encoding.encode(family, TASKS[task], data, tok, budget)
         assert len(encoded.dataset) + len(encoded.skipped) == len(data)
         assert len(encoded.dataset) > len(data) // 2
         assert encoded.truncated <= len(encoded.dataset)
@@ -87,13 +87,13 @@ def test_the_authors_sample_encodes_for_every_family_and_task(sample_build, tiny
 def test_llama_examples_over_budget_are_skipped_and_named(tiny_models, embedded_build):
     tok = tokenizer_of(tiny_models, "tiny-llama")
     data = rows(embedded_build, "pol", "train")
-    full = T.encode(FAMILIES["chat"], TASKS["pol"], data, tok, Budget(None, 32))
+    full = encoding.encode(FAMILIES["chat"], TASKS["pol"], data, tok, Budget(None, 32))
     assert len(full.dataset) == len(data) and not full.skipped
     lengths = sorted(len(tok.apply_chat_template(
         [*e["prompt"], *e["completion"]], tokenize=True, return_dict=True)["input_ids"])
         for e in full.dataset)
     cut = lengths[len(lengths) // 2]
-    small = T.encode(FAMILIES["chat"], TASKS["pol"], data, tok, Budget(cut, 32))
+    small = encoding.encode(FAMILIES["chat"], TASKS["pol"], data, tok, Budget(cut, 32))
     assert 0 < len(small.skipped) < len(data)
     assert len(small.dataset) + len(small.skipped) == len(data)
     assert set(small.skipped) <= {r["id"] for r in data}
@@ -104,7 +104,7 @@ def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, e
 
     tok = tokenizer_of(tiny_models, "tiny-llama")
     row = rows(embedded_build, "nlu", "train")[0]
-    example = T.encode(FAMILIES["chat"], TASKS["nlu"], [row], tok, Budget(1024, 32)).dataset[0]
+    example = encoding.encode(FAMILIES["chat"], TASKS["nlu"], [row], tok, Budget(1024, 32)).dataset[0]
     assert example["completion"] == [{"role": "assistant", "content": chat.answer(TASKS["nlu"], row)}]
     full = tok.apply_chat_template([*example["prompt"], *example["completion"]], tokenize=True,
                                    return_dict=True)["input_ids"]
@@ -115,21 +115,21 @@ def test_llama_completion_is_the_answer_and_ends_with_end_of_turn(tiny_models, e
 def test_pad_token_is_made_distinct_from_eos(tiny_models):
     tok = tokenizer_of(tiny_models, "tiny-llama")
     tok.pad_token = tok.eos_token            # as OpenBioLLM ships it
-    T.ensure_pad_token(tok, FAMILIES["chat"])
+    padding.ensure_pad_token(tok, FAMILIES["chat"])
     assert tok.pad_token == "<|finetune_right_pad_id|>"
     tok.pad_token = None                     # as Llama-3 ships it
-    T.ensure_pad_token(tok, FAMILIES["chat"])
+    padding.ensure_pad_token(tok, FAMILIES["chat"])
     assert tok.pad_token_id not in FAMILIES["chat"].stop_token_ids(tok)
 
 
 def test_padding_free_is_refused_for_biogpt_and_falls_back_without_cuda_flash():
     recipe = train_cmd.parse_recipe([str(RECIPES / "biogpt-full" / "nlu.yaml"), "--padding_free=true"])
     with pytest.raises(UsageError, match="position ids"):
-        T.plan_batching(FAMILIES["biogpt"], recipe.training, recipe.model)
+        padding.plan_batching(FAMILIES["biogpt"], recipe.training, recipe.model)
     llama = train_cmd.parse_recipe([str(RECIPES / "llama3-8b" / "nlu.yaml")])
     assert llama.training.padding_free
-    expected = "padding_free" if T.flash_varlen_available("flash_attention_2") else "padded"
-    assert T.plan_batching(FAMILIES["chat"], llama.training, llama.model) == expected
+    expected = "padding_free" if padding.flash_varlen_available("flash_attention_2") else "padded"
+    assert padding.plan_batching(FAMILIES["chat"], llama.training, llama.model) == expected
     if expected == "padded":
         assert not llama.training.padding_free
         assert llama.training.train_sampling_strategy == "group_by_length"
@@ -149,7 +149,7 @@ def test_biogpt_examples_in_one_batch_cannot_see_each_other(tiny_models, embedde
 
     tok = tokenizer_of(tiny_models, "tiny-biogpt")
     model = AutoModelForCausalLM.from_pretrained(tiny_models / "tiny-biogpt").eval()
-    data = T.encode(FAMILIES["biogpt"], TASKS["nlu"], rows(embedded_build, "nlu", "train"), tok,
+    data = encoding.encode(FAMILIES["biogpt"], TASKS["nlu"], rows(embedded_build, "nlu", "train"), tok,
                     Budget(512, 64)).dataset
     a, b1, b2 = data[0], data[1], data[2]
     assert len(b1["input_ids"]) != len(b2["input_ids"])
@@ -205,7 +205,7 @@ def test_on_cpu_the_fused_lm_head_scores_only_labelled_positions_for_the_same_lo
 
     every_position = loss_and_grads()
     decides = trl_utils._use_triton
-    with T.labelled_positions_only(torch.device("cpu")):
+    with trl_patch.labelled_positions_only(torch.device("cpu")):
         labelled_only = loss_and_grads()
     assert trl_utils._use_triton is decides  # the patch lasts the forward only
     assert scored == [3 * 11, int((labels[:, 1:] != -100).sum())] == [33, 10]
@@ -324,7 +324,7 @@ def test_validation_generates_and_scores_f1(tiny_models, embedded_build, tmp_pat
 def test_the_checkpoint_with_the_best_validation_f1_is_the_saved_model(
         tiny_models, embedded_build, tmp_path, monkeypatch):
     scripted = iter([0.2, 0.7, 0.4])
-    monkeypatch.setattr(T.ValidationScorer, "__call__",
+    monkeypatch.setattr(validation.ValidationScorer, "__call__",
                         lambda self, model, accelerator: {"f1": next(scripted)})
     out = tmp_path / "select"
     train_cmd.main(train_args("tiny-llama/nlu.yaml", embedded_build, tiny_models / "tiny-llama", out,

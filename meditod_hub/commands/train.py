@@ -23,7 +23,7 @@ the keys and values given as flags), never the line itself. In order:
    (`TrainCommand.argv`), trained here (`train_recipe`) or, with `--gpus N`, in N processes under
    `accelerate launch`, each running this module as `__main__`.
 4. `parse_recipe`: the recipe's keys, then the overrides, by TRL's `TrlParser`
-   (`arguments.parse_config`) into a `models.train.Recipe`; the checks of `models.recipes` (the
+   (`arguments.parse_config`) into a `models.recipes.Recipe`; the checks of `models.recipes` (the
    upload keys, infinities, number ranges) are given the keys and values the flags hold
    (`arguments.flag_names`, `flag_value`).
 """
@@ -36,16 +36,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from meditod_hub import quiet
 from meditod_hub.arguments import config_help, flag_names, parse_config, parse_known_args
 from meditod_hub.errors import EXIT_OK, EXIT_USAGE, UsageError, run_main
 from meditod_hub.models import pretrained, recipes
 from meditod_hub.models.families import FAMILIES, get_family
-
-if TYPE_CHECKING:
-    from meditod_hub.models.train import Recipe
 
 HELP_FLAGS = ("-h", "--help", "--help_all", "--help-all")
 
@@ -130,13 +126,11 @@ def flag_value(argv: list[str], key: str) -> str | None:
     return None
 
 
-# --- one recipe: its keys, then the overrides -> models.train.Recipe ----------------------------
-def parse_recipe(argv: list[str]) -> Recipe:
+# --- one recipe: its keys, then the overrides -> models.recipes.Recipe --------------------------
+def parse_recipe(argv: list[str]) -> recipes.Recipe:
     """`<recipe.yaml> [--key=value ...]` -> the three dataclasses (TrlParser: YAML, then CLI)."""
-    import torch  # deferred: torch, TRL and the trainer load only to parse a recipe, never for -h
+    import torch  # deferred: torch and TRL load only to parse a recipe, never for -h
     from trl import ModelConfig
-
-    from meditod_hub.models.train import Recipe
 
     path, overrides = Path(argv[0]), list(argv[1:])
     config = recipes.read_recipe(path)
@@ -159,7 +153,7 @@ def parse_recipe(argv: list[str]) -> Recipe:
     values = {**dataclasses.asdict(model), **training.to_dict(), **dataclasses.asdict(script)}
     recipes.check_numbers(path, values, cli_keys)
     resolved = {k: values[k] for k in dict.fromkeys([*config, *cli_keys]) if k in values}
-    return Recipe(path, script, training, model, resolved)
+    return recipes.Recipe(path, script, training, model, resolved)
 
 
 # --- the recipes in turn, in this process or under accelerate launch ---------------------------

@@ -8,6 +8,9 @@ are files anyone can edit (`provenance` is the record itself; `meditod build` wr
 - whatever the manifest claims: a synthetic build edited to say MediTOD is still synthetic, and a
   synthetic claim the rows do not bear out is MediTOD's, as the build calls every dialogue it
   cannot prove (`build.provenance_kind`).
+
+A push proves the licence a build's manifest claims the same way, before it trusts it
+(`reprove_licence`): synthetic only when the proven source, built again, makes the very same files.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from meditod_hub.data.dataset import (
     fingerprint,
     read_parquet_split,
 )
+from meditod_hub.data.licence import LICENCE_LIST, OWN, SYNTHETIC, declared_licence
+from meditod_hub.data.manifest import ManifestError
 from meditod_hub.data.provenance import (
     EMBEDDED_SAMPLE,
     MEDITOD,
@@ -38,9 +43,10 @@ from meditod_hub.data.provenance import (
     Provenance,
     unknown,
 )
-from meditod_hub.errors import MeditodError
+from meditod_hub.errors import MeditodError, name_ids
 
 UNPROVEN = "MediTOD (unproven synthetic claim)"
+SAMPLE_RELEASE = Path(__file__).resolve().parents[2] / "data" / "sample"  # the embedded sample
 
 
 def read(data: str | Path) -> Provenance:
@@ -153,3 +159,50 @@ def of_record(info: dict) -> Provenance:
         return recorded if recorded.kind == UNKNOWN else replace(recorded, proven=False)
     return read(dataset) if isinstance(dataset, str) and dataset else unknown(
         "an unrecorded dataset")
+
+
+# --- a manifest's licence, proven again before a push trusts it ----------------------------------
+def reprove_licence(folder: Path, manifest: dict) -> None:
+    """Prove again, from the data, the licence a build's manifest claims before a push trusts it
+    (a manifest and its card are files anyone can edit together): synthetic only when a fresh
+    build of the proven source (the embedded sample, or the corpus regenerated from its recorded
+    seed) holds the very same files, the card README.md included, so the card carries nothing
+    that source does not make (none of the authors' utterances); the user's own only under an
+    id of the Hub's licence list, `unknown` and look-alikes refused (`licence.declared_licence`)."""
+    kind, path = manifest["licence"], folder / MANIFEST
+    if kind == OWN and not declared_licence(manifest.get("license")):
+        raise ManifestError(f"{path} says the dialogues are your own but declares no visible "
+                            "licence the Hub accepts: rebuild with `meditod build --license ID` "
+                            f"(see {LICENCE_LIST})")
+    if kind != SYNTHETIC:
+        return
+    with tempfile.TemporaryDirectory(prefix="meditod-reprove-") as tmp:
+        source = _proven_source(path, manifest, Path(tmp))
+        with redirect_stderr(io.StringIO()):
+            rebuilt = build(BuildArguments(source=source, out=Path(tmp) / "rebuilt")).manifest
+    # every file, the card too: a README.md edited along with the manifest is not the source's
+    ours, theirs = manifest["files"], rebuilt["files"]
+    if rebuilt["licence"] != SYNTHETIC or ours != theirs:
+        differ = sorted(n for n in set(ours) | set(theirs) if ours.get(n) != theirs.get(n))
+        raise ManifestError(f"{path} says the data is synthetic, but its files are not what "
+                            f"{source.name} builds ({name_ids(differ, 3)} differ): rebuild the "
+                            "folder with `meditod build` (a manifest is never proof)")
+
+
+def _proven_source(path: Path, manifest: dict, tmp: Path) -> Path:
+    """The release a synthetic build's manifest says it was built from, made again."""
+    origin = manifest.get("provenance")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if kind == EMBEDDED_SAMPLE:
+        return SAMPLE_RELEASE
+    record = manifest.get("generator")
+    if kind == SYNTHETIC_CORPUS and isinstance(record, dict) \
+            and type(record.get("seed")) is int and type(record.get("dialogues")) is int:
+        try:
+            return synthetic.generate_release(
+                tmp / "release", record["seed"], record["dialogues"],
+                record.get("style", synthetic.DEFAULT_STYLE))
+        except (ValueError, TypeError):
+            pass
+    raise ManifestError(f"{path} says the data is synthetic but names no source this kit can "
+                        "rebuild to prove it: rebuild the folder with this kit's `meditod build`")

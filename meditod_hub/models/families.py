@@ -11,7 +11,7 @@ else branches on a family's name.
 | pptod   | encoder-decoder | span grammar inside markers    | `max_source_length`  | 1024, 512 new  |
 
 `chat` is the chat family: any Hugging Face chat model (Llama 3, OpenBioLLM, SmolLM2, Qwen,
-Gemma, ...) through its own chat template, pad token (`train.ensure_pad_token`) and end-of-turn
+Gemma, ...) through its own chat template, pad token (`padding.ensure_pad_token`) and end-of-turn
 token (`Family.stop_token_ids`). It was called `llama` (the paper's model), which run folders
 made before record: `llama` reads as `chat` (`FAMILY_ALIASES`).
 `SpanFamily` covers the three span-grammar families (their targets are the authors' PPTOD

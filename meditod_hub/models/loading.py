@@ -1,10 +1,13 @@
-"""A model in this process, for inference: a model folder or an adapter (with the base its adapter
+"""A model in this process. For inference: a model folder or an adapter (with the base its adapter
 config names) becomes a model and its tokenizer, with the one set of `from_pretrained` settings
 every inference load uses (a predictor's, a shared base's in `adapters`, the local chat model's).
+For training: a recipe's base model, 4-bit and ready for LoRA when the recipe says so
+(`load_trainable_model`, what `train.run` trains).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from meditod_hub.data.dataset import hub_shaped
@@ -81,3 +84,42 @@ def load_kwargs(load_in_4bit: bool = False) -> dict:
     else:
         kwargs["dtype"] = torch.bfloat16 if cuda else torch.float32
     return kwargs
+
+
+def load_trainable_model(family: Family, model_args, training):
+    """The base model (4-bit when the recipe says so), ready for LoRA on a quantized base."""
+    # deferred: torch, PEFT and TRL are slow to import
+    import torch
+    from peft import prepare_model_for_kbit_training
+    from trl import get_quantization_config
+
+    quantization = get_quantization_config(model_args)
+    sharded = _sharded(training)
+    dtype = model_args.dtype
+    model = family.auto_model().from_pretrained(
+        model_args.model_name_or_path, revision=model_args.model_revision,
+        dtype=getattr(torch, dtype) if dtype in ("bfloat16", "float16", "float32") else dtype,
+        attn_implementation=model_args.attn_implementation, quantization_config=quantization,
+        device_map=_device_map(quantization, sharded))
+    if quantization is not None and not sharded:
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=training.gradient_checkpointing,
+            gradient_checkpointing_kwargs=training.gradient_checkpointing_kwargs)
+    return model
+
+
+def _sharded(training) -> bool:
+    """Whether FSDP / ZeRO-3 shard the base themselves (a training's or accelerate's setting)."""
+    return bool(training.fsdp or training.deepspeed) or any(
+        os.environ.get(f"ACCELERATE_USE_{name}") == "true" for name in ("FSDP", "DEEPSPEED"))
+
+
+def _device_map(quantization, sharded: bool) -> dict | None:
+    """A 4-bit base under DDP: one full copy on each process's GPU (sharding places it itself)."""
+    # deferred: torch and accelerate are slow to import
+    import torch
+    from accelerate import PartialState
+
+    if quantization is None or sharded or not torch.cuda.is_available():
+        return None
+    return {"": PartialState().local_process_index}

@@ -1,8 +1,8 @@
 """The recipes: MediTOD's own recipe keys (`MeditodArguments`) and `meditod train`'s launch keys
 (`LaunchArguments`), the recipes/ folders (`MODEL` of `meditod train MODEL [TASK]`), reading a
-recipe file, the settings no run may have (the trainer's upload keys, `PUBLISHING_KEYS`; the
-numbers no run can train with, `NUMBER_RULES`), and the help text `meditod train -h` shows for a
-recipe (`recipe_help`).
+recipe file, a parsed recipe (`Recipe`: what `train.run` trains), the settings no run may have
+(the trainer's upload keys, `PUBLISHING_KEYS`; the numbers no run can train with,
+`NUMBER_RULES`), and the help text `meditod train -h` shows for a recipe (`recipe_help`).
 
 Nothing here reads a command line: `commands.train` parses `meditod train`'s (MODEL [TASK], the
 launch flags, the `--key=value` overrides, -h) and hands these functions what it found: a recipe
@@ -25,7 +25,7 @@ import yaml
 
 from meditod_hub.data.tasks import MULTITASK, TASK_NAMES
 from meditod_hub.errors import UsageError
-from meditod_hub.models.families import FAMILY_NAMES
+from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 
 RECIPES = Path("recipes")
 RECIPE_TASKS = (*TASK_NAMES, MULTITASK)  # a recipes/ folder holds the three, or `multitask`
@@ -80,6 +80,27 @@ class LaunchArguments:
             configs = ", ".join(map(str, sorted((RECIPES / "accelerate").glob("*.yaml"))))
             raise UsageError(f"no accelerate config {self.accelerate_config}: give "
                              f"--accelerate_config, one of {configs}")
+
+
+@dataclass
+class Recipe:
+    """A recipe parsed into the trainer's dataclasses (`commands.train.parse_recipe`)."""
+
+    path: Path
+    script: MeditodArguments
+    training: object  # SFTConfig or Seq2SeqTrainingArguments
+    model: object     # trl.ModelConfig
+    resolved: dict    # the recipe's keys and every overridden key, with their final values
+
+    @property
+    def family(self) -> Family:
+        return get_family(self.script.family)
+
+    @property
+    def budget(self) -> Budget:
+        """The token budget, resolved once from the keys the recipe and command line set (never
+        a trainer default) and recorded in run_info.json, where every reader takes it from."""
+        return self.family.budget(self.resolved)
 
 
 def folder_tasks(folder: Path) -> list[str]:

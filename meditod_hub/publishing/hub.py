@@ -8,7 +8,7 @@ A push uploads exactly the files the folder's build manifest lists (hashes verif
 one commit, and deletes only the files an earlier build of this kit put in the repo (its
 manifest says which); a repo holding anything else is refused. The gating comes from the licence
 the build proved and recorded in the manifest (`licence.py`), proved again from the data before
-the push (`build.reprove_licence`: a manifest and card edited together prove nothing), never from
+the push (`proof.reprove_licence`: a manifest and card edited together prove nothing), never from
 the card alone or from release.json: MediTOD data goes out gated (manual approval: dataset
 Settings -> gated access -> review requests); proven-synthetic data and the user's own declared
 dialogues ungated; all of it private unless --public. The push prints the gating it chose and
@@ -38,9 +38,10 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from meditod_hub.data.build import reprove_licence, verify_manifest
 from meditod_hub.data.dataset import MANIFEST
 from meditod_hub.data.licence import MEDITOD, SYNTHETIC
+from meditod_hub.data.manifest import verify_manifest
+from meditod_hub.data.proof import reprove_licence
 from meditod_hub.errors import UsageError
 from meditod_hub.hubclient import (
     HubError,

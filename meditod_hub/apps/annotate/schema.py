@@ -13,7 +13,7 @@ import json
 from functools import cache
 from importlib.resources import files
 
-from meditod_hub.apps.annotate.store import LABEL_KEY
+from meditod_hub.apps.annotate.labels import LABEL_KEY
 from meditod_hub.data import cmas
 from meditod_hub.data.tasks import LABELLING_TASKS
 

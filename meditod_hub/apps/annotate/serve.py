@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.apps.annotate.assist import LabelSuggester
-from meditod_hub.apps.annotate.store import parse_vocabulary
+from meditod_hub.apps.annotate.vocabulary import parse_vocabulary
 from meditod_hub.data.tasks import LABELLING_TASKS
 from meditod_hub.endpoint import is_local_host
 from meditod_hub.errors import MeditodError, UsageError

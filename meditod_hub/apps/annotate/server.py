@@ -32,14 +32,10 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from meditod_hub import strictjson
 from meditod_hub.apps.annotate.assist import LabelSuggester
+from meditod_hub.apps.annotate.labels import problem_dict, states_after
 from meditod_hub.apps.annotate.schema import schema
-from meditod_hub.apps.annotate.store import (
-    ReleaseStore,
-    SaveConflict,
-    UnknownDialogue,
-    problem_dict,
-    states_after,
-)
+from meditod_hub.apps.annotate.store import ReleaseStore, UnknownDialogue
+from meditod_hub.apps.annotate.versions import SaveConflict
 from meditod_hub.data.release import SPLITS
 from meditod_hub.errors import MeditodError
 
