@@ -29,12 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "meditod_hub"
 TASKS_PACKAGE = PACKAGE / "data" / "tasks"
 
 # Tables keyed by a task key that remain outside data/tasks/: (module, enclosing function) -> why.
-TABLES_LEFT = {
-    ("meditod_hub/apps/annotate/schema.py", "schema"):
-        "the annotation portal's questionnaire, one part per speaker (patient: intents and slot "
-        "attributes; doctor: action types and check types), which its pages read as "
-        "schema.patient / schema.doctor",
-}
+TABLES_LEFT: dict = {}
 # Task-name literals left outside data/tasks/ (at most 3): (module, enclosing function, literal).
 NAME_LITERALS_LEFT = {
     ("meditod_hub/data/release.py", "<module>", "nlu"):

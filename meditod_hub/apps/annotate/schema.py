@@ -13,7 +13,6 @@ import json
 from functools import cache
 from importlib.resources import files
 
-from meditod_hub.apps.annotate.labels import LABEL_KEY
 from meditod_hub.data import cmas
 from meditod_hub.data.tasks import LABELLING_TASKS
 
@@ -72,37 +71,46 @@ def _statuses(base: str) -> list[dict]:
 
 
 def schema() -> dict:
+    """The questionnaire of each labelling task, under its speaker (what the pages read as
+    schema.patient / schema.doctor), and every patient slot key's name. A task whose label
+    items keep their slots under a key (NLU) is asked for intents and slot attributes; one whose
+    items hold their slots beside the head (POL's actions) for action types and check types."""
     wording = questions()
-    slots = wording["slots"]
-    hidden = wording["hidden"]
+    parts = {speaker: {"label_key": task.target_column, "task": task.name,
+                       **(_intent_part if task.slots_key else _action_part)(wording)}
+             for speaker, task in LABELLING_TASKS.items()}
+    return {**parts, "slot_keys": {key: key_label(key) for key in cmas.PATIENT_SLOT_KEYS}}
+
+
+def _intent_part(wording: dict) -> dict:
+    slots, hidden = wording["slots"], wording["hidden"]
     return {
-        "patient": {
-            "label_key": LABEL_KEY["patient"], "task": LABELLING_TASKS["patient"].name,
-            "intents": [{"name": i, "help": wording["intents"][i]} for i in cmas.PATIENT_INTENTS],
-            "inform": cmas.INFORM_INTENT,
-            "slots": [{
-                "base": base, "help": slots[base]["help"],
-                "medical": base in cmas.MEDICAL_BASE_SLOTS,
-                "statuses": _statuses(base), "status_question": slots[base].get("status"),
-                "attributes": [{"name": a, "question": slots[base]["attributes"][a],
-                                "list": cmas.is_list_attribute(a),
-                                "medical": cmas.is_medical_attribute(base, a),
-                                "section": _section(base, a),
-                                "hidden": a in hidden.get(base, [])}
-                               for a in cmas.SLOT_ATTRIBUTES[base]],
-            } for base in cmas.BASE_SLOTS],
-        },
-        "doctor": {
-            "label_key": LABEL_KEY["doctor"], "task": LABELLING_TASKS["doctor"].name,
-            "actions": [{"name": a, "help": wording["actions"][a]} for a in cmas.ACTION_TYPES],
-            "inquire": cmas.INQUIRE_ACTION,
-            "slots": [{
-                "slot": slot, "medical": slot in cmas.MEDICAL_ACTION_SLOTS,
-                "help": slots[slot]["help"] if slot in slots else wording["action_values"][slot],
-                "value_question": wording["action_values"][slot],
-                "checks": [{"type": c, "label": check_label(c), "question": check_question(slot, c)}
-                           for c in check_types(slot)],
-            } for slot in cmas.ACTION_SLOTS],
-        },
-        "slot_keys": {key: key_label(key) for key in cmas.PATIENT_SLOT_KEYS},
+        "intents": [{"name": i, "help": wording["intents"][i]} for i in cmas.PATIENT_INTENTS],
+        "inform": cmas.INFORM_INTENT,
+        "slots": [{
+            "base": base, "help": slots[base]["help"],
+            "medical": base in cmas.MEDICAL_BASE_SLOTS,
+            "statuses": _statuses(base), "status_question": slots[base].get("status"),
+            "attributes": [{"name": a, "question": slots[base]["attributes"][a],
+                            "list": cmas.is_list_attribute(a),
+                            "medical": cmas.is_medical_attribute(base, a),
+                            "section": _section(base, a),
+                            "hidden": a in hidden.get(base, [])}
+                           for a in cmas.SLOT_ATTRIBUTES[base]],
+        } for base in cmas.BASE_SLOTS],
+    }
+
+
+def _action_part(wording: dict) -> dict:
+    slots = wording["slots"]
+    return {
+        "actions": [{"name": a, "help": wording["actions"][a]} for a in cmas.ACTION_TYPES],
+        "inquire": cmas.INQUIRE_ACTION,
+        "slots": [{
+            "slot": slot, "medical": slot in cmas.MEDICAL_ACTION_SLOTS,
+            "help": slots[slot]["help"] if slot in slots else wording["action_values"][slot],
+            "value_question": wording["action_values"][slot],
+            "checks": [{"type": c, "label": check_label(c), "question": check_question(slot, c)}
+                       for c in check_types(slot)],
+        } for slot in cmas.ACTION_SLOTS],
     }
