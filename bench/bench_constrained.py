@@ -32,7 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meditod_hub.data.tasks import TASKS  # noqa: E402
-from meditod_hub.models import constrained as C  # noqa: E402
+from meditod_hub.models.constrained import grammars, processor  # noqa: E402
 from meditod_hub.models.families import FAMILIES, Budget  # noqa: E402
 from meditod_hub.models.formats import chat  # noqa: E402
 
@@ -138,7 +138,7 @@ def bench_engines(tokenizers: dict, data: Path, answers_per_task: int) -> None:
             engine = engine_class(tokenizer)
             for fmt in FORMATS:
                 for task in ("nlu", "pol", "nlg"):
-                    text = C.grammar(fmt, TASKS[task])
+                    text = grammars.grammar(fmt, TASKS[task])
                     if text is None:
                         continue
                     compile_s = statistics.median(timed(engine.compile, text)[0] for _ in range(3))
@@ -184,7 +184,7 @@ def bench_throughput(tokenizer, hidden: int, layers: int, new_tokens: int, repea
           "per token | tokens free, constrained | mask share of constrained time |")
     print("|---|---|---|---|---|---|---|")
     spent = [0.0]  # seconds inside the grammar processor: the overhead whatever the lengths
-    call = C.GrammarProcessor.__call__
+    call = processor.GrammarProcessor.__call__
 
     def counted(self, input_ids, scores):
         start = time.perf_counter()
@@ -193,9 +193,9 @@ def bench_throughput(tokenizer, hidden: int, layers: int, new_tokens: int, repea
         finally:
             spent[0] += time.perf_counter() - start
 
-    C.GrammarProcessor.__call__ = counted
+    processor.GrammarProcessor.__call__ = counted
     for task in ("nlg", "nlu"):
-        constraint = C.constraint("chat", TASKS[task])
+        constraint = processor.constraint("chat", TASKS[task])
         constraint.logits_processor(tokenizer, len(tokenizer), stops, new_tokens)  # compile once
         for batch in (1, 16):
             prompts = [prompt] * batch
@@ -215,7 +215,7 @@ def bench_throughput(tokenizer, hidden: int, layers: int, new_tokens: int, repea
                                                                   figures["constrained"])
             print(f"| chat {task} | {batch} | {free:.1f} | {held:.1f} | {free / held:.3f} "
                   f"| {free_tokens}, {held_tokens} | {share:.1%} |")
-    C.GrammarProcessor.__call__ = call
+    processor.GrammarProcessor.__call__ = call
 
 
 # --- 3. effect on a random tiny Llama ----------------------------------------------------------

@@ -16,7 +16,10 @@ from meditod_hub.data import cmas
 from meditod_hub.data.tasks import TASKS
 from meditod_hub.data.tasks.language import check_types
 from meditod_hub.errors import UsageError
-from meditod_hub.models import constrained as C
+from meditod_hub.models.constrained import grammars, processor
+from meditod_hub.models.constrained.language import medical_values
+from meditod_hub.models.constrained.served import OPENAI_WRAPPER, ServedConstraint, server_kind_for
+from meditod_hub.models.constrained.vocabulary import read_vocabulary, resolve_vocabulary, training_vocabulary
 from meditod_hub.models.families import FAMILIES, Budget
 from meditod_hub.models.formats import chat
 from meditod_hub.models.predictor import DecodeOptions, LocalPredictor, ServedPredictor
@@ -78,13 +81,13 @@ def cmas_names(task: str) -> set[str]:
 
 @pytest.mark.parametrize("fmt", ["chat", "span", "pptod", "fewshot"])
 def test_a_new_slot_or_attribute_in_cmas_reaches_every_grammar(fmt, monkeypatch):
-    before = {task: C.grammar(fmt, TASKS[task]) for task in ("nlu", "pol")}
+    before = {task: grammars.grammar(fmt, TASKS[task]) for task in ("nlu", "pol")}
     assert "texture" not in before["nlu"] and "vital_sign" not in before["pol"]
     monkeypatch.setitem(cmas.SLOT_ATTRIBUTES, "symptom",
                         cmas.SLOT_ATTRIBUTES["symptom"] + ("texture",))
     monkeypatch.setattr(cmas, "ACTION_SLOTS", cmas.ACTION_SLOTS + ("vital_sign",))
     monkeypatch.setattr(cmas, "ACTION_TYPES", cmas.ACTION_TYPES + ("refer",))
-    nlu, pol = C.grammar(fmt, TASKS["nlu"]), C.grammar(fmt, TASKS["pol"])
+    nlu, pol = grammars.grammar(fmt, TASKS["nlu"]), grammars.grammar(fmt, TASKS["pol"])
     assert nlu != before["nlu"] and "texture" in nlu
     assert "vital_sign" in pol and "refer" in pol
     # ... and a checks-type on symptoms may now name it
@@ -100,11 +103,11 @@ def test_every_gold_answer_of_the_sample_is_inside_its_grammar(family, sample_bu
     fmt = FAMILIES[family].grammar_format
     splits = ("train", "validation", "test")
     vocabulary = frozenset(v for split in splits for task in ("nlu", "pol")
-                           for v in C.medical_values(TASKS[task], (
+                           for v in medical_values(TASKS[task], (
                                row[TASKS[task].target_column]
                                for row in rows(sample_build, task, split))))
     for task in ("nlu", "pol", "nlg"):
-        text = C.grammar(fmt, TASKS[task], vocabulary)
+        text = grammars.grammar(fmt, TASKS[task], vocabulary)
         if text is None:
             assert task == "nlg" and fmt == "span", "only span NLG is free text"
             continue
@@ -122,27 +125,27 @@ def test_the_in_context_answer_grammar_and_schema_hold_every_gold_exemplar(sampl
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
     for task in ("nlu", "pol"):
-        grammar = compiled(tokenizer, C.grammar("fewshot", TASKS[task]))
+        grammar = compiled(tokenizer, grammars.grammar("fewshot", TASKS[task]))
         schema_grammar = xgr.GrammarCompiler(xgr.TokenizerInfo.from_huggingface(
             tokenizer, vocab_size=len(tokenizer))).compile_json_schema(
-                json.dumps(C.json_schema(TASKS[task])), any_whitespace=True, any_order=True)
+                json.dumps(grammars.json_schema(TASKS[task])), any_whitespace=True, any_order=True)
         for row in rows(sample_build, task, "train"):
             answer = exemplar_answer(task, row)
             assert accepts(grammar, answer) and accepts(schema_grammar, answer), row["id"]
-    assert C.json_schema(TASKS["nlg"]) is None and C.grammar("fewshot", TASKS["nlg"]) is None
+    assert grammars.json_schema(TASKS["nlg"]) is None and grammars.grammar("fewshot", TASKS["nlg"]) is None
 
 
 def test_nlg_stays_free_text_that_ends_at_the_stop_marker(tiny_models):
     from transformers import AutoTokenizer
 
-    assert C.grammar("span", TASKS["nlg"]) is None
+    assert grammars.grammar("span", TASKS["nlg"]) is None
     tokenizer = AutoTokenizer.from_pretrained(tiny_models / "tiny-llama")
-    grammar = compiled(tokenizer, C.grammar("chat", TASKS["nlg"]))
+    grammar = compiled(tokenizer, grammars.grammar("chat", TASKS["nlg"]))
     free = 'Any "text" at all, {even} JSON-looking ] or (spans) @here@ # 42?'
     assert accepts(grammar, f"[answer] {free} [done]")
     assert not accepts(grammar, f"[answer] {free}"), "it must end at [done]"
     pptod = compiled(AutoTokenizer.from_pretrained(tiny_models / "tiny-pptod"),
-                     C.grammar("pptod", TASKS["nlg"]))
+                     grammars.grammar("pptod", TASKS["nlg"]))
     assert accepts(pptod, f"<sos_r> {free} <eos_r>")
 
 
@@ -150,7 +153,7 @@ def test_the_span_grammar_refuses_what_its_parser_cannot_read_back(tiny_models):
     from transformers import AutoTokenizer
 
     grammar = compiled(AutoTokenizer.from_pretrained(tiny_models / "tiny-t5"),
-                       C.grammar("span", TASKS["nlu"]))
+                       grammars.grammar("span", TASKS["nlu"]))
     assert accepts(grammar, "@inform@ [positive_symptom] ( value=cough # location=chest | back )")
     for broken in ("@inform@ [positive_symptom] ( value=a (b) )",   # a delimiter in a value
                    "@inform@ [positive_cough] ( value=a )",         # not a CMAS slot key
@@ -190,21 +193,21 @@ def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_
 
     vocabulary_file = tmp_path / "vocabulary.txt"
     vocabulary_file.write_text("# canonical values\ncough\n\nFever\n")
-    vocabulary = C.read_vocabulary(vocabulary_file)
+    vocabulary = read_vocabulary(vocabulary_file)
     assert vocabulary == {"cough", "fever"}
     fam = FAMILIES["chat"]
     path = tiny_models / "tiny-llama"
     model, tokenizer = fam.auto_model().from_pretrained(path), AutoTokenizer.from_pretrained(path)
     for task in ("nlu", "pol"):
-        constraint = C.constraint("chat", TASKS[task], vocabulary)
+        constraint = processor.constraint("chat", TASKS[task], vocabulary)
         assert '"\\"cough\\""' in constraint.grammar
         held = predict_rows(model, tokenizer, fam, task, rows(embedded_build, task, "test")[:4],
                             Budget(None, 64), batch_size=4, constrained=True,
                             vocabulary=vocabulary)
-        values = list(C.medical_values(TASKS[task], [r.prediction for r in held]))
+        values = list(medical_values(TASKS[task], [r.prediction for r in held]))
         assert all(r.parse_ok for r in held)
         assert set(values) <= vocabulary
-    grammar = compiled(tokenizer, C.grammar("chat", TASKS["nlu"], vocabulary))
+    grammar = compiled(tokenizer, grammars.grammar("chat", TASKS["nlu"], vocabulary))
     head = '[answer] [{"intent": "inform", "slots": {"positive_symptom": [{"value": '
     assert accepts(grammar, head + '"cough"}]}}] [done]')
     assert not accepts(grammar, head + '"headache"}]}}] [done]'), "outside the vocabulary"
@@ -212,7 +215,7 @@ def test_a_vocabulary_holds_every_predicted_medical_value(tiny_models, embedded_
         "non-medical values stay free"
     (tmp_path / "empty.txt").write_text("\n# nothing\n")
     with pytest.raises(UsageError, match="empty"):
-        C.read_vocabulary(tmp_path / "empty.txt")
+        read_vocabulary(tmp_path / "empty.txt")
 
 
 def test_a_vocabulary_file_is_values_or_refused_with_its_first_bad_line(tmp_path):
@@ -221,7 +224,7 @@ def test_a_vocabulary_file_is_values_or_refused_with_its_first_bad_line(tmp_path
             "vocabulary.json": json.dumps({"about": "...", "values": ["cough", "fever"]})}
     for name, text in good.items():
         (tmp_path / name).write_text(text)
-        assert C.read_vocabulary(tmp_path / name) == {"cough", "fever"}, name
+        assert read_vocabulary(tmp_path / name) == {"cough", "fever"}, name
     bad = {"README.md": ("# Notes\n\nRun `meditod predict` first.\n", "README.md, line 3: not a "
                          "canonical medical value"),
            "table.txt": ("| value | code |\n", "table.txt, line 1: not a canonical"),
@@ -232,13 +235,13 @@ def test_a_vocabulary_file_is_values_or_refused_with_its_first_bad_line(tmp_path
     for name, (text, message) in bad.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(UsageError) as refused:
-            C.read_vocabulary(tmp_path / name)
+            read_vocabulary(tmp_path / name)
         assert str(refused.value).startswith(str(tmp_path / name)) and message in str(refused.value)
         assert "expected one canonical medical value per line" in str(refused.value)
 
 
 def test_the_default_vocabulary_is_the_training_splits_medical_heads(embedded_build):
-    vocabulary = C.resolve_vocabulary("train", str(embedded_build))
+    vocabulary = resolve_vocabulary("train", str(embedded_build))
     # the medical heads, read from cmas here, not through the module's schema
     train = [entry["value"] for row in rows(embedded_build, "nlu", "train") for item in row["nlu"]
              for key, entries in item.get("slots", {}).items()
@@ -248,7 +251,7 @@ def test_the_default_vocabulary_is_the_training_splits_medical_heads(embedded_bu
               for action in row["actions"] for key, entries in action.items()
               if key in cmas.MEDICAL_ACTION_SLOTS for entry in entries if "value" in entry]
     assert vocabulary == {v.lower() for v in train} and vocabulary
-    assert C.resolve_vocabulary("none", str(embedded_build)) is None
+    assert resolve_vocabulary("none", str(embedded_build)) is None
 
 
 def test_the_grammar_masks_correctly_on_the_real_llama3_vocabulary(sample_build):
@@ -265,7 +268,7 @@ def test_the_grammar_masks_correctly_on_the_real_llama3_vocabulary(sample_build)
     info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
     compiler = xgr.GrammarCompiler(info)
     for task in ("nlu", "pol"):
-        grammar = compiler.compile_grammar(C.grammar("chat", TASKS[task]))
+        grammar = compiler.compile_grammar(grammars.grammar("chat", TASKS[task]))
         for row in rows(sample_build, task, "train")[:10]:
             matcher = xgr.GrammarMatcher(grammar)
             mask = xgr.allocate_token_bitmask(1, len(tokenizer))
@@ -297,8 +300,8 @@ def test_meditod_predict_constrained_writes_parsed_and_marked_predictions(tiny_m
                                        "--constrained"]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 4 and all(r["constrained"] and r["parse_ok"] for r in lines)
-    vocabulary = C.resolve_vocabulary("train", str(embedded_build))
-    assert set(C.medical_values(TASKS["pol"], [r["prediction"] for r in lines])) <= vocabulary
+    vocabulary = resolve_vocabulary("train", str(embedded_build))
+    assert set(medical_values(TASKS["pol"], [r["prediction"] for r in lines])) <= vocabulary
     err = capsys.readouterr().err
     assert f"the chat grammar of pol, {len(vocabulary)} canonical medical values" in err
     assert "4 predictions, 0 did not parse" in err
@@ -323,30 +326,31 @@ def test_a_served_model_gets_the_grammar_in_its_servers_field(embedded_build):
                                                 server_kind=kind)
             body = server.received[-1]
             sent = body[field]["grammar"] if kind == "vllm" else body[field]
-            assert sent == C.grammar("chat", TASKS["nlu"])
+            assert sent == grammars.grammar("chat", TASKS["nlu"])
             assert all(r.constrained and not r.parse_ok for r in records), "the stub echoes"
         predict_rows_via_endpoint(endpoint, fam, "nlu", data, Budget(None, 16))
         assert not {"structured_outputs", "ebnf", "grammar", "response_format"} & \
             set(server.received[-1]), "unconstrained requests carry no constraint"
     for kind in ("tgi", "openai"):
         with pytest.raises(UsageError, match="JSON schema, not a grammar"):
-            C.ServedConstraint(kind, "chat", TASKS["nlu"])
+            ServedConstraint(kind, "chat", TASKS["nlu"])
     with pytest.raises(UsageError, match="--server_kind"):
-        C.server_kind_for("http://127.0.0.1:8000/v1", None)
-    assert C.server_kind_for("https://api.openai.com/v1", None) == "openai"
+        server_kind_for("http://127.0.0.1:8000/v1", None)
+    assert server_kind_for("https://api.openai.com/v1", None) == "openai"
 
 
 def test_openai_gets_a_wrapped_json_schema_and_its_answer_is_unwrapped():
-    served = C.ServedConstraint("openai", "fewshot", TASKS["pol"])
+    served = ServedConstraint("openai", "fewshot", TASKS["pol"])
     format_ = served.fields["response_format"]
     assert format_["type"] == "json_schema"
-    assert format_["json_schema"]["schema"]["properties"][C.OPENAI_WRAPPER] == C.json_schema(TASKS["pol"])
+    properties = format_["json_schema"]["schema"]["properties"]
+    assert properties[OPENAI_WRAPPER] == grammars.json_schema(TASKS["pol"])
     answer = [{"action": "inquire", "symptom": [{"value": "cough"}]}]
-    assert json.loads(served.answer(json.dumps({C.OPENAI_WRAPPER: answer}))) == answer
+    assert json.loads(served.answer(json.dumps({OPENAI_WRAPPER: answer}))) == answer
     assert served.answer("not json") == "not json"
-    tgi = C.ServedConstraint("tgi", "fewshot", TASKS["nlu"]).fields["response_format"]
-    assert tgi == {"type": "json_object", "value": C.json_schema(TASKS["nlu"])}
-    assert C.ServedConstraint("vllm", "fewshot", TASKS["nlg"]).fields is None, "NLG is free text"
+    tgi = ServedConstraint("tgi", "fewshot", TASKS["nlu"]).fields["response_format"]
+    assert tgi == {"type": "json_object", "value": grammars.json_schema(TASKS["nlu"])}
+    assert ServedConstraint("vllm", "fewshot", TASKS["nlg"]).fields is None, "NLG is free text"
 
 
 # --- the setting travels with the files -------------------------------------------------------
@@ -407,7 +411,7 @@ def test_the_grammar_never_changes_an_answer_that_already_parses_and_validates(
             for split in ("validation", "test") for row in rows(build, task, split)]
     free = predict_rows(model, tokenizer, family, task, data, budget)
     held = predict_rows(model, tokenizer, family, task, data, budget, constrained=True)
-    grammar = compiled(tokenizer, C.grammar("chat", TASKS[task]))
+    grammar = compiled(tokenizer, grammars.grammar("chat", TASKS[task]))
 
     def answer(raw: str) -> str:
         return raw[:raw.index(chat.ANSWER_CLOSE) + len(chat.ANSWER_CLOSE)] \
@@ -430,8 +434,6 @@ def test_the_assistants_grammar_allows_the_values_its_runs_were_trained_on(tmp_p
     is not here, with `--vocabulary none`, or without the grammar; NLG has no grammar."""
     from meditod_hub.apps.webapp import settings
     from meditod_hub.models.cascade import PipelineArguments
-    from meditod_hub.models.constrained import training_vocabulary
-
     runs = {}
     for task, dataset in (("nlu", str(embedded_build)), ("pol", str(tmp_path / "gone")),
                           ("nlg", str(embedded_build))):

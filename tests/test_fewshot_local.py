@@ -99,9 +99,10 @@ def test_answers_with_the_shared_prefix_cached_are_those_of_plain_generate(chat_
 
 def test_constrained_answers_with_the_prefix_cached_equal_uncached_and_parse(chat_model,
                                                                             embedded_build):
-    from meditod_hub.models import constrained as C
+    from meditod_hub.models.constrained.processor import constraint
+    from meditod_hub.models.constrained.vocabulary import resolve_vocabulary
 
-    grammar = C.constraint("fewshot", TASKS["pol"], C.resolve_vocabulary("train", str(embedded_build)))
+    grammar = constraint("fewshot", TASKS["pol"], resolve_vocabulary("train", str(embedded_build)))
     requests = row_requests(embedded_build, "pol")
     cached = LocalChat.load(chat_model, cache=None, constraint=grammar)
     uncached = LocalChat(cached.model, cached.tokenizer, str(chat_model), cache=None,

@@ -114,7 +114,8 @@ def test_unparsable_answers_are_counted_as_structure_violations(argv, tmp_path, 
 
 def test_constrained_is_its_own_setting_and_the_server_receives_the_grammar(argv, embedded_build,
                                                                            tmp_path, capsys):
-    from meditod_hub.models import constrained as C
+    from meditod_hub.models.constrained import grammars
+    from meditod_hub.models.constrained.vocabulary import resolve_vocabulary
 
     out = tmp_path / "out" / "nlu-constrained"
     with ChatServer() as server:
@@ -125,7 +126,7 @@ def test_constrained_is_its_own_setting_and_the_server_receives_the_grammar(argv
         held = server.received[len(free):]
         code, _, err = run_cli(main, argv("nlu", server.url, "--out", str(out)), capsys)
     assert len(held) == 4, "constrained answers are asked for, not taken from the free ones' cache"
-    grammar = C.grammar("fewshot", TASKS["nlu"], C.resolve_vocabulary("train", str(embedded_build)))
+    grammar = grammars.grammar("fewshot", TASKS["nlu"], resolve_vocabulary("train", str(embedded_build)))
     assert all(body["structured_outputs"] == {"grammar": grammar} for body in held)
     assert not any("structured_outputs" in body for body in free)
     free_results = json.loads((tmp_path / "out" / "nlu" / "results.json").read_text())

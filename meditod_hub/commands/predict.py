@@ -30,7 +30,7 @@ from meditod_hub.data.tasks import MULTITASK, TASK_NAMES, Task, get_task
 from meditod_hub.endpoint import DEFAULT_CACHE, DEFAULT_TIMEOUT_S
 from meditod_hub.errors import UsageError, run_main
 from meditod_hub.files import output_path
-from meditod_hub.models.constrained import resolve_vocabulary
+from meditod_hub.models.constrained.vocabulary import resolve_vocabulary
 from meditod_hub.models.families import FAMILY_NAMES
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 from meditod_hub.models.records import (

@@ -65,7 +65,7 @@ from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.moments import DOMAINS, SETS, STAGES, heldout_items, moment_rows
 from meditod_hub.files import atomic_write, output_folder
 from meditod_hub.models.cascade import run_vocabulary
-from meditod_hub.models.constrained import VOCABULARY_DEFAULT, resolve_vocabulary
+from meditod_hub.models.constrained.vocabulary import VOCABULARY_DEFAULT, resolve_vocabulary
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 from meditod_hub.models.runs import run_settings
 

@@ -50,7 +50,7 @@ from meditod_hub.data.views import to_nlu
 from meditod_hub.errors import UsageError
 from meditod_hub.files import atomic_write, output_folder
 from meditod_hub.models.cascade import run_vocabulary
-from meditod_hub.models.constrained import VOCABULARY_DEFAULT, resolve_vocabulary
+from meditod_hub.models.constrained.vocabulary import VOCABULARY_DEFAULT, resolve_vocabulary
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec, load_predictor
 from meditod_hub.models.runs import run_settings
 

@@ -23,7 +23,7 @@ from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task
 from meditod_hub.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.models.adapters import SharedModels
-from meditod_hub.models.constrained import (
+from meditod_hub.models.constrained.vocabulary import (
     VOCABULARY_DEFAULT,
     Vocabulary,
     resolve_vocabulary,

@@ -57,7 +57,7 @@ from meditod_hub.models.families import get_family
 from meditod_hub.models.served import checkpoint_scope
 
 if TYPE_CHECKING:
-    from meditod_hub.models.constrained import Constraint
+    from meditod_hub.models.constrained.processor import Constraint
 
 
 def shared_prefix(prompts: Sequence[Sequence[int]]) -> int:
@@ -88,7 +88,7 @@ class LocalChat:
     """A chat model loaded from `folder`, answering as an `Endpoint` (module docstring).
 
     `name`: the model name the answers are recorded under (default: the folder); `cache`: the
-    answer cache file (None: no cache); `constraint` (`constrained.Constraint`): every answer
+    answer cache file (None: no cache); `constraint` (`constrained.processor.Constraint`): every answer
     decodes under its grammar; `reuse_prefix`: compute the shared prompt prefix once (False: a
     plain `generate` per row, the baseline)."""
 

@@ -44,7 +44,8 @@ from meditod_hub.data.tasks import Task, get_task
 from meditod_hub.endpoint import Endpoint
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import read_json
-from meditod_hub.models.constrained import ServedConstraint, constraint, server_kind_for
+from meditod_hub.models.constrained.processor import constraint
+from meditod_hub.models.constrained.served import ServedConstraint, server_kind_for
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
 from meditod_hub.models.loading import load_model, model_source
@@ -71,7 +72,7 @@ class DecodeOptions:
     `constrained`: NLU and POL decode under the CMAS grammar (`constrained`), so every answer
     parses: a grammar's logits processor for a local model, a structured-output request (the
     field `server_kind` takes) for a served one. `vocabulary`: the canonical medical values
-    allowed (`constrained.resolve_vocabulary`; None: free).
+    allowed (`constrained.vocabulary.resolve_vocabulary`; None: free).
     """
 
     batch_size: int = 16
@@ -421,7 +422,7 @@ def generate_texts(model, tokenizer, prompts: list[list[int]], max_new_tokens: i
 
     Prompts are batched longest first (less padding, and an out-of-memory shows at once);
     decoders are left-padded so every answer starts right after its prompt. `constraint`
-    (`constrained.Constraint`): each batch decodes under its grammar. A transformers
+    (`constrained.processor.Constraint`): each batch decodes under its grammar. A transformers
     `streamer` sees the text as it is generated (one prompt only: streamers take one sequence).
     """
     if streamer is not None and len(prompts) > 1:

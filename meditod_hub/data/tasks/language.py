@@ -1,7 +1,7 @@
 """The CMAS language of a structured task's labels, read from `cmas` at call time (a new slot or
 attribute needs no edit here): the heads an item opens with and the slots it may carry, with
 their attributes and check types. Each structured task names its own (`Task.language`);
-constrained decoding (`meditod_hub.models.constrained`) writes its grammars from them."""
+constrained decoding (`meditod_hub.models.constrained.grammars`) writes its grammars from them."""
 
 from __future__ import annotations
 

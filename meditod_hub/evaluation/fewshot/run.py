@@ -72,8 +72,10 @@ from meditod_hub.evaluation.fewshot.retrieval import (
 )
 from meditod_hub.evaluation.report import write_results
 from meditod_hub.files import atomic_write, output_folder, read_json
-from meditod_hub.models import constrained as C
 from meditod_hub.models import llama3
+from meditod_hub.models.constrained.processor import constraint
+from meditod_hub.models.constrained.served import ServedConstraint, server_kind_for
+from meditod_hub.models.constrained.vocabulary import resolve_vocabulary
 from meditod_hub.models.local_chat import LocalChat, describe_constraint
 from meditod_hub.models.records import Prediction, Results, write_predictions
 from meditod_hub.models.runs import FEWSHOT_INFO
@@ -429,12 +431,10 @@ def run(args: FewshotArguments) -> dict:
     served = local = None  # the constraint a server enforces, or one enforced here
     if args.constrained:
         if args.local_model:
-            local = C.constraint("fewshot", task,
-                                 C.resolve_vocabulary(args.vocabulary, args.data))
+            local = constraint("fewshot", task, resolve_vocabulary(args.vocabulary, args.data))
         else:
-            served = C.ServedConstraint(C.server_kind_for(args.endpoint, args.server_kind),
-                                        "fewshot", task,
-                                        C.resolve_vocabulary(args.vocabulary, args.data))
+            served = ServedConstraint(server_kind_for(args.endpoint, args.server_kind),
+                                      "fewshot", task, resolve_vocabulary(args.vocabulary, args.data))
     train = load_split(args.data, args.task, "train")
     if args.shots > len(train):  # fewer would be sent than fewshot_info.json records
         raise UsageError(f"--shots {args.shots}: the train split of {args.data} has "
@@ -519,7 +519,7 @@ def run(args: FewshotArguments) -> dict:
 
 def backend(args: FewshotArguments, prices: Prices, constraint) -> Endpoint | LocalChat:
     """What answers the prompts: the local model folder loaded here (decoding under
-    `constraint`, a `constrained.Constraint`, when given), else the endpoint."""
+    `constraint`, a `constrained.processor.Constraint`, when given), else the endpoint."""
     if args.local_model:
         quiet.progress_bars_off()  # transformers is imported only now: one line per stage
         return LocalChat.load(args.local_model, name=args.model, cache=args.cache,
