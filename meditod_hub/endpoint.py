@@ -79,7 +79,7 @@ class Decoding:
     max_tokens: int
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
-    # server-specific request fields as JSON text (`constrained.served.ServedConstraint.extra_body`)
+    # server-specific request fields as JSON text (`constrained.request.ServedConstraint.extra_body`)
     extra_body: str | None = None
 
     def body(self) -> dict:

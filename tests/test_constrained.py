@@ -18,7 +18,7 @@ from meditod_hub.data.tasks.language import check_types
 from meditod_hub.errors import UsageError
 from meditod_hub.models.constrained import grammars, processor
 from meditod_hub.models.constrained.language import medical_values
-from meditod_hub.models.constrained.served import OPENAI_WRAPPER, ServedConstraint, server_kind_for
+from meditod_hub.models.constrained.request import OPENAI_WRAPPER, ServedConstraint, server_kind_for
 from meditod_hub.models.constrained.vocabulary import read_vocabulary, resolve_vocabulary, training_vocabulary
 from meditod_hub.models.families import FAMILIES, Budget
 from meditod_hub.models.formats import chat

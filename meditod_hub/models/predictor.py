@@ -45,7 +45,7 @@ from meditod_hub.endpoint import Endpoint
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import read_json
 from meditod_hub.models.constrained.processor import constraint
-from meditod_hub.models.constrained.served import ServedConstraint, server_kind_for
+from meditod_hub.models.constrained.request import ServedConstraint, server_kind_for
 from meditod_hub.models.families import FAMILY_NAMES, Budget, Family, get_family
 from meditod_hub.models.formats.fit import BudgetError
 from meditod_hub.models.loading import load_model, model_source

@@ -67,7 +67,7 @@ def complete_rows(endpoint: Endpoint, family: Family, task: Task, rows: list[dic
                   tokenizer=None, constraint=None) -> tuple[dict[int, str], dict[int, str]]:
     """The stripped answer of each row sent (by index) and why each other row was not sent:
     what `predictor.Predictor.generate` returns, so records are built as for a local model.
-    With `constraint` (`constrained.served.ServedConstraint`) the server decodes under the grammar
+    With `constraint` (`constrained.request.ServedConstraint`) the server decodes under the grammar
     (its request fields join the cache key) and the answer comes back in the format's syntax."""
     requests, unfit, retokenised = requests_for(family, task, rows, tokenizer, budget)
     if retokenised:

@@ -74,7 +74,7 @@ from meditod_hub.evaluation.report import write_results
 from meditod_hub.files import atomic_write, output_folder, read_json
 from meditod_hub.models import llama3
 from meditod_hub.models.constrained.processor import constraint
-from meditod_hub.models.constrained.served import ServedConstraint, server_kind_for
+from meditod_hub.models.constrained.request import ServedConstraint, server_kind_for
 from meditod_hub.models.constrained.vocabulary import resolve_vocabulary
 from meditod_hub.models.local_chat import LocalChat, describe_constraint
 from meditod_hub.models.records import Prediction, Results, write_predictions

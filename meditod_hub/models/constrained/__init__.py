@@ -8,7 +8,7 @@ and three renderers (`grammars`) write them in each format's concrete syntax:
 
 | format  | families              | NLU / POL answer                             | NLG                       |
 | ------- | --------------------- | -------------------------------------------- | ------------------------- |
-| chat    | llama                 | `[answer] <JSON list> [done]`                | `[answer] <text> [done]`  |
+| chat    | chat                  | `[answer] <JSON list> [done]`                | `[answer] <text> [done]`  |
 | span    | flan-t5, biogpt       | the span grammar without markers             | free                      |
 | pptod   | pptod                 | the span grammar inside `<sos_b>`/`<sos_a>`  | `<sos_r> <text> <eos_r>`  |
 | fewshot | served in-context LLM | a JSON list (NLU: status as an attribute)    | free                      |
@@ -20,5 +20,5 @@ One module per job, each importing only the ones above it:
   or none);
 * `grammars`: a format's answer as EBNF (GBNF) text or, for the fewshot answer, a JSON schema;
 * `processor`: local generation, the grammar compiled by xgrammar into a logits processor;
-* `served`: a served model, the grammar as the structured-output fields its server reads.
+* `request`: a served model, the grammar as the structured-output fields its server reads.
 """
