@@ -77,7 +77,8 @@ def test_upload_is_a_private_gradio_space_that_names_the_dataset(hub_server, tmp
     files = hub_server.files("space", "org/leaderboard")
     assert {"app.py", "requirements.txt", "README.md", L.SETTINGS_FILE,
             "meditod_hub/evaluation/results_table.py", "meditod_hub/evaluation/results_hub.py",
-            "meditod_hub/publishing/leaderboard.py", "meditod_hub/data/paper_results.py"} <= set(files)
+            "meditod_hub/publishing/leaderboard.py", "meditod_hub/data/paper_results.py",
+            "meditod_hub/data/base_models.py"} <= set(files)
     meta = yaml.safe_load(files["README.md"].decode().split("---\n")[1])
     assert (meta["sdk"], meta["app_file"], meta["datasets"]) == ("gradio", "app.py", [HUB_DATASET])
     assert json.loads(files[L.SETTINGS_FILE]) == {"dataset": HUB_DATASET, "models": [],

@@ -119,6 +119,6 @@ def test_the_spec_summary_agrees():
 
 def test_every_model_has_the_papers_name_and_a_setting():
     for model, _task, _split in paper_results.RESULTS:
-        assert NAMES[paper_results.paper_model(model).name] == model.removeprefix("in-context-")
+        assert NAMES[paper_results.paper_model(model).paper_name] == model.removeprefix("in-context-")
     assert paper_results.setting("in-context-gpt-4") == "in-context"
     assert paper_results.paper_row("tiny-llama", "nlu", "test") == {}

@@ -4,10 +4,10 @@ live: tests/test_paper_results.py checks every number against the paper's tables
 
 Keys follow results.json (`meditod_hub.models.records.Results`), nested fields joined with dots
 (`medical.f1`, `precision_at_k.4`), so a run's results and a paper row compare key by key.
-Models are the paper's supervised rows by the name of their recipe (`recipes/<model>/`); the
-in-context baselines are kept under `in-context-<model>` names (chatgpt = gpt-3.5-turbo-0125,
-gpt-4 = gpt-4-1106-preview, gpt-4-turbo = gpt-4-turbo-2024-04-09, llama3-8b/70b and
-openbiollm-8b/70b; five retrieved exemplars, greedy). In-domain (`test`, respiratory): the
+Models are the paper's supervised rows by their key in the model registry (`base_models`: the
+recipe's name, `recipes/<model>/`, which also says how the paper names each); the
+in-context baselines are kept under `in-context-<model>` names (the registry's `served`
+says which model each is; five retrieved exemplars, greedy). In-domain (`test`, respiratory): the
 appendix tables (precision, recall and F1 overall, medical and non-medical; POL also P@K) and
 the NLG table. Out-of-domain (`test_ood`, musculoskeletal): F1 overall, medical and
 non-medical (NLU, POL) and the NLG scores, for the two supervised 8B models, ChatGPT and
@@ -19,8 +19,7 @@ Rows are kept in the paper's order (supervised, then in-context). On the data fl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from meditod_hub.data.base_models import BASE_MODELS, BaseModel
 from meditod_hub.data.release import EVAL_SPLITS, OOD_SPLIT
 from meditod_hub.data.tasks import TASK_NAMES, TASKS, Metric
 
@@ -129,37 +128,14 @@ RESULTS: dict[tuple[str, str, str], dict[str, float]] = {
     for (task, split), (keys, rows) in _TABLES.items() for model, values in rows.items()}
 
 
-@dataclass(frozen=True)
-class PaperModel:
-    """How the paper names a model, and its family (the kit's `families` name; `gpt` for the
-    OpenAI models, which no recipe trains)."""
-
-    name: str
-    family: str
-
-
-MODELS = {
-    "pptod-base": PaperModel("PPTOD (base)", "pptod"),
-    "flan-t5-base": PaperModel("Flan-T5 (base)", "flan-t5"),
-    "biogpt": PaperModel("BioGPT", "biogpt"),
-    "openbiollm-8b": PaperModel("OpenBioLLM 8B", "chat"),
-    "openbiollm-70b": PaperModel("OpenBioLLM 70B", "chat"),
-    "llama3-8b": PaperModel("Llama3 8B", "chat"),
-    "llama3-70b": PaperModel("Llama3 70B", "chat"),
-    "chatgpt": PaperModel("ChatGPT", "gpt"),
-    "gpt-4": PaperModel("GPT-4", "gpt"),
-    "gpt-4-turbo": PaperModel("GPT-4-Turbo", "gpt"),
-}
-
-
 def paper_row(model: str, task: str, split: str) -> dict[str, float]:
     """The paper's numbers for one model, task and split ({} when the paper has none)."""
     return RESULTS.get((model, task, split), {})
 
 
-def paper_model(key: str) -> PaperModel:
-    """The name and family of a `RESULTS` model key (`llama3-8b`, `in-context-gpt-4`)."""
-    return MODELS[key.removeprefix(IN_CONTEXT)]
+def paper_model(key: str) -> BaseModel:
+    """The registry's model of a `RESULTS` key (`llama3-8b`, `in-context-gpt-4`)."""
+    return BASE_MODELS[key.removeprefix(IN_CONTEXT)]
 
 
 def setting(key: str) -> str:
@@ -181,5 +157,5 @@ def headline_markdown() -> str:
     for key in dict.fromkeys(model for model, _, _ in RESULTS):
         cells = [cell(paper_row(key, t.name, split).get(t.headline), t.headline_metric)
                  for split in EVAL_SPLITS for t in tasks]
-        lines.append(f"| {paper_model(key).name} | {setting(key)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {paper_model(key).paper_name} | {setting(key)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

