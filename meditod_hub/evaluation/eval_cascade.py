@@ -75,10 +75,12 @@ class EvalCascadeArguments:
 
 
 def default_out(args: PipelineArguments, split: str) -> Path:
-    """runs/cascade/<the NLU model's name>/<split>: run folders runs/<model>/<task> give <model>."""
-    source = Path(args.nlu)
+    """runs/cascade/<the first stage's model name>/<split>: run folders runs/<model>/<task> give
+    <model>."""
+    first = args.sources()[FIRST]
+    source = Path(first)
     name = source.parent.name if source.is_dir() and source.parent.name else \
-        args.nlu.replace("/", "--")
+        first.replace("/", "--")
     return Path("runs") / "cascade" / name / split
 
 
@@ -259,7 +261,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     out = Path(args.out) if args.out else default_out(pipeline, args.split)
     output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
                                          stage_prediction_files()),
-                  purpose=PURPOSE, input_folders=[args.data, pipeline.nlu, pipeline.pol, pipeline.nlg])
+                  purpose=PURPOSE, input_folders=[args.data, *pipeline.sources().values()])
 
     judge = make_judge(args.judge, model=args.judge_model)
     rows = select_dialogues(load_split(args.data, args.split), args.limit)
@@ -267,7 +269,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
     start = time.perf_counter()
     specs = pipeline.specs(constrained=False)  # the paper's setting unless --constrained
-    models = models or Pipeline.load(*specs)
+    models = models or Pipeline.load(specs)
     loaded = time.perf_counter()
     run = cascade(models, rows)
     results = {
@@ -277,8 +279,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(
                               getattr(models.predictors[task], "folder", None))}
-                   for task, spec in zip(TASK_NAMES, specs)},
-        "constrained": specs[0].decode.constrained,
+                   for task, spec in specs.items()},
+        "constrained": specs[FIRST].decode.constrained,
         run.first.task.name: score(run.first.task, rows[run.first.task.name], run.first.cascaded,
                                    args, judge),
         **{task.name: {column: score(task, rows[task.name], getattr(run[task], column), args, judge)
