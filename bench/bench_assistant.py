@@ -53,7 +53,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def turn_latency(runs: Path, sample: Path, replays: int) -> None:
-    assistant = Assistant.load(*(ModelSpec(str(runs / t)) for t in TASKS))
+    assistant = Assistant.load({t: ModelSpec(str(runs / t)) for t in TASKS})
     rows = list(load_dataset(str(sample), "nlu", split="train"))
     dialogues: dict[str, list[str]] = {}
     for row in rows:
@@ -130,7 +130,7 @@ def cascaded_evaluation(runs: Path, dialogues: int, max_new_tokens: int, batch: 
 
         def one_process():
             decode = DecodeOptions(batch, max_new_tokens=max_new_tokens)
-            assistant = Assistant.load(*(ModelSpec(str(runs / t), decode=decode) for t in TASKS))
+            assistant = Assistant.load({t: ModelSpec(str(runs / t), decode=decode) for t in TASKS})
             run = cascade(assistant, rows, gold_inputs=False)
             return assistant, {t: [r.raw for r in run[t].cascaded]
                                for t in TASKS}

@@ -105,15 +105,16 @@ def run_arm(arm: str, work: Path, turns: int) -> dict:
     if arm == "single":
         nlu = load_predictor(ModelSpec(str(work / "nlu")), "nlu")
         # NLU's adapter answers all stages: one model object, a predictor of each task on it
-        assistant = Assistant(nlu, *(LocalPredictor(nlu.model, nlu.tokenizer, nlu.family, get_task(t),
-                                                    nlu.budget) for t in TASKS[1:]))
+        assistant = Assistant({"nlu": nlu, **{t: LocalPredictor(nlu.model, nlu.tokenizer, nlu.family,
+                                                                get_task(t), nlu.budget)
+                                              for t in TASKS[1:]}})
     elif arm == "separate":
-        assistant = Assistant(*(load_predictor(ModelSpec(str(work / t)), t, SharedModels())
-                                for t in TASKS))
+        assistant = Assistant({t: load_predictor(ModelSpec(str(work / t)), t, SharedModels())
+                               for t in TASKS})
     elif arm == "shared":
-        assistant = Assistant.load(*(ModelSpec(str(work / t)) for t in TASKS))
+        assistant = Assistant.load({t: ModelSpec(str(work / t)) for t in TASKS})
     else:
-        assistant = Assistant.load(*(ModelSpec(str(work / "multitask")) for _ in TASKS))
+        assistant = Assistant.load({t: ModelSpec(str(work / "multitask")) for t in TASKS})
     load_s = time.perf_counter() - start
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     lines = [r["patient_text"] for r in load_split(work / "meditod", "nlu", "train")]

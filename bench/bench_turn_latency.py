@@ -55,7 +55,7 @@ def quantise_int8(assistant: Assistant) -> int:
 
 def run_arm(runs: Path, scripts: list[dict], int8: bool) -> dict:
     pipeline = PipelineArguments(**{task: str(runs / task) for task in TASKS})
-    assistant = Assistant.load(*pipeline.specs(constrained=True))
+    assistant = Assistant.load(pipeline.specs(constrained=True))
     layers = quantise_int8(assistant) if int8 else 0
     assistant.respond(assistant.new_conversation(), "hello")  # warm-up: grammars, first calls
     turns, stages, tokens, outputs = [], {t: 0.0 for t in TASKS}, {t: 0 for t in TASKS}, []

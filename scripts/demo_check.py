@@ -99,7 +99,7 @@ def check(demo: Path, smoke: bool = False) -> list[str]:
           f"{results['denial_accuracy']:.3f})")
     failures = [] if smoke else score_failures(results)
     pipeline = PipelineArguments(**{task: str(path) for task, path in folders.items()})
-    assistant = Assistant.load(*pipeline.specs(constrained=True))
+    assistant = Assistant.load(pipeline.specs(constrained=True))
     conversation = assistant.new_conversation()
     print(f"doctor:  {conversation.opening}")
     for line in PATIENT_LINES[:1] if smoke else PATIENT_LINES:

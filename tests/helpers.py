@@ -289,7 +289,8 @@ class ScriptedPredictor:
 
 def scripted_assistant(answer, **kwargs) -> tuple[Assistant, Scripted]:
     script = Scripted(answer)
-    return Assistant(*(ScriptedPredictor(script, task) for task in TASK_NAMES), **kwargs), script
+    return Assistant({task: ScriptedPredictor(script, task) for task in TASK_NAMES},
+                     **kwargs), script
 
 
 def echo_assistant() -> Assistant:

@@ -42,9 +42,9 @@ def raws(predictor, rows: list[dict]) -> list[str]:
 @pytest.mark.slow
 def test_three_adapters_of_one_base_load_it_once_and_predict_as_if_loaded_apart(
         lora_runs, tiny_models, embedded_build):
-    specs = [ModelSpec(str(lora_runs / t), decode=DecodeOptions(max_new_tokens=12))
-             for t in TASKS]
-    assistant = Assistant.load(*specs)
+    specs = {t: ModelSpec(str(lora_runs / t), decode=DecodeOptions(max_new_tokens=12))
+             for t in TASKS}
+    assistant = Assistant.load(specs)
     models = {id(assistant.predictors[t].model) for t in TASKS}
     assert len(models) == 1, "one base model object serves the three stages"
     assert len({id(assistant.predictors[t]._lock) for t in TASKS}) == 1, "and one lock"
@@ -115,7 +115,7 @@ def test_a_multitask_run_learns_the_three_tasks_and_serves_every_stage(multitask
     assert scores["nlu"]["f1"] > 0.9 and scores["pol"]["f1"] > 0.9, scores
     assert scores["nlg"]["bleu4"] > 50, scores["nlg"]["bleu4"]
 
-    assistant = Assistant.load(*(ModelSpec(str(multitask_run)) for _ in TASKS))
+    assistant = Assistant.load({t: ModelSpec(str(multitask_run)) for t in TASKS})
     assert len({id(assistant.predictors[t].model) for t in TASKS}) == 1
     assert assistant.loading[1:] == ("pol: the same model as nlu (one folder, loaded once)",
                                      "nlg: the same model as nlu (one folder, loaded once)")
@@ -139,7 +139,7 @@ def test_the_served_layout_one_endpoint_three_model_names(tmp_path):
     with ChatServer(models=["meditod-nlu", "meditod-pol", "meditod-nlg"]) as server:
         pipeline = PipelineArguments(*(str(tmp_path / t) for t in TASKS), endpoint=server.url,
                                      served_models="meditod-nlu,meditod-pol,meditod-nlg")
-        assistant = Assistant.load(*pipeline.specs())
+        assistant = Assistant.load(pipeline.specs())
         turn = assistant.respond(assistant.new_conversation(), "I have had a cough for a week.")
     assert [body["model"] for body in server.received] == ["meditod-nlu", "meditod-pol",
                                                           "meditod-nlg"]

@@ -41,14 +41,14 @@ def test_models_come_from_the_environment_then_the_settings_file_then_the_tiny_r
         {"pol": {"source": "models/pol"}, "nlg": {"source": "org/nlg", "revision": "v2"}}))
     settings = webapp.settings({"MEDITOD_NLU": "org/nlu", "MEDITOD_NLU_REVISION": "abc",
                                 "MEDITOD_NLG_FAMILY": "flan-t5"}, tmp_path)
-    nlu, pol, nlg = settings.specs
+    nlu, pol, nlg = settings.specs.values()
     assert (nlu.source, nlu.revision) == ("org/nlu", "abc")
     assert pol.source == str(tmp_path / "models" / "pol")
     assert (nlg.source, nlg.revision, nlg.family) == ("org/nlg", "v2", "flan-t5")
     assert settings.save_dir is None
     (tmp_path / webapp.SETTINGS_FILE).unlink()
     defaults = webapp.settings({webapp.SAVE_DIR_ENV: str(tmp_path / "kept")}, tmp_path)
-    assert [s.source for s in defaults.specs] == [str(tmp_path / "runs" / "tiny-llama" / t)
+    assert [s.source for s in defaults.specs.values()] == [str(tmp_path / "runs" / "tiny-llama" / t)
                                                   for t in ("nlu", "pol", "nlg")]
     assert defaults.save_dir == tmp_path / "kept"
     with pytest.raises(UsageError, match="make tiny-runs"):

@@ -213,13 +213,14 @@ def test_the_assistant_says_what_each_module_was_trained_on(tmp_path, embedded_b
     from meditod_hub.data import proof
     from meditod_hub.models.predictor import ModelSpec
 
-    runs = [write_run(tmp_path / t, task=t, **proof.record(embedded_build))
-            for t in ("nlu", "pol", "nlg")]
-    assert trained_on([ModelSpec(str(r)) for r in runs]) == (
+    runs = {t: write_run(tmp_path / t, task=t, **proof.record(embedded_build))
+            for t in ("nlu", "pol", "nlg")}
+    assert trained_on({t: ModelSpec(str(r)) for t, r in runs.items()}) == (
         "NLU, POL and NLG trained on the kit's embedded synthetic sample (10 dialogues, 136 "
         "utterances, invented; not MediTOD)")
-    mixed = trained_on([ModelSpec(str(runs[0])), ModelSpec("org/pol-model"),
-                        ModelSpec("x", endpoint="http://127.0.0.1:1/v1", served_model="nlg")])
+    mixed = trained_on({"nlu": ModelSpec(str(runs["nlu"])), "pol": ModelSpec("org/pol-model"),
+                        "nlg": ModelSpec("x", endpoint="http://127.0.0.1:1/v1",
+                                         served_model="nlg")})
     assert mixed.startswith("NLU trained on the kit's embedded synthetic sample") and mixed.endswith(
         "; POL trained on what the card of org/pol-model says; NLG trained on what its server's "
         "model 'nlg' was trained on")

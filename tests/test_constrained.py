@@ -443,16 +443,17 @@ def test_the_assistants_grammar_allows_the_values_its_runs_were_trained_on(tmp_p
     trained = training_vocabulary(str(embedded_build))
     assert "coughing" in trained
     folders = [str(runs[t]) for t in ("nlu", "pol", "nlg")]
-    nlu, pol, nlg = PipelineArguments(*folders).specs()
+    nlu, pol, nlg = PipelineArguments(*folders).specs().values()
     assert (nlu.decode.vocabulary, pol.decode.vocabulary, nlg.decode.vocabulary) == (trained, None, None)
-    assert all(s.decode.vocabulary is None for s in PipelineArguments(*folders, vocabulary="none").specs())
-    assert all(s.decode.vocabulary is None for s in PipelineArguments(*folders).specs(constrained=False))
+    for specs in (PipelineArguments(*folders, vocabulary="none").specs(),
+                  PipelineArguments(*folders).specs(constrained=False)):
+        assert all(s.decode.vocabulary is None for s in specs.values())
     listed = tmp_path / "vocabulary.txt"
     listed.write_text("coughing\nfever\n")
-    assert PipelineArguments(*folders, vocabulary=str(listed)).specs()[1].decode.vocabulary == {
+    assert PipelineArguments(*folders, vocabulary=str(listed)).specs()["pol"].decode.vocabulary == {
         "coughing", "fever"}
     app = settings({f"MEDITOD_{t.upper()}": str(runs[t]) for t in runs}, tmp_path).specs
-    assert [s.decode.vocabulary for s in app] == [trained, None, None], "the app loads as chat does"
+    assert [s.decode.vocabulary for s in app.values()] == [trained, None, None], "the app loads as chat does"
 
 
 @pytest.mark.slow
@@ -463,8 +464,8 @@ def test_the_assistant_acts_on_every_realistic_patient_line(tiny_runs):
     from meditod_hub.models.cascade import PipelineArguments
 
     specs = PipelineArguments(*(str(tiny_runs / task) for task in ("nlu", "pol", "nlg"))).specs()
-    assert all(spec.decode.constrained for spec in specs), "the assistant constrains by default"
-    assistant = Assistant.load(*specs)
+    assert all(spec.decode.constrained for spec in specs.values()), "the assistant constrains by default"
+    assistant = Assistant.load(specs)
     conversation = assistant.new_conversation()
     for line in ("I've had a cough for ten days.", "No fever.", "I have a cough.",
                  "It gets worse at night and I bring up yellow phlegm.",

@@ -273,7 +273,7 @@ def test_the_app_at_a_server_that_never_answers_ends_the_turn_at_its_timeout(tmp
 
     flags = served_runs(tmp_path / "runs")
     environ = {f"MEDITOD_{t.upper()}": flags[i * 2 + 1] for i, t in enumerate(("nlu", "pol", "nlg"))}
-    assert webapp.settings({**environ, "MEDITOD_TIMEOUT": "2"}, tmp_path).specs[0] \
+    assert webapp.settings({**environ, "MEDITOD_TIMEOUT": "2"}, tmp_path).specs["nlu"] \
         .endpoint_options["timeout"] == 2
     with silent_endpoint() as url:
         settings = webapp.settings({**environ, "MEDITOD_ENDPOINT": f"{url}/v1",
@@ -283,7 +283,7 @@ def test_the_app_at_a_server_that_never_answers_ends_the_turn_at_its_timeout(tmp
 
         def turn():
             try:
-                assistant = webapp.Assistant.load(*settings.specs)
+                assistant = webapp.Assistant.load(settings.specs)
                 outcome["status"] = webapp.respond(assistant, None, "I cough.",
                                                    webapp.opening_history(), None, False)[-1]
             except Exception as exc:  # noqa: BLE001 - a one-line failure is what is expected

@@ -62,9 +62,9 @@ def test_the_assistant_and_eval_cascade_give_the_same_rows_and_records(embedded_
         conversation = assistant.new_conversation(dialogue_id, opening=utterances[0]["text"])
         for patient, doctor in zip(utterances[1::2], utterances[2::2]):
             turn = assistant.respond(conversation, patient["text"])
-            for task, stage in (("nlu", turn.nlu), ("pol", turn.pol), ("nlg", turn.nlg)):
-                row_id = f"{dialogue_id}-{(patient if task == 'nlu' else doctor)['uttr_id']}"
-                answered[task][row_id] = (stage.raw, stage.value, stage.parse_ok)
+            for task, stage in turn.stages():
+                row_id = f"{dialogue_id}-{(patient if task.speaker == 'patient' else doctor)['uttr_id']}"
+                answered[task.name][row_id] = (stage.raw, stage.value, stage.parse_ok)
 
     assert sorted(t for t, _ in seen.seen) == sorted(t for t, _ in split_seen.seen)
     for task in TASK_NAMES:

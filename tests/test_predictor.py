@@ -95,7 +95,7 @@ def test_one_run_predicts_the_same_through_every_command(tiny_runs, embedded_bui
     for task in ("pol", "nlg"):
         assert records(cascade / "predictions" / f"{task}.gold_input.jsonl") == predicted[task]
 
-    assistant = Assistant.load(*(ModelSpec(runs[task]) for task in TASKS))
+    assistant = Assistant.load({task: ModelSpec(runs[task]) for task in TASKS})
     for task in TASKS:
         assert as_dicts(assistant.run_stage(task, rows[task])[0]) == predicted[task]
 

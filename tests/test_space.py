@@ -65,9 +65,9 @@ def test_upload_is_private_and_runs_from_its_own_files(hub_server, tiny_runs, tm
         (deployed / path).parent.mkdir(parents=True, exist_ok=True)
         (deployed / path).write_bytes(content)
     settings = webapp.settings({}, deployed)
-    assert [s.source for s in settings.specs] == [str(deployed / "models" / t)
+    assert [s.source for s in settings.specs.values()] == [str(deployed / "models" / t)
                                                   for t in ("nlu", "pol", "nlg")]
-    assistant = Assistant.load(*settings.specs)
+    assistant = Assistant.load(settings.specs)
     assert assistant.respond(assistant.new_conversation(), "I have a cough.").reply
 
     with hub_server.lock:  # something the owner added by hand stays

@@ -2,8 +2,8 @@
 
     from meditod_hub.apps.assistant import Assistant
     from meditod_hub.models.predictor import ModelSpec
-    assistant = Assistant.load(ModelSpec("runs/tiny-llama/nlu"), ModelSpec("runs/tiny-llama/pol"),
-                               ModelSpec("runs/tiny-llama/nlg"))
+    assistant = Assistant.load({task: ModelSpec(f"runs/tiny-llama/{task}")
+                                for task in ("nlu", "pol", "nlg")})
     conversation = assistant.new_conversation()
     turn = assistant.respond(conversation, "I have had a cough for a week.")
     print(turn.reply, turn.state, turn.actions, turn.nlu.parse_ok)
@@ -20,7 +20,8 @@ Generation is greedy, so a turn is deterministic.
 Each module is a `predictor.Predictor` (anything with `predict(rows) -> records`, one
 `records.Prediction` per row): `Assistant.load` reaches a run folder, a model folder, a Hub id
 at a revision or a served endpoint through `predictor.load_predictor`, as every command does.
-A turn is `models.cascade.cascade` on the turn's rows, the function eval-cascade runs on a split.
+A turn is `models.cascade.cascade` on the turn's rows, the function eval-cascade runs on a split;
+the turn keeps every stage's output by its task's name (`turn.nlu`, ...), walking the stages.
 `Assistant.load` shares one base among stages whose runs are LoRA adapters of it and loads a
 multi-task run once (`adapters.SharedModels`; `Assistant.loading` says how). With an endpoint,
 each stage sends its prompts to its own model name there, e.g. three adapters served by one
@@ -29,12 +30,12 @@ vLLM. NLG's reply can stream (`respond(..., stream=callback)`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from meditod_hub.data import proof
-from meditod_hub.data.tasks import LABELLING_TASKS, TASK_NAMES, TASKS, Task
-from meditod_hub.models.cascade import Pipeline, StageRun, cascade
+from meditod_hub.data.tasks import LABELLING_TASKS, TASKS, Task
+from meditod_hub.models.cascade import CascadeRun, Pipeline, cascade, listed
 from meditod_hub.models.predictor import ModelSpec, Predictor
 from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import run_settings
@@ -81,22 +82,30 @@ class Turn:
 
     patient_text: str        # as the models saw it (cut to MAX_PATIENT_CHARS)
     cut_chars: int           # characters cut from the end of the patient's line
-    nlu: StageOutput
     state: dict              # the tracked state after this line (what POL saw)
     state_changed: bool
-    pol: StageOutput
     actions: list            # the actions NLG saw ([] when POL's output was unusable)
-    nlg: StageOutput
     reply: str
     notes: tuple[str, ...]   # what went wrong, in words, without dialogue text
+    outputs: dict[str, StageOutput]  # each stage's answer, by task name in cascade order
+
+    def __getattr__(self, name: str) -> StageOutput:
+        """A stage's output by its task's name (`turn.nlu`), so a registered stage needs no
+        field of its own."""
+        outputs = self.__dict__.get("outputs", {})
+        if name in outputs:
+            return outputs[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """As saved and exported: each stage's output under its task's name."""
+        record = asdict(self)
+        outputs = record.pop("outputs")
+        return {**record, **outputs}
 
     def stages(self) -> tuple[tuple[Task, StageOutput], ...]:
-        """Each stage's task and output, in cascade order: the registry's first three tasks
-        (NLU, POL, NLG) are this turn's `nlu`, `pol` and `nlg`."""
-        return tuple(zip(TASKS.values(), (self.nlu, self.pol, self.nlg)))
+        """Each stage's task and output, in cascade order."""
+        return tuple((TASKS[name], output) for name, output in self.outputs.items())
 
 
 @dataclass
@@ -136,28 +145,29 @@ def _trained_on(spec: ModelSpec) -> str:
     return f"what the card of {spec.source} says"
 
 
-def trained_on(specs: Sequence[ModelSpec]) -> str:
-    """What the three modules were trained on, in one phrase (banners, the opening line): each
-    run's recorded provenance, never a claim the kit cannot check."""
-    said = [_trained_on(spec) for spec in specs]
-    if len(set(said)) == 1:
-        return f"NLU, POL and NLG trained on {said[0]}"
-    return "; ".join(f"{task.upper()} trained on {what}" for task, what in zip(TASK_NAMES, said))
+def trained_on(specs: Mapping[str, ModelSpec]) -> str:
+    """What the stages' models (`specs`, by task name) were trained on, in one phrase (banners,
+    the opening line): each run's recorded provenance, never a claim the kit cannot check."""
+    said = {task: _trained_on(spec) for task, spec in specs.items()}
+    if len(set(said.values())) == 1:
+        return (f"{listed([task.upper() for task in said])} trained on "
+                f"{next(iter(said.values()))}")
+    return "; ".join(f"{task.upper()} trained on {what}" for task, what in said.items())
 
 
 class Assistant(Pipeline):
-    """NLU, POL and NLG predictors run as one system, per turn and across conversations."""
+    """The stages' predictors run as one system, per turn and across conversations."""
 
-    def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
+    def __init__(self, predictors: Mapping[str, Predictor],
                  max_patient_chars: int = MAX_PATIENT_CHARS, loading: Sequence[str] = (),
                  trained_on: str = "data this assistant does not know"):
-        super().__init__(nlu, pol, nlg, loading)
+        super().__init__(predictors, loading)
         self.max_patient_chars = max_patient_chars
         self.trained_on = trained_on   # `trained_on(specs)`: the banner and opening line say it
 
     @classmethod
-    def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs) -> Assistant:
-        return super().load(nlu, pol, nlg, trained_on=trained_on((nlu, pol, nlg)), **kwargs)
+    def load(cls, specs: Mapping[str, ModelSpec], **kwargs) -> Assistant:
+        return super().load(specs, trained_on=trained_on(specs), **kwargs)
 
     def new_conversation(self, dialogue_id: str = "chat",
                          opening: str = OPENING_LINE) -> Conversation:
@@ -192,13 +202,12 @@ class Assistant(Pipeline):
                 for task in TASKS.values()}
         earlier = {i: label for c in conversations for i, label in c.nlu_labels.items()}
         run = cascade(self, rows, gold_inputs=False, earlier=earlier, stream=stream)
-        nlu, pol, nlg = run.stages.values()
-        for conversation, record in zip(conversations, nlu.cascaded):
+        for conversation, record in zip(conversations, run.first.cascaded):
             conversation.nlu_labels[record.id] = record.label
 
         turns = []
         for n, conversation in enumerate(conversations):
-            turn = _turn(texts[n], cut[n], conversation.state, nlu, pol, nlg, n)
+            turn = _turn(texts[n], cut[n], conversation.state, run, n)
             doctor = conversation.utterances[-1]
             doctor.update(text=turn.reply, actions=turn.actions)
             conversation.turns.append(turn)
@@ -210,35 +219,51 @@ def _usable(task: Task, record: Prediction) -> bool:
     return record.parse_ok and not task.label_errors(record.prediction)
 
 
-def _turn(text: str, cut: int, state_before: dict, nlu: StageRun, pol: StageRun, nlg: StageRun,
-          n: int) -> Turn:
-    """The turn of the `n`th conversation from the cascade's three stages."""
-    nlu_record, pol_record, nlg_record = nlu.cascaded[n], pol.cascaded[n], nlg.cascaded[n]
-    pol_row, nlg_row = pol.rows[n], nlg.rows[n]
+def _text(record: Prediction) -> str:
+    return record.prediction.strip() if isinstance(record.prediction, str) else ""
+
+
+def _built(run: CascadeRun, labels: Task, n: int):
+    """What the cascade built from `labels`' predicted labels for the `n`th conversation: the
+    input of the stage after it (the patient's labels: the state; the doctor's: the actions)."""
+    stage = next(s for s in run.stages.values() if s.task.upstream == labels.name)
+    return stage.rows[n][stage.task.input_column]
+
+
+def _lost(run: CascadeRun, task: Task) -> str:
+    """What an unusable structured label costs the turn."""
+    if task is LABELLING_TASKS["patient"]:
+        return "the state is unchanged"  # the patient's labels fold into the state
+    after = next(s.task for s in run.stages.values() if s.task.upstream == task.name)
+    return f"{after.display_name} got no {after.input_column}"
+
+
+def _turn(text: str, cut: int, state_before: dict, run: CascadeRun, n: int) -> Turn:
+    """The turn of the `n`th conversation, walking the cascade's stages: a structured label is
+    used where it is usable; the last stage's text is the reply."""
     notes = []
     if cut:
         notes.append(f"the patient's line was cut to its first {len(text)} characters "
                      f"({cut} more were not read)")
-    nlu_used = _usable(nlu.task, nlu_record)
-    if not nlu_used:
-        notes.append(f"NLU output unusable ({_why(nlu_record, nlu.task)}): the state is "
-                     "unchanged")
-    pol_used = _usable(pol.task, pol_record)
-    if not pol_used:
-        notes.append(f"POL output unusable ({_why(pol_record, pol.task)}): NLG got no "
-                     "actions")
-    reply = nlg_record.prediction.strip() if isinstance(nlg_record.prediction, str) else ""
-    if not nlg_record.parse_ok:
-        notes.append(f"NLG output did not parse ({nlg_record.reason})"
-                     + ("; its text is used as it is" if reply else ""))
-    if not reply:
-        reply = NO_REPLY
-    return Turn(
-        patient_text=text, cut_chars=cut,
-        nlu=_stage(nlu_record, nlu_used, nlu.seconds), state=pol_row["state"],
-        state_changed=pol_row["state"] != state_before,
-        pol=_stage(pol_record, pol_used, pol.seconds), actions=nlg_row["actions"],
-        nlg=_stage(nlg_record, reply != NO_REPLY, nlg.seconds), reply=reply, notes=tuple(notes))
+    outputs = {}
+    for stage in run.stages.values():
+        task, record = stage.task, stage.cascaded[n]
+        if task.structured:
+            used = _usable(task, record)
+            if not used:
+                notes.append(f"{task.display_name} output unusable ({_why(record, task)}): "
+                             f"{_lost(run, task)}")
+        else:
+            used = bool(_text(record))
+            if not record.parse_ok:
+                notes.append(f"{task.display_name} output did not parse ({record.reason})"
+                             + ("; its text is used as it is" if used else ""))
+        outputs[task.name] = _stage(record, used, stage.seconds)
+    state = _built(run, LABELLING_TASKS["patient"], n)
+    return Turn(patient_text=text, cut_chars=cut, state=state, state_changed=state != state_before,
+                actions=_built(run, LABELLING_TASKS["doctor"], n),
+                reply=_text(list(run.stages.values())[-1].cascaded[n]) or NO_REPLY,
+                notes=tuple(notes), outputs=outputs)
 
 
 def _why(record: Prediction, task: Task) -> str:

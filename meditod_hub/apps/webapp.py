@@ -39,10 +39,9 @@ from pathlib import Path
 
 from meditod_hub.apps.assistant import OPENING_LINE, Assistant, Conversation, not_a_patient_line
 from meditod_hub.apps.state_view import STATE_CSS, actions_line, state_html, state_lines
-from meditod_hub.data.tasks import TASK_NAMES, TASKS
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.files import atomic_write, output_folder, output_path
-from meditod_hub.models.cascade import run_vocabulary
+from meditod_hub.models.cascade import run_vocabulary, stages
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec
 
 SETTINGS_FILE = "meditod_app.json"
@@ -70,7 +69,7 @@ class AppArguments:
 
 @dataclass(frozen=True)
 class AppSettings:
-    specs: tuple[ModelSpec, ModelSpec, ModelSpec]
+    specs: dict[str, ModelSpec]   # each stage's model, by task name in cascade order
     save_dir: Path | None
 
 
@@ -85,13 +84,14 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
         except json.JSONDecodeError as exc:
             raise UsageError(f"{base / SETTINGS_FILE}: invalid JSON ({exc.msg}); fix or delete "
                              "it") from None
-    specs = []
+    specs = {}
     endpoint = environ.get("MEDITOD_ENDPOINT") or stored.get("endpoint")
     timeout = _timeout(environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S))
     # a turn waits at most `timeout` for a server (the endpoint's own default, an hour, left a
     # browser waiting on a server that never answers); no patient's words are cached to disk
     served = {"timeout": timeout, "cache": None} if endpoint else {"timeout": timeout}
-    for task in TASK_NAMES:
+    for stage in stages():
+        task = stage.name
         entry = stored.get(task, {})
         env = {key: environ.get(f"MEDITOD_{task.upper()}{suffix}")
                for key, suffix in (("source", ""), ("revision", "_REVISION"),
@@ -103,18 +103,18 @@ def settings(environ: dict | None = None, base: Path | None = None) -> AppSettin
         if not (env["source"] or stored_source) and not Path(source).is_dir():
             raise UsageError(f"no {task.upper()} model: set MEDITOD_{task.upper()} (a run folder "
                              "or Hub id), or run `make tiny-runs` for the tiny offline models")
-        specs.append(ModelSpec(source, env["family"] or entry.get("family"),
-                               env["revision"] or entry.get("revision"), endpoint=endpoint,
-                               served_model=env["served_model"] or entry.get("served_model")
-                               or (task if endpoint else None),
-                               # as `meditod chat`: a served grammar needs the server's kind,
-                               # and the run's training values are the vocabulary
-                               decode=DecodeOptions(constrained=not endpoint, vocabulary=None
-                                                    if endpoint or not TASKS[task].structured
-                                                    else run_vocabulary(source)),
-                               endpoint_options=served))
+        specs[task] = ModelSpec(source, env["family"] or entry.get("family"),
+                                env["revision"] or entry.get("revision"), endpoint=endpoint,
+                                served_model=env["served_model"] or entry.get("served_model")
+                                or (task if endpoint else None),
+                                # as `meditod chat`: a served grammar needs the server's kind,
+                                # and the run's training values are the vocabulary
+                                decode=DecodeOptions(constrained=not endpoint, vocabulary=None
+                                                     if endpoint or not stage.structured
+                                                     else run_vocabulary(source)),
+                                endpoint_options=served)
     save = environ.get(SAVE_DIR_ENV)  # checked now, not at the first ticked save
-    return AppSettings(tuple(specs), output_folder(save, (), purpose="chat", what=SAVE_DIR_ENV)
+    return AppSettings(specs, output_folder(save, (), purpose="chat", what=SAVE_DIR_ENV)
                        if save else None)
 
 

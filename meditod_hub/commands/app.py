@@ -25,7 +25,7 @@ def main(argv: list[str], base: Path | None = None) -> int:
     app_settings = webapp.settings(base=base)
     quiet.progress_bars_off()
     print("loading the NLU, POL and NLG models ...", file=sys.stderr)
-    assistant = Assistant.load(*app_settings.specs)
+    assistant = Assistant.load(app_settings.specs)
     for note in assistant.loading:  # which stages share a base, and why others do not
         print(f"  {note}", file=sys.stderr)
     demo = webapp.build(assistant, app_settings.save_dir)

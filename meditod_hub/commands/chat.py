@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
                                 chat.__doc__.split("\n\n")[0])
     quiet.progress_bars_off()
     print("loading the NLU, POL and NLG models ...", file=sys.stderr)
-    assistant = Assistant.load(*pipeline.specs(), max_patient_chars=args.max_patient_chars)
+    assistant = Assistant.load(pipeline.specs(), max_patient_chars=args.max_patient_chars)
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="surrogateescape")  # a bad line is skipped, not fatal
     for note in assistant.loading:  # which stages share a base, and why others do not

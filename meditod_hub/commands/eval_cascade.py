@@ -8,7 +8,7 @@ import sys
 from meditod_hub import quiet
 from meditod_hub.arguments import parse_args
 from meditod_hub.data.metrics.nlg import bertscore_setting
-from meditod_hub.data.tasks import CASCADED_TASK_NAMES, TASK_NAMES
+from meditod_hub.data.tasks import CASCADED_TASK_NAMES
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation import eval_cascade
 from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments
@@ -21,8 +21,7 @@ def main(argv: list[str]) -> int:
                                 "meditod eval-cascade", eval_cascade.__doc__.split("\n\n")[0])
     quiet.progress_bars_off()
     args.data, notes = choose_data(args.data, {f"the {task.upper()} run": trained_data(source)
-                                               for task, source in zip(TASK_NAMES, (
-                                                   pipeline.nlu, pipeline.pol, pipeline.nlg))})
+                                               for task, source in pipeline.sources().items()})
     for note in notes:
         print(note, file=sys.stderr)
     if args.bertscore_model:

@@ -9,7 +9,6 @@ import sys
 from meditod_hub import quiet
 from meditod_hub.apps.assistant import Assistant
 from meditod_hub.arguments import parse_args
-from meditod_hub.data.tasks import TASK_NAMES
 from meditod_hub.errors import run_main
 from meditod_hub.evaluation import conversations
 from meditod_hub.evaluation.conversations import EvalConversationsArguments
@@ -21,11 +20,11 @@ def main(argv: list[str]) -> int:
                                 "meditod eval-conversations",
                                 conversations.__doc__.split("\n\n")[0])
     quiet.progress_bars_off()
-    models = {task: getattr(pipeline, task) for task in TASK_NAMES}
+    models = pipeline.sources()
     scripts = conversations.selected_scripts(args.script)  # both fail before any model loads
     out = conversations.results_folder(args, models)
     print("loading the NLU, POL and NLG models ...", file=sys.stderr)
-    assistant = Assistant.load(*pipeline.specs())  # the assistant's default: under the grammar
+    assistant = Assistant.load(pipeline.specs())  # the assistant's default: under the grammar
     results = conversations.evaluate_conversations(assistant, scripts, out, models)
     print(f"the assistant ({results['trained_on']}) on {results['evaluated_on']}:")
     print(conversations.table(results))

@@ -40,7 +40,7 @@ from importlib import resources
 from pathlib import Path
 
 from meditod_hub.data.state import DialogueState
-from meditod_hub.data.tasks import LABELLING_TASKS
+from meditod_hub.data.tasks import LABELLED_TASKS, LABELLING_TASKS
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.moments import canonical_state, same_state
 from meditod_hub.evaluation.policy_accuracy import action_units, is_acceptable, repeated_units
@@ -109,7 +109,8 @@ def run_scripts(assistant, scripts: Sequence[dict]) -> list[dict]:
             outcomes[i]["turns"].append({
                 "patient": script_turn["patient"], "doctor_asked": script_turn["doctor"],
                 "reply": turn.reply, "state": turn.state, "gold_state": golds[i][n],
-                "actions": turn.actions, "nlu_used": turn.nlu.used, "pol_used": turn.pol.used,
+                "actions": turn.actions, **{f"{task.name}_used": output.used
+                                            for task, output in turn.stages() if task.structured},
                 "notes": list(turn.notes), **verdict})
     return outcomes
 
@@ -128,8 +129,8 @@ def score(outcomes: Sequence[dict]) -> dict:
     results["repeat_rate"] = _ratio(sum(bool(t["repeats"]) for t in turns), len(turns))
     results["turns_right"] = sum(t["right"] for t in turns)
     results["scripts_right"] = sum(all(t["right"] for t in o["turns"]) for o in outcomes)
-    results["nlu_unusable"] = sum(not t["nlu_used"] for t in turns)
-    results["pol_unusable"] = sum(not t["pol_used"] for t in turns)
+    for task in LABELLED_TASKS:  # the stages whose labels the assistant folds or passes on
+        results[f"{task.name}_unusable"] = sum(not t[f"{task.name}_used"] for t in turns)
     results["by_script"] = {
         o["id"]: {"turns": len(o["turns"]),
                   "turns_right": sum(t["right"] for t in o["turns"]),
@@ -237,6 +238,7 @@ def table(results: dict) -> str:
         f"state exact        {results['state_exact_rate']:.3f}",
         f"acceptable action  {results['acceptable_rate']:.3f}",
         f"repeat rate        {results['repeat_rate']:.3f}",
-        f"unusable outputs   NLU {results['nlu_unusable']}, POL {results['pol_unusable']}",
+        "unusable outputs   " + ", ".join(f"{task.display_name} {results[f'{task.name}_unusable']}"
+                                          for task in LABELLED_TASKS),
         "by script          " + ", ".join(f"{k} {v['turns_right']}/{v['turns']}"
                                           for k, v in results["by_script"].items())])

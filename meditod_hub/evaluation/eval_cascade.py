@@ -27,7 +27,7 @@ from pathlib import Path
 
 from meditod_hub.data import proof, provenance
 from meditod_hub.data.dataset import load_split as load
-from meditod_hub.data.metrics import MalformedLabel, make_judge, pol_tuples
+from meditod_hub.data.metrics import MalformedLabel, make_judge
 from meditod_hub.data.tasks import CASCADED_TASK_NAMES, CASCADED_TASKS, TASK_NAMES, Task
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.report import bar_chart
@@ -43,10 +43,9 @@ from meditod_hub.models.runs import (
 
 PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
 OUT_FILES = ("results.json", "results.md", "results.png")
-# The stages this report names: the first (its rows are the patient lines replayed) and the two
-# the drop is attributed over, POL (reads the state) then NLG (reads the actions).
+# The first stage: its rows are the patient lines replayed; the drop is attributed over the
+# stages after it (CASCADED_TASKS), each by the input the cascade built for it.
 FIRST = TASK_NAMES[0]
-POL, NLG = CASCADED_TASK_NAMES
 COLUMNS = ("gold_input", "cascaded")
 COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
 
@@ -75,10 +74,12 @@ class EvalCascadeArguments:
 
 
 def default_out(args: PipelineArguments, split: str) -> Path:
-    """runs/cascade/<the NLU model's name>/<split>: run folders runs/<model>/<task> give <model>."""
-    source = Path(args.nlu)
+    """runs/cascade/<the first stage's model name>/<split>: run folders runs/<model>/<task> give
+    <model>."""
+    first = args.sources()[FIRST]
+    source = Path(first)
     name = source.parent.name if source.is_dir() and source.parent.name else \
-        args.nlu.replace("/", "--")
+        first.replace("/", "--")
     return Path("runs") / "cascade" / name / split
 
 
@@ -102,33 +103,40 @@ def score(task: Task, gold_rows: list[dict], records: list[Prediction], args: Ev
                                 bertscore_layer=args.bertscore_layer)
 
 
-def actions_wrong(gold: list, predicted) -> bool:
-    """A POL row is wrong unless its action tuples equal the gold ones (exact match)."""
+def label_wrong(task: Task, gold: list, predicted) -> bool:
+    """A structured row is wrong unless its label's tuples equal the gold ones (exact match)."""
     try:
-        return predicted is None or pol_tuples(predicted).all != pol_tuples(gold).all
+        return predicted is None or task.tuples(predicted).all != task.tuples(gold).all
     except MalformedLabel:
         return True
 
 
 # --- attribution ---------------------------------------------------------------------------
+def _differ(column: str) -> str:
+    """The input's verb, as its name reads: the state differs, the actions differ."""
+    return "differ" if column.endswith("s") else "differs"
+
+
 def attribution(rows: dict[str, list[dict]], run: CascadeRun) -> dict:
-    """How much of the drop the upstream modules explain, as counts over the POL/NLG rows."""
-    gold_pol = rows[POL]
-    state_differs = [c["state"] != g["state"] for g, c in zip(gold_pol, run[POL].rows)]
-    wrong = {column: [actions_wrong(g["actions"], r.label)
-                      for g, r in zip(gold_pol, getattr(run[POL], column))] for column in COLUMNS}
-    cascaded_wrong = wrong["cascaded"]
-    actions_differ = [c["actions"] != g["actions"] for g, c in zip(rows[NLG], run[NLG].rows)]
-    return {
-        "pol_rows": len(gold_pol),
-        "pol_rows_state_differs": sum(state_differs),
-        "pol_errors_gold_input": sum(wrong["gold_input"]),
-        "pol_errors_cascaded": sum(cascaded_wrong),
-        "pol_errors_cascaded_state_differs": sum(w and d for w, d in zip(cascaded_wrong,
-                                                                          state_differs)),
-        "nlg_rows": len(rows[NLG]),
-        "nlg_rows_actions_differ": sum(actions_differ),
-    }
+    """How much of the drop the upstream stages explain, as counts over each cascaded stage's
+    rows: those whose built input differs from the gold one and, for a structured label, the
+    wrong rows on either input and the cascaded ones among the differing rows."""
+    counts = {}
+    for task in CASCADED_TASKS:
+        gold, column = rows[task.name], task.input_column
+        differs = [c[column] != g[column] for g, c in zip(gold, run[task].rows)]
+        key = f"{task.name}_rows_{column}_{_differ(column)}"
+        counts.update({f"{task.name}_rows": len(gold), key: sum(differs)})
+        if not task.structured:
+            continue
+        wrong = {c: [label_wrong(task, g[task.target_column], r.label)
+                     for g, r in zip(gold, getattr(run[task], c))] for c in COLUMNS}
+        counts.update({
+            f"{task.name}_errors_gold_input": sum(wrong["gold_input"]),
+            f"{task.name}_errors_cascaded": sum(wrong["cascaded"]),
+            f"{task.name}_errors_cascaded_{column}_{_differ(column)}": sum(
+                w and d for w, d in zip(wrong["cascaded"], differs))})
+    return counts
 
 
 def _share(part: int, whole: int) -> str:
@@ -136,16 +144,26 @@ def _share(part: int, whole: int) -> str:
 
 
 def attribution_lines(counts: dict) -> list[str]:
-    c = counts
-    return [
-        f"POL: {_share(c['pol_errors_cascaded_state_differs'], c['pol_errors_cascaded'])} of the "
-        f"cascaded POL errors are on rows whose predicted state differs from the gold one "
-        f"(the state differs on {_share(c['pol_rows_state_differs'], c['pol_rows'])} rows; "
-        f"rows with wrong actions: {c['pol_errors_gold_input']} on gold input, "
-        f"{c['pol_errors_cascaded']} cascaded; exact match of action tuples).",
-        f"NLG: {_share(c['nlg_rows_actions_differ'], c['nlg_rows'])} rows get predicted actions "
-        "that differ from the gold ones.",
-    ]
+    """One line per cascaded stage, from `attribution`'s counts."""
+    lines = []
+    for task in CASCADED_TASKS:
+        name, shown, column = task.name, task.display_name, task.input_column
+        verb = _differ(column)
+        gold = "the gold ones" if verb == "differ" else "the gold one"
+        rows, differ = counts[f"{name}_rows"], counts[f"{name}_rows_{column}_{verb}"]
+        if not task.structured:
+            lines.append(f"{shown}: {_share(differ, rows)} rows get predicted {column} that "
+                         f"{verb} from {gold}.")
+            continue
+        errors = counts[f"{name}_errors_cascaded"]
+        lines.append(
+            f"{shown}: {_share(counts[f'{name}_errors_cascaded_{column}_{verb}'], errors)} of the "
+            f"cascaded {shown} errors are on rows whose predicted {column} {verb} from {gold} "
+            f"(the {column} {verb} on "
+            f"{_share(differ, rows)} rows; rows with wrong {task.target_column}: "
+            f"{counts[f'{name}_errors_gold_input']} on gold input, {errors} cascaded; exact "
+            f"match of {task.item_head} tuples).")
+    return lines
 
 
 # --- reports -------------------------------------------------------------------------------
@@ -259,7 +277,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     out = Path(args.out) if args.out else default_out(pipeline, args.split)
     output_folder(out, OUT_FILES + tuple(f"predictions/{name}" for name in
                                          stage_prediction_files()),
-                  purpose=PURPOSE, input_folders=[args.data, pipeline.nlu, pipeline.pol, pipeline.nlg])
+                  purpose=PURPOSE, input_folders=[args.data, *pipeline.sources().values()])
 
     judge = make_judge(args.judge, model=args.judge_model)
     rows = select_dialogues(load_split(args.data, args.split), args.limit)
@@ -267,7 +285,7 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
         raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
     start = time.perf_counter()
     specs = pipeline.specs(constrained=False)  # the paper's setting unless --constrained
-    models = models or Pipeline.load(*specs)
+    models = models or Pipeline.load(specs)
     loaded = time.perf_counter()
     run = cascade(models, rows)
     results = {
@@ -277,8 +295,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(
                               getattr(models.predictors[task], "folder", None))}
-                   for task, spec in zip(TASK_NAMES, specs)},
-        "constrained": specs[0].decode.constrained,
+                   for task, spec in specs.items()},
+        "constrained": specs[FIRST].decode.constrained,
         run.first.task.name: score(run.first.task, rows[run.first.task.name], run.first.cascaded,
                                    args, judge),
         **{task.name: {column: score(task, rows[task.name], getattr(run[task], column), args, judge)

@@ -7,19 +7,20 @@ function: the assistant (`apps.assistant`) runs `cascade` on one turn of its con
 eval-cascade (`evaluation.eval_cascade`) on a whole split beside gold inputs; tests hold that
 they give the same rows and records for the same runs.
 
-`Pipeline` holds the three predictors, loaded once (`adapters.SharedModels`: one base for the
-stages that are LoRA adapters of it, a multi-task run loaded once); `PipelineArguments` are the
-flags that name them.
+`Pipeline` holds one predictor per stage, by task name in cascade order, loaded once
+(`adapters.SharedModels`: one base for the stages that are LoRA adapters of it, a multi-task run
+loaded once); `PipelineArguments` are the flags that name them, made from the stages (`--<task>`,
+`--<task>_revision`, `--<task>_family` each), so a registered task is a stage without more code.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 
-from meditod_hub.data.tasks import TASK_NAMES, TASKS, Task
+from meditod_hub.data.tasks import TASKS, Task
 from meditod_hub.endpoint import DEFAULT_TIMEOUT_S
 from meditod_hub.errors import MeditodError, UsageError
 from meditod_hub.models.adapters import SharedModels
@@ -34,75 +35,131 @@ from meditod_hub.models.records import Prediction
 from meditod_hub.models.runs import trained_data
 
 
+def stages() -> list[Task]:
+    """The registered tasks in cascade order: the one that reads only the dialogue first, then
+    each task after the task it names as `upstream` (the registry holds them in that order)."""
+    order = [task for task in TASKS.values() if task.upstream is None]
+    if len(order) != 1:
+        raise ValueError(f"a cascade starts at one task without upstream, not {len(order)}")
+    while len(order) < len(TASKS):
+        after = [t for t in TASKS.values() if t.upstream in {s.name for s in order}
+                 and t not in order]
+        if not after:
+            raise ValueError("a task's upstream is outside the cascade")
+        order += after
+    return order
+
+
 def _optional(help_: str):
     return field(default=None, metadata={"help": help_})
 
 
-@dataclass
-class PipelineArguments:
-    """The three models of a pipeline, as command-line flags."""
+def listed(names: Sequence[str]) -> str:
+    """`A, B and C`: how help texts and messages list the stages."""
+    return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
-    nlu: str = field(metadata={"help": "NLU model: run folder, model folder or Hub id"})
-    pol: str = field(metadata={"help": "POL model: run folder, model folder or Hub id"})
-    nlg: str = field(metadata={"help": "NLG model: run folder, model folder or Hub id"})
-    nlu_revision: str | None = _optional("NLU: Hub revision (branch, tag, commit)")
-    pol_revision: str | None = _optional("POL: Hub revision (branch, tag, commit)")
-    nlg_revision: str | None = _optional("NLG: Hub revision (branch, tag, commit)")
-    nlu_family: str | None = _optional("NLU: model family (default: run_info.json)")
-    pol_family: str | None = _optional("POL: model family (default: run_info.json)")
-    nlg_family: str | None = _optional("NLG: model family (default: run_info.json)")
-    batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
-    max_new_tokens: int | None = field(default=None, metadata={"min": 1,
-        "help": "generation budget of every module (default: each run's, run_info.json)"})
-    constrained: bool | None = field(default=None, metadata={
-        "help": "decode under the CMAS grammar (meditod_hub.models.constrained), so NLU and POL always "
-                "parse (default: on for the assistant, off for eval-cascade, as in the paper)"})
-    vocabulary: str = field(default=VOCABULARY_DEFAULT, metadata={
-        "help": "under the grammar, the medical values NLU and POL may say: train (the canonical "
-                "values of the training split each run recorded, when that dataset folder is "
-                "here; else free), none (free text) or a vocabulary file"})
-    endpoint: str | None = _optional(
-        "OpenAI-compatible base URL serving the three models under three names (vLLM "
-        "--enable-lora --lora-modules nlu=... pol=... nlg=...); --nlu/--pol/--nlg still name "
-        "the runs (family, budgets)")
-    served_models: str = field(default="nlu,pol,nlg", metadata={
-        "help": "with --endpoint: the NLU, POL and NLG model names there, comma-separated "
-                "(one name three times for a multi-task adapter)"})
-    timeout: float = field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
-        "help": "--endpoint: seconds for each stage's requests (one turn in chat), retries "
-                "included (as predict's --timeout)"})
 
-    def specs(self, constrained: bool = True) -> tuple[ModelSpec, ModelSpec, ModelSpec]:
-        """The three specs; `constrained` is the command's default when the flag is not given
-        (its medical values: `--vocabulary`)."""
-        names = self.served_models.split(",")
-        if len(names) != len(TASK_NAMES) or not all(name.strip() for name in names):
-            raise UsageError(f"--served_models {self.served_models!r}: give three names "
-                             "(NLU,POL,NLG)")
-        setting = constrained if self.constrained is None else self.constrained
-        if self.endpoint and self.constrained is None:
-            setting = False  # a served grammar needs the server's kind: ask with --constrained
-        given = None if self.vocabulary == VOCABULARY_DEFAULT else \
-            resolve_vocabulary(self.vocabulary, None)  # a file (read once) or none
+def _count(n: int) -> str:
+    """How many stages, in words, as the help and messages say it ("three names")."""
+    return ("one", "two", "three", "four", "five", "six")[n - 1] if 0 < n <= 6 else str(n)
 
-        def vocabulary(task: str) -> Vocabulary | None:
-            if not (setting and TASKS[task].structured):
-                return None
-            return run_vocabulary(getattr(self, task)) if self.vocabulary == VOCABULARY_DEFAULT \
-                else given
 
-        decode = {task: DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
-                                      constrained=setting, vocabulary=vocabulary(task))
-                  for task in TASK_NAMES}
-        # a patient's words are never cached to disk
-        # (--timeout also bounds each request for a Hub model's files)
-        served = {"cache": None, "timeout": self.timeout} if self.endpoint \
-            else {"timeout": self.timeout}
-        return tuple(ModelSpec(getattr(self, task), getattr(self, f"{task}_family"),
-                               getattr(self, f"{task}_revision"), endpoint=self.endpoint,
-                               served_model=name if self.endpoint else None, decode=decode[task],
-                               endpoint_options=served)
-                     for task, name in zip(TASK_NAMES, names))
+def _stage_fields(tasks: Sequence[Task]) -> list[tuple]:
+    """Each stage's `--<task>`, then every `--<task>_revision`, then every `--<task>_family`:
+    the flags (and their order in -h) that name a pipeline's models."""
+    return ([(task.name, str, field(metadata={
+                "help": f"{task.display_name} model: run folder, model folder or Hub id"}))
+             for task in tasks]
+            + [(f"{task.name}_revision", str | None,
+                _optional(f"{task.display_name}: Hub revision (branch, tag, commit)"))
+               for task in tasks]
+            + [(f"{task.name}_family", str | None,
+                _optional(f"{task.display_name}: model family (default: run_info.json)"))
+               for task in tasks])
+
+
+def _pipeline_fields(tasks: Sequence[Task]) -> list[tuple]:
+    """The flags every stage shares, their help naming the stages."""
+    shown = [task.display_name for task in tasks]
+    labelled = listed([task.display_name for task in tasks if task.structured])
+    n = _count(len(tasks))
+    return [
+        ("batch_size", int, field(default=16, metadata={"min": 1, "help": "rows per generate call"})),
+        ("max_new_tokens", int | None, field(default=None, metadata={"min": 1,
+            "help": "generation budget of every module (default: each run's, run_info.json)"})),
+        ("constrained", bool | None, field(default=None, metadata={
+            "help": f"decode under the CMAS grammar (meditod_hub.models.constrained), so "
+                    f"{labelled} always parse (default: on for the assistant, off for "
+                    "eval-cascade, as in the paper)"})),
+        ("vocabulary", str, field(default=VOCABULARY_DEFAULT, metadata={
+            "help": f"under the grammar, the medical values {labelled} may say: train (the "
+                    "canonical values of the training split each run recorded, when that "
+                    "dataset folder is here; else free), none (free text) or a vocabulary "
+                    "file"})),
+        ("endpoint", str | None, _optional(
+            f"OpenAI-compatible base URL serving the {n} models under {n} names (vLLM "
+            "--enable-lora --lora-modules " + " ".join(f"{t.name}=..." for t in tasks)
+            + "); " + "/".join(f"--{t.name}" for t in tasks) + " still name the runs "
+            "(family, budgets)")),
+        ("served_models", str, field(default=",".join(task.name for task in tasks), metadata={
+            "help": f"with --endpoint: the {listed(shown)} model names there, "
+                    f"comma-separated (one name {n} times for a multi-task adapter)"})),
+        ("timeout", float, field(default=DEFAULT_TIMEOUT_S, metadata={"above": 0,
+            "help": "--endpoint: seconds for each stage's requests (one turn in chat), retries "
+                    "included (as predict's --timeout)"})),
+    ]
+
+
+def _sources(self) -> dict[str, str]:
+    """Each stage's model as given (run folder, model folder or Hub id), in cascade order."""
+    return {task.name: getattr(self, task.name) for task in self.STAGES}
+
+
+def _specs(self, constrained: bool = True) -> dict[str, ModelSpec]:
+    """Each stage's spec, by task name in cascade order; `constrained` is the command's default
+    when the flag is not given (its medical values: `--vocabulary`)."""
+    names = self.served_models.split(",")
+    if len(names) != len(self.STAGES) or not all(name.strip() for name in names):
+        raise UsageError(f"--served_models {self.served_models!r}: give "
+                         f"{_count(len(self.STAGES))} names "
+                         f"({','.join(task.display_name for task in self.STAGES)})")
+    setting = constrained if self.constrained is None else self.constrained
+    if self.endpoint and self.constrained is None:
+        setting = False  # a served grammar needs the server's kind: ask with --constrained
+    given = None if self.vocabulary == VOCABULARY_DEFAULT else \
+        resolve_vocabulary(self.vocabulary, None)  # a file (read once) or none
+
+    def vocabulary(task: Task) -> Vocabulary | None:
+        if not (setting and task.structured):
+            return None
+        return run_vocabulary(getattr(self, task.name)) \
+            if self.vocabulary == VOCABULARY_DEFAULT else given
+
+    # a patient's words are never cached to disk
+    # (--timeout also bounds each request for a Hub model's files)
+    served = {"cache": None, "timeout": self.timeout} if self.endpoint \
+        else {"timeout": self.timeout}
+    return {task.name: ModelSpec(
+                getattr(self, task.name), getattr(self, f"{task.name}_family"),
+                getattr(self, f"{task.name}_revision"), endpoint=self.endpoint,
+                served_model=name if self.endpoint else None,
+                decode=DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
+                                     constrained=setting, vocabulary=vocabulary(task)),
+                endpoint_options=served)
+            for task, name in zip(self.STAGES, names)}
+
+
+def pipeline_arguments(tasks: Sequence[Task]) -> type:
+    """The flags of a pipeline over `tasks` (the cascade's stages, in order): a dataclass made
+    from the stages, so a registered task gets its `--<task>` flags like the paper's three."""
+    return make_dataclass(
+        "PipelineArguments", _stage_fields(tasks) + _pipeline_fields(tasks),
+        namespace={"__doc__": "The models of a pipeline, one per stage, as command-line flags.",
+                   "__module__": __name__, "STAGES": tuple(tasks), "sources": _sources,
+                   "specs": _specs})
+
+
+PipelineArguments = pipeline_arguments(stages())
 
 
 def run_vocabulary(model: str) -> Vocabulary | None:
@@ -115,20 +172,22 @@ def run_vocabulary(model: str) -> Vocabulary | None:
 
 
 class Pipeline:
-    """NLU, POL and NLG predictors, run stage by stage (`cascade`)."""
+    """One predictor per stage, by task name in cascade order, run stage by stage (`cascade`)."""
 
-    def __init__(self, nlu: Predictor, pol: Predictor, nlg: Predictor,
-                 loading: Sequence[str] = ()):
-        self.predictors = dict(zip(TASK_NAMES, (nlu, pol, nlg)))
+    def __init__(self, predictors: Mapping[str, Predictor], loading: Sequence[str] = ()):
+        missing = [task.name for task in stages() if task.name not in predictors]
+        if missing:
+            raise ValueError(f"no predictor for the stage(s) {', '.join(missing)}")
+        self.predictors = {task.name: predictors[task.name] for task in stages()}
         self.loading = tuple(loading)  # how the models were loaded (shared base or why not)
 
     @classmethod
-    def load(cls, nlu: ModelSpec, pol: ModelSpec, nlg: ModelSpec, **kwargs):
-        # one SharedModels for the three stages: one base for its adapters, a folder loaded once
+    def load(cls, specs: Mapping[str, ModelSpec], **kwargs):
+        """Each stage's predictor from its spec (`specs`: by task name)."""
+        # one SharedModels for every stage: one base for its adapters, a folder loaded once
         models = SharedModels()
-        predictors = [load_predictor(spec, task, models)
-                      for spec, task in zip((nlu, pol, nlg), TASKS.values())]
-        return cls(*predictors, loading=models.notes, **kwargs)
+        return cls({task.name: load_predictor(specs[task.name], task, models)
+                    for task in stages()}, loading=models.notes, **kwargs)
 
     def run_stage(self, task: str, rows: list[dict],
                   stream: Callable[[str], None] | None = None) -> tuple[list[Prediction], float]:
@@ -189,21 +248,6 @@ def run_both(pipeline: Pipeline, task: Task, gold_rows: Sequence[dict],
     return StageRun(task, list(cascaded_rows), cascaded, seconds, gold_input=gold)
 
 
-def stages() -> list[Task]:
-    """The registered tasks in cascade order: the one that reads only the dialogue first, then
-    each task after the task it names as `upstream` (the registry holds them in that order)."""
-    order = [task for task in TASKS.values() if task.upstream is None]
-    if len(order) != 1:
-        raise ValueError(f"a cascade starts at one task without upstream, not {len(order)}")
-    while len(order) < len(TASKS):
-        after = [t for t in TASKS.values() if t.upstream in {s.name for s in order}
-                 and t not in order]
-        if not after:
-            raise ValueError("a task's upstream is outside the cascade")
-        order += after
-    return order
-
-
 def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs: bool = True,
             earlier: Mapping[str, list | None] | None = None,
             stream: Callable[[str], None] | None = None) -> CascadeRun:
@@ -230,3 +274,4 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
                                           stream if stage is later[-1] else None)
         labels[stage.name] = {r.id: r.label for r in run[stage].cascaded}
     return run
+

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from meditod_hub.data import views
-from meditod_hub.data.metrics import nlu_f1
+from meditod_hub.data.metrics import nlu_f1, nlu_tuples
 from meditod_hub.data.release import PATIENT_LABELS, nlu_label_errors
 from meditod_hub.data.tasks.fewshot import (
     NLU_INTENTS,
@@ -38,6 +38,7 @@ def entry_paths(entry: dict) -> Iterable[tuple[tuple[str, ...], str | None]]:
 TASK = Task(
     name="nlu", speaker="patient", target_column=PATIENT_LABELS, item_head="intent", slots_key="slots",
     release_check=nlu_label_errors, entry_paths=entry_paths, language=nlu_language,
+    tuples=nlu_tuples,
     description="from the dialogue so far and the patient's utterance, predict its intents, "
                 "slots and attributes (CMAS labels)",
     view=views.to_nlu, features=views.NLU_FEATURES,

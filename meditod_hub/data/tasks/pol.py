@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from meditod_hub.data import views
-from meditod_hub.data.metrics import pol_f1, pol_precision_at_k
+from meditod_hub.data.metrics import pol_f1, pol_precision_at_k, pol_tuples
 from meditod_hub.data.release import DOCTOR_LABELS, action_label_errors
 from meditod_hub.data.tasks.fewshot import DOCTOR_SLOT_DEFINITIONS, POL_INTENTS
 from meditod_hub.data.tasks.language import actions_language
@@ -42,6 +42,7 @@ STATE = Input("state", STATE_COLUMN, span_key="dst:", chat_block="[dialog state]
 TASK = Task(
     name="pol", speaker="doctor", target_column=DOCTOR_LABELS, item_head="action",
     release_check=action_label_errors, entry_paths=entry_paths, language=actions_language,
+    tuples=pol_tuples,
     description="from the dialogue so far and the dialogue state, predict the doctor's next "
                 "actions",
     view=views.to_pol, features=views.POL_FEATURES,

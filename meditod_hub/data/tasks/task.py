@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from meditod_hub.data.metrics.tuples import Tuples
 from meditod_hub.data.tasks.language import LabelSchema, Language
 
 
@@ -123,6 +124,9 @@ class Task:
     # What one slot entry of a structured label says, as inter-annotator agreement compares it:
     # (attribute path, value) pairs, names only in the path (`evaluation.agreement`).
     entry_paths: Callable[[dict], Iterable[tuple[tuple[str, ...], str | None]]] | None = None
+    # The tuple sets a structured label's metrics compare (`metrics.tuples`; `.all` is every
+    # tuple): eval-cascade counts a row wrong unless its tuples equal the gold ones.
+    tuples: Callable[[list], Tuples] | None = None
     # The CMAS language of a structured label, its heads and slots (`language`): what constrained
     # decoding writes its grammars from.
     language: Language | None = None
