@@ -50,7 +50,7 @@ def test_three_adapters_of_one_base_load_it_once_and_predict_as_if_loaded_apart(
     assert len({id(assistant.predictors[t]._lock) for t in TASKS}) == 1, "and one lock"
     shared = assistant.predictors["nlu"].model
     assert sorted(shared.peft_config) == sorted(TASKS)
-    apart = {t: load_predictor(spec, t) for t, spec in zip(TASKS, specs)}
+    apart = {t: load_predictor(spec, t) for t, spec in specs.items()}
     base = parameters(apart["nlu"].model, lora=False)
     adapters = sum(parameters(apart[t].model, lora=True) for t in TASKS)
     assert parameters(shared, lora=False) == base and adapters > 0
