@@ -106,9 +106,9 @@ infos: setup
 	"$(MEDITOD)" build --source data/sample --out .cache/infos/meditod
 	cp .cache/infos/meditod/dataset_infos.json dataset_infos.json
 
-## demo: the whole pipeline on the embedded synthetic sample, on CPU (scripts/demo_cpu.sh)
+## demo: the whole pipeline on the embedded synthetic sample, on CPU, in one interpreter (scripts/demo.py)
 demo: setup
-	PYTHON="$(PY)" PRECISION="$(PRECISION)" DEMO_PROFILE="$(DEMO_PROFILE)" scripts/demo_cpu.sh
+	$(PY) scripts/demo.py --profile "$(DEMO_PROFILE)" --precision "$(PRECISION)" $(if $(filter 1,$(VERBOSE)),--verbose)
 
 ## test: the suite on every core (pytest-xdist: a worker per core and one more, at most 4, each holding a real
 ## model at times; a test file runs whole on one worker, longest first, as tests/conftest.py

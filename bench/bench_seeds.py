@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench_state_curve import point, realistic_corpus
 
-DEMO_NLU_STEPS = 260  # scripts/demo_cpu.sh's NLU_STEPS
+DEMO_NLU_STEPS = 260  # scripts/demo.py's full profile's NLU steps
 DEMO_DIALOGUES = 16   # and its DIALOGUES
 
 

@@ -50,7 +50,7 @@ varied by 10% between the two). Between 185 and 260 steps the curve is steep and
 lines come and go from one length to the next.
 
 Every command is the kit's own (`meditod synthetic`, `build`, `train`, `eval-state`), in its own
-process; the corpus is the demo's (scripts/demo_cpu.sh's DIALOGUES). Figures are about the
+process; the corpus is the demo's (scripts/demo.py's DIALOGUES). Figures are about the
 invented held-out lines only: not MediTOD's, nor comparable with the paper's.
 """
 

@@ -1,4 +1,4 @@
-"""`make demo`'s closing check and summary (scripts/demo_cpu.sh runs it).
+"""`make demo`'s closing check and summary (scripts/demo.py runs it).
 
 Two checks, both on the real model (SmolLM2-135M-Instruct with the demo's three LoRA runs):
 
