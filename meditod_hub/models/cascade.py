@@ -270,7 +270,8 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
     turns), by row id; rows of one dialogue_id are one dialogue. A cascaded row also carries
     the inputs built upstream for its id (an NLG row, the state its POL row saw: NLG does not
     read it, so no output changes, but no row mixes gold and predicted inputs). `stream` gets
-    the last stage's text as it is generated (one row, without gold inputs)."""
+    the text of the stage whose label is text (NLG's reply) as it is generated (one row, without
+    gold inputs)."""
     first, *later = stages()
     records, seconds = pipeline.run_stage(first.name, list(rows[first.name]))
     run = CascadeRun({first.name: StageRun(first, list(rows[first.name]), records, seconds)})
@@ -282,7 +283,7 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
         for row in built:
             carried.setdefault(row["id"], {})[stage.input_column] = row[stage.input_column]
         run.stages[stage.name] = run_both(pipeline, stage, rows[stage.name], built, gold_inputs,
-                                          stream if stage is later[-1] else None)
+                                          None if stage.structured else stream)
         labels[stage.name] = {r.id: r.label for r in run[stage].cascaded}
     return run
 
