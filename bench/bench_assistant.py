@@ -40,7 +40,7 @@ from meditod_hub.data.build import BuildArguments, build  # noqa: E402
 from meditod_hub.data.synthetic import PAPER_DIALOGUES, generate_release  # noqa: E402
 from meditod_hub.data.views import cascade_nlg_rows, cascade_pol_rows  # noqa: E402
 from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, evaluate_cascade, load_split  # noqa: E402
-from meditod_hub.models.cascade import PipelineArguments, cascade  # noqa: E402
+from meditod_hub.models.cascade import cascade, pipeline_arguments, stages  # noqa: E402
 from meditod_hub.models.predictor import DecodeOptions, ModelSpec  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -143,8 +143,8 @@ def cascaded_evaluation(runs: Path, dialogues: int, max_new_tokens: int, batch: 
               f"({predict_s / cascade_s:.2f}x the predict calls' speed)")
         print(f"   turn-synchronous batches (models loaded): {sync_s:.1f} s "
               f"({predict_s / sync_s:.2f}x)")
-        pipeline = PipelineArguments(*(str(runs / t) for t in TASKS),
-                                     max_new_tokens=max_new_tokens, batch_size=batch)
+        pipeline = pipeline_arguments(stages())(*(str(runs / t) for t in TASKS),
+                                                max_new_tokens=max_new_tokens, batch_size=batch)
         args = EvalCascadeArguments(data=str(tmp / "meditod"), split="test", out=str(tmp / "out"))
         full_s, results = timed(evaluate_cascade, pipeline, args)
         print(f"   full eval-cascade (+ gold-input columns, scoring, reports): {full_s:.1f} s; "

@@ -30,7 +30,7 @@ from bench_assistant import PROJECT, TASKS, percentile  # the tiny runs' turn la
 from meditod_hub import quiet
 from meditod_hub.apps.assistant import Assistant
 from meditod_hub.evaluation.conversations import conversation_scripts
-from meditod_hub.models.cascade import PipelineArguments
+from meditod_hub.models.cascade import pipeline_arguments, stages
 
 
 def quantise_int8(assistant: Assistant) -> int:
@@ -54,11 +54,11 @@ def quantise_int8(assistant: Assistant) -> int:
 
 
 def run_arm(runs: Path, scripts: list[dict], int8: bool) -> dict:
-    pipeline = PipelineArguments(**{task: str(runs / task) for task in TASKS})
+    pipeline = pipeline_arguments(stages())(**{task: str(runs / task) for task in TASKS})
     assistant = Assistant.load(pipeline.specs(constrained=True))
     layers = quantise_int8(assistant) if int8 else 0
     assistant.respond(assistant.new_conversation(), "hello")  # warm-up: grammars, first calls
-    turns, stages, tokens, outputs = [], {t: 0.0 for t in TASKS}, {t: 0 for t in TASKS}, []
+    turns, stage_seconds, tokens, outputs = [], {t: 0.0 for t in TASKS}, {t: 0 for t in TASKS}, []
     for script in scripts:
         conversation = assistant.new_conversation(f"script-{script['id']}", script["opening"])
         for line in script["turns"]:
@@ -67,11 +67,11 @@ def run_arm(runs: Path, scripts: list[dict], int8: bool) -> dict:
             turns.append(time.perf_counter() - start)
             for task in TASKS:
                 stage = getattr(turn, task)
-                stages[task] += stage.seconds
+                stage_seconds[task] += stage.seconds
                 tokenizer = assistant.predictors[task].tokenizer
                 tokens[task] += len(tokenizer(stage.raw or "")["input_ids"])
             outputs.append((turn.nlu.raw, turn.pol.raw))
-    return {"turns": turns, "stages": stages, "tokens": tokens, "outputs": outputs,
+    return {"turns": turns, "stages": stage_seconds, "tokens": tokens, "outputs": outputs,
             "layers": layers}
 
 

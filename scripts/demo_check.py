@@ -36,7 +36,7 @@ from meditod_hub.data.dataset import load_split
 from meditod_hub.evaluation.nlg_accuracy import is_question
 from meditod_hub.evaluation.policy_accuracy import repeated_units
 from meditod_hub.evaluation.state_accuracy import RESULTS_FILE
-from meditod_hub.models.cascade import PipelineArguments
+from meditod_hub.models.cascade import pipeline_arguments, stages
 
 PATIENT_LINES = ("I have a cough", "no fever")
 EXPECTED_STATE = {"positive_symptom": [{"value": "coughing"}],
@@ -98,7 +98,7 @@ def check(demo: Path, smoke: bool = False) -> list[str]:
           f"P {results['slots_precision']:.3f} R {results['slots_recall']:.3f}; denials "
           f"{results['denial_accuracy']:.3f})")
     failures = [] if smoke else score_failures(results)
-    pipeline = PipelineArguments(**{task: str(path) for task, path in folders.items()})
+    pipeline = pipeline_arguments(stages())(**{task: str(path) for task, path in folders.items()})
     assistant = Assistant.load(pipeline.specs(constrained=True))
     conversation = assistant.new_conversation()
     print(f"doctor:  {conversation.opening}")

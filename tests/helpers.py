@@ -13,6 +13,7 @@ Every case lands in `SWEEP`, which conftest prints as the sweep table.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -450,6 +451,14 @@ INPUT_COLUMNS = {"nlu": ("id", "dialogue_id", "turn", "uttr_id", "context", "las
 
 
 # --- the failure sweep's shared inputs (tests/test_failure_*.py) ---------------------------
+
+def command_argument_types(module) -> set[type]:
+    """A command module's flag dataclasses: its module-level `*Arguments` dataclasses, and those
+    it makes when it parses (`argument_types()`: a pipeline's flags, made from the stages)."""
+    made = set(module.argument_types()) if hasattr(module, "argument_types") else set()
+    return made | {v for v in vars(module).values() if isinstance(v, type)
+                   and dataclasses.is_dataclass(v) and v.__name__.endswith("Arguments")}
+
 
 def rows(data: Path, task: str, split: str) -> list[dict]:
     """A built dataset's rows of one task (or `dialogues`) and split."""

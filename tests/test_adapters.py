@@ -128,7 +128,7 @@ def test_the_served_layout_one_endpoint_three_model_names(tmp_path):
     """vLLM's multi-LoRA layout: each stage's prompts go to its own name at one endpoint."""
     from chat_server import ChatServer, answer_for
 
-    from meditod_hub.models.cascade import PipelineArguments
+    from meditod_hub.models.cascade import pipeline_arguments, stages
     from meditod_hub.models.runs import write_run_files
 
     for task in TASKS:  # the runs give family and budgets; the weights are the server's
@@ -137,8 +137,9 @@ def test_the_served_layout_one_endpoint_three_model_names(tmp_path):
         (tmp_path / task / "adapter_config.json").write_text(
             json.dumps({"base_model_name_or_path": "b"}))  # an adapter run, weights not needed
     with ChatServer(models=["meditod-nlu", "meditod-pol", "meditod-nlg"]) as server:
-        pipeline = PipelineArguments(*(str(tmp_path / t) for t in TASKS), endpoint=server.url,
-                                     served_models="meditod-nlu,meditod-pol,meditod-nlg")
+        pipeline = pipeline_arguments(stages())(
+            *(str(tmp_path / t) for t in TASKS), endpoint=server.url,
+            served_models="meditod-nlu,meditod-pol,meditod-nlg")
         assistant = Assistant.load(pipeline.specs())
         turn = assistant.respond(assistant.new_conversation(), "I have had a cough for a week.")
     assert [body["model"] for body in server.received] == ["meditod-nlu", "meditod-pol",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import INPUT_COLUMNS, rows, scripted_assistant, weights_digest
 
-from meditod_hub.apps.assistant import MAX_PATIENT_CHARS, NO_REPLY
+from meditod_hub.apps.assistant import MAX_PATIENT_CHARS
 from meditod_hub.data.tasks import FEATURES
 from meditod_hub.errors import UsageError
 from meditod_hub.models.predictor import ModelSpec, load_predictor
@@ -76,7 +76,7 @@ def test_an_nlu_output_that_does_not_parse_leaves_the_state_unchanged():
         assert any(n.startswith("NLU output unusable") and "state is unchanged" in n
                    for n in turn.notes)
         assert turn.reply == "Since when?"
-    assert conversation.nlu_labels[f"chat-{conversation.utterances[3]['uttr_id']}"] is None
+    assert conversation.earlier_labels[f"chat-{conversation.utterances[3]['uttr_id']}"] is None
 
 
 def test_unusable_actions_reach_nlg_as_none_and_an_empty_reply_is_said_so():
@@ -91,7 +91,7 @@ def test_unusable_actions_reach_nlg_as_none_and_an_empty_reply_is_said_so():
     turn = assistant.respond(assistant.new_conversation(), "hello")
     assert turn.actions == [] and not turn.pol.used
     assert [row["actions"] for task, row in backend.seen if task == "nlg"] == [[]]
-    assert turn.reply == NO_REPLY and not turn.nlg.used
+    assert turn.reply == "(no reply: the NLG model's output was empty)" and not turn.nlg.used
     assert any("POL output unusable" in n for n in turn.notes)
     assert any("NLG output did not parse" in n for n in turn.notes)
 

@@ -12,6 +12,7 @@ import typing
 from pathlib import Path
 
 import pytest
+from helpers import command_argument_types
 
 from meditod_hub import arguments, cli
 from meditod_hub.errors import UsageError
@@ -73,8 +74,7 @@ def test_no_command_help_imports_torch():
 def _numeric_fields():
     for name in ARGUMENT_COMMANDS:
         module = importlib.import_module(cli.COMMANDS[name][0])
-        for cls in {v for v in vars(module).values() if dataclasses.is_dataclass(v)
-                    and isinstance(v, type) and v.__name__.endswith("Arguments")}:
+        for cls in command_argument_types(module):
             hints = typing.get_type_hints(cls)
             for f in dataclasses.fields(cls):
                 kind, _ = arguments._plain_type(hints[f.name])

@@ -433,7 +433,7 @@ def test_the_assistants_grammar_allows_the_values_its_runs_were_trained_on(tmp_p
     model says "coughing", not the patient's "dry cough"); free values for a run whose dataset
     is not here, with `--vocabulary none`, or without the grammar; NLG has no grammar."""
     from meditod_hub.apps.webapp import settings
-    from meditod_hub.models.cascade import PipelineArguments
+    from meditod_hub.models.cascade import pipeline_arguments, stages
     runs = {}
     for task, dataset in (("nlu", str(embedded_build)), ("pol", str(tmp_path / "gone")),
                           ("nlg", str(embedded_build))):
@@ -443,14 +443,15 @@ def test_the_assistants_grammar_allows_the_values_its_runs_were_trained_on(tmp_p
     trained = training_vocabulary(str(embedded_build))
     assert "coughing" in trained
     folders = [str(runs[t]) for t in ("nlu", "pol", "nlg")]
-    nlu, pol, nlg = PipelineArguments(*folders).specs().values()
+    arguments = pipeline_arguments(stages())
+    nlu, pol, nlg = arguments(*folders).specs().values()
     assert (nlu.decode.vocabulary, pol.decode.vocabulary, nlg.decode.vocabulary) == (trained, None, None)
-    for specs in (PipelineArguments(*folders, vocabulary="none").specs(),
-                  PipelineArguments(*folders).specs(constrained=False)):
+    for specs in (arguments(*folders, vocabulary="none").specs(),
+                  arguments(*folders).specs(constrained=False)):
         assert all(s.decode.vocabulary is None for s in specs.values())
     listed = tmp_path / "vocabulary.txt"
     listed.write_text("coughing\nfever\n")
-    assert PipelineArguments(*folders, vocabulary=str(listed)).specs()["pol"].decode.vocabulary == {
+    assert arguments(*folders, vocabulary=str(listed)).specs()["pol"].decode.vocabulary == {
         "coughing", "fever"}
     app = settings({f"MEDITOD_{t.upper()}": str(runs[t]) for t in runs}, tmp_path).specs
     assert [s.decode.vocabulary for s in app.values()] == [trained, None, None], "the app loads as chat does"
@@ -461,9 +462,9 @@ def test_the_assistant_acts_on_every_realistic_patient_line(tiny_runs):
     """The README's patient lines (and more in its words), constrained by default: NLU and POL
     parse on every turn and the doctor has actions to say every time."""
     from meditod_hub.apps.assistant import Assistant
-    from meditod_hub.models.cascade import PipelineArguments
+    from meditod_hub.models.cascade import pipeline_arguments, stages
 
-    specs = PipelineArguments(*(str(tiny_runs / task) for task in ("nlu", "pol", "nlg"))).specs()
+    specs = pipeline_arguments(stages())(*(str(tiny_runs / task) for task in ("nlu", "pol", "nlg"))).specs()
     assert all(spec.decode.constrained for spec in specs.values()), "the assistant constrains by default"
     assistant = Assistant.load(specs)
     conversation = assistant.new_conversation()

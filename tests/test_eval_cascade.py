@@ -19,12 +19,12 @@ from helpers import run_case, scripted_assistant, served_runs
 from meditod_hub.commands.eval_cascade import main as eval_cascade
 from meditod_hub.evaluation.eval_cascade import EvalCascadeArguments, card_section, evaluate_cascade
 from meditod_hub.files import RECORD
-from meditod_hub.models.cascade import PipelineArguments
+from meditod_hub.models.cascade import pipeline_arguments, stages
 from meditod_hub.models.runs import RunError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-SCRIPTED = PipelineArguments(nlu="scripted/nlu", pol="scripted/pol", nlg="scripted/nlg")
+SCRIPTED = pipeline_arguments(stages())(nlu="scripted/nlu", pol="scripted/pol", nlg="scripted/nlg")
 
 
 def gold(data, task, split="train"):

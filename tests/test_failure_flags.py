@@ -11,7 +11,7 @@ import importlib
 import typing
 
 import pytest
-from helpers import expect, run_case, utf8
+from helpers import command_argument_types, expect, run_case, utf8
 
 from meditod_hub import arguments, cli
 
@@ -20,9 +20,7 @@ COMMANDS = [name for name in cli.COMMANDS if name != "train"]
 
 def argument_types(command: str) -> list[type]:
     module = importlib.import_module(cli.COMMANDS[command][0])
-    return sorted({v for v in vars(module).values() if isinstance(v, type)
-                   and dataclasses.is_dataclass(v) and v.__name__.endswith("Arguments")},
-                  key=lambda cls: cls.__name__)
+    return sorted(command_argument_types(module), key=lambda cls: cls.__name__)
 
 
 def required_argv(types: list[type]) -> list[str]:

@@ -285,13 +285,15 @@ def test_a_pickle_is_never_uploaded(name):
 
 
 def test_training_args_bin_is_left_out_of_every_upload(run, tiny_base, tmp_path):  # noqa: F811
+    from meditod_hub.models.cascade import stages
     from meditod_hub.publishing import space as S
 
     (run / "training_args.bin").write_bytes(b"\x80\x04pickle")
     assert "training_args.bin" not in U.run_files(read_run(run))
     full = _full_run(tiny_base, tmp_path / "full")
     (full / "training_args.bin").write_bytes(b"\x80\x04pickle")
-    files, _ = S.plan(S.SpaceArguments(repo="org/s", nlu=str(full), pol=str(full), nlg=str(full)))
+    arguments = S.space_arguments(stages())
+    files, _ = S.plan(arguments(repo="org/s", nlu=str(full), pol=str(full), nlg=str(full)))
     assert not [p for p in files if p.endswith(("training_args.bin", ".pt", ".pkl"))]
 
 

@@ -298,13 +298,15 @@ def test_the_space_and_its_package_are_not_refused(tiny_models, tmp_path):
     whole model (weights, tokenizer, config)."""
     from helpers import write_run
 
+    from meditod_hub.models.cascade import stages
     from meditod_hub.publishing import space
 
     run = Path(shutil.copytree(tiny_models / "tiny-llama", tmp_path / "run"))
     write_run(run, model="tiny-llama", adapter=False, base_model=str(tiny_models / "tiny-llama"),
               quantization=None)
-    files, _ = space.plan(space.SpaceArguments(repo="org/space", nlu=str(run),
-                                               pol="org/meditod-pol", nlg="org/meditod-nlg"))
+    arguments = space.space_arguments(stages())
+    files, _ = space.plan(arguments(repo="org/space", nlu=str(run), pol="org/meditod-pol",
+                                    nlg="org/meditod-nlg"))
     assert "meditod_hub/publishing/secrets.py" in files and "models/nlu/tokenizer.json" in files
     S.refuse_secrets(files, "space")
 

@@ -1,9 +1,10 @@
-"""The three models as one history-taking system: patient line -> NLU -> state -> POL -> NLG.
+"""The stages' models as one history-taking system: patient line -> NLU -> state -> POL -> NLG.
 
     from meditod_hub.apps.assistant import Assistant
+    from meditod_hub.models.cascade import stages
     from meditod_hub.models.predictor import ModelSpec
-    assistant = Assistant.load({task: ModelSpec(f"runs/tiny-llama/{task}")
-                                for task in ("nlu", "pol", "nlg")})
+    assistant = Assistant.load({task.name: ModelSpec(f"runs/tiny-llama/{task.name}")
+                                for task in stages()})
     conversation = assistant.new_conversation()
     turn = assistant.respond(conversation, "I have had a cough for a week.")
     print(turn.reply, turn.state, turn.actions, turn.nlu.parse_ok)
@@ -21,7 +22,8 @@ Each module is a `predictor.Predictor` (anything with `predict(rows) -> records`
 `records.Prediction` per row): `Assistant.load` reaches a run folder, a model folder, a Hub id
 at a revision or a served endpoint through `predictor.load_predictor`, as every command does.
 A turn is `models.cascade.cascade` on the turn's rows, the function eval-cascade runs on a split;
-the turn keeps every stage's output by its task's name (`turn.nlu`, ...), walking the stages.
+the turn keeps every stage's output by its task's name (`turn.nlu`, ...), walking the stages,
+and says the output of the stage whose label is text (NLG's) as the doctor's reply.
 `Assistant.load` shares one base among stages whose runs are LoRA adapters of it and loads a
 multi-task run once (`adapters.SharedModels`; `Assistant.loading` says how). With an endpoint,
 each stage sends its prompts to its own model name there, e.g. three adapters served by one
@@ -48,7 +50,11 @@ OPENING_ACTIONS = [{"action": "nod_prompt_salutations"}]
 # has no token budget (its 4-line window bounds everything but the line itself), and a line past
 # this is no history-taking answer. The cut is reported on the turn.
 MAX_PATIENT_CHARS = 2000
-NO_REPLY = "(no reply: the NLG model's output was empty)"
+
+
+def no_reply(task: Task) -> str:
+    """The reply said when the text stage (`task`, NLG) wrote nothing."""
+    return f"(no reply: the {task.display_name} model's output was empty)"
 
 
 def not_a_patient_line(text: str) -> str | None:
@@ -115,7 +121,8 @@ class Conversation:
     dialogue_id: str = "chat"
     opening: str = OPENING_LINE
     utterances: list[dict] = field(default_factory=list)
-    nlu_labels: dict[str, list | None] = field(default_factory=dict)  # patient row id -> label
+    # patient row id -> the first stage's (NLU's) label of it: the cascade's `earlier` labels
+    earlier_labels: dict[str, list | None] = field(default_factory=dict)
     turns: list[Turn] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -175,8 +182,8 @@ class Assistant(Pipeline):
 
     def respond(self, conversation: Conversation, patient_text: str,
                 stream: Callable[[str], None] | None = None) -> Turn:
-        """One turn; `stream` gets the NLG reply's text piece by piece as it is generated (the
-        turn's `reply` is the whole, parsed one)."""
+        """One turn; `stream` gets the reply's text (NLG's) piece by piece as it is generated
+        (the turn's `reply` is the whole, parsed one)."""
         return self.respond_many([conversation], [patient_text], stream)[0]
 
     def respond_many(self, conversations: Sequence[Conversation],
@@ -200,10 +207,10 @@ class Assistant(Pipeline):
         # this turn's rows of each task: the last of each conversation's views
         rows = {task.name: [task.view(c.dialogue_id, c.utterances)[-1] for c in conversations]
                 for task in TASKS.values()}
-        earlier = {i: label for c in conversations for i, label in c.nlu_labels.items()}
+        earlier = {i: label for c in conversations for i, label in c.earlier_labels.items()}
         run = cascade(self, rows, gold_inputs=False, earlier=earlier, stream=stream)
         for conversation, record in zip(conversations, run.first.cascaded):
-            conversation.nlu_labels[record.id] = record.label
+            conversation.earlier_labels[record.id] = record.label
 
         turns = []
         for n, conversation in enumerate(conversations):
@@ -234,13 +241,14 @@ def _lost(run: CascadeRun, task: Task) -> str:
     """What an unusable structured label costs the turn."""
     if task is LABELLING_TASKS["patient"]:
         return "the state is unchanged"  # the patient's labels fold into the state
-    after = next(s.task for s in run.stages.values() if s.task.upstream == task.name)
-    return f"{after.display_name} got no {after.input_column}"
+    after = [s.task for s in run.stages.values() if s.task.upstream == task.name]
+    return "; ".join(f"{t.display_name} got no {t.input_column}" for t in after) \
+        or "no stage reads it"
 
 
 def _turn(text: str, cut: int, state_before: dict, run: CascadeRun, n: int) -> Turn:
     """The turn of the `n`th conversation, walking the cascade's stages: a structured label is
-    used where it is usable; the last stage's text is the reply."""
+    used where it is usable; the text stage's (NLG's) text is the reply."""
     notes = []
     if cut:
         notes.append(f"the patient's line was cut to its first {len(text)} characters "
@@ -260,9 +268,10 @@ def _turn(text: str, cut: int, state_before: dict, run: CascadeRun, n: int) -> T
                              + ("; its text is used as it is" if used else ""))
         outputs[task.name] = _stage(record, used, stage.seconds)
     state = _built(run, LABELLING_TASKS["patient"], n)
+    said = next(stage for stage in run.stages.values() if not stage.task.structured)
     return Turn(patient_text=text, cut_chars=cut, state=state, state_changed=state != state_before,
                 actions=_built(run, LABELLING_TASKS["doctor"], n),
-                reply=_text(list(run.stages.values())[-1].cascaded[n]) or NO_REPLY,
+                reply=_text(said.cascaded[n]) or no_reply(said.task),
                 notes=tuple(notes), outputs=outputs)
 
 

@@ -1,5 +1,5 @@
-"""`meditod chat`: the flags of `PipelineArguments` and `ChatArguments` -> the three models
-loaded as one `Assistant`, talked to on stdin/stdout (`apps.chat.converse`)."""
+"""`meditod chat`: the flags of `PipelineArguments` (made from the stages) and `ChatArguments`
+-> the stages' models loaded as one `Assistant`, talked to on stdin/stdout (`apps.chat.converse`)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ from meditod_hub.apps.assistant import Assistant
 from meditod_hub.apps.chat import ChatArguments
 from meditod_hub.arguments import parse_args
 from meditod_hub.errors import EXIT_OK, run_main
-from meditod_hub.models.cascade import PipelineArguments
+from meditod_hub.models.cascade import loading_message, pipeline_arguments, stages
+
+
+def argument_types() -> tuple[type, ...]:
+    """The flags' dataclasses: the pipeline's, made from the stages now, and the chat's."""
+    return pipeline_arguments(stages()), ChatArguments
 
 
 def main(argv: list[str]) -> int:
-    pipeline, args = parse_args((PipelineArguments, ChatArguments), argv, "meditod chat",
+    pipeline, args = parse_args(argument_types(), argv, "meditod chat",
                                 chat.__doc__.split("\n\n")[0])
     quiet.progress_bars_off()
-    print("loading the NLU, POL and NLG models ...", file=sys.stderr)
+    print(loading_message(pipeline.STAGES), file=sys.stderr)
     assistant = Assistant.load(pipeline.specs(), max_patient_chars=args.max_patient_chars)
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="surrogateescape")  # a bad line is skipped, not fatal

@@ -40,11 +40,12 @@ from importlib import resources
 from pathlib import Path
 
 from meditod_hub.data.state import DialogueState
-from meditod_hub.data.tasks import LABELLED_TASKS, LABELLING_TASKS
+from meditod_hub.data.tasks import LABELLING_TASKS, Task
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.moments import canonical_state, same_state
 from meditod_hub.evaluation.policy_accuracy import action_units, is_acceptable, repeated_units
 from meditod_hub.files import atomic_write, output_folder
+from meditod_hub.models.cascade import stages
 
 SCRIPTS_FILE = "conversations.json"
 RESULTS_FILE, TRANSCRIPT_FILE = "conversation_results.json", "conversation_transcript.txt"
@@ -115,6 +116,11 @@ def run_scripts(assistant, scripts: Sequence[dict]) -> list[dict]:
     return outcomes
 
 
+def _structured_stages() -> list[Task]:
+    """The stages whose labels the assistant uses where they are usable (NLU, POL)."""
+    return [task for task in stages() if task.structured]
+
+
 def _ratio(hits: int, total: int) -> float:
     return hits / total if total else 0.0
 
@@ -129,7 +135,7 @@ def score(outcomes: Sequence[dict]) -> dict:
     results["repeat_rate"] = _ratio(sum(bool(t["repeats"]) for t in turns), len(turns))
     results["turns_right"] = sum(t["right"] for t in turns)
     results["scripts_right"] = sum(all(t["right"] for t in o["turns"]) for o in outcomes)
-    for task in LABELLED_TASKS:  # the stages whose labels the assistant folds or passes on
+    for task in _structured_stages():
         results[f"{task.name}_unusable"] = sum(not t[f"{task.name}_used"] for t in turns)
     results["by_script"] = {
         o["id"]: {"turns": len(o["turns"]),
@@ -239,6 +245,6 @@ def table(results: dict) -> str:
         f"acceptable action  {results['acceptable_rate']:.3f}",
         f"repeat rate        {results['repeat_rate']:.3f}",
         "unusable outputs   " + ", ".join(f"{task.display_name} {results[f'{task.name}_unusable']}"
-                                          for task in LABELLED_TASKS),
+                                          for task in _structured_stages()),
         "by script          " + ", ".join(f"{k} {v['turns_right']}/{v['turns']}"
                                           for k, v in results["by_script"].items())])

@@ -1,4 +1,4 @@
-"""Cascaded evaluation: the three models as one system on a split, scored beside gold inputs.
+"""Cascaded evaluation: the stages' models as one system on a split, scored beside gold inputs.
 
     meditod eval-cascade --nlu runs/llama3-8b/nlu --pol runs/llama3-8b/pol \\
         --nlg runs/llama3-8b/nlg --data meditod --split test --out runs/cascade/llama3-8b/test
@@ -28,11 +28,11 @@ from pathlib import Path
 from meditod_hub.data import proof, provenance
 from meditod_hub.data.dataset import load_split as load
 from meditod_hub.data.metrics import MalformedLabel, make_judge
-from meditod_hub.data.tasks import CASCADED_TASK_NAMES, CASCADED_TASKS, TASK_NAMES, Task
+from meditod_hub.data.tasks import TASKS, Task
 from meditod_hub.errors import UsageError
 from meditod_hub.evaluation.report import bar_chart
 from meditod_hub.files import atomic_write, output_folder
-from meditod_hub.models.cascade import CascadeRun, Pipeline, PipelineArguments, cascade
+from meditod_hub.models.cascade import CascadeRun, Pipeline, PipelineArguments, cascade, stages
 from meditod_hub.models.records import Prediction, value_at, write_predictions
 from meditod_hub.models.runs import (
     RunError,
@@ -43,9 +43,6 @@ from meditod_hub.models.runs import (
 
 PURPOSE = "eval-cascade"  # the output guard's name for what this command writes (files.py)
 OUT_FILES = ("results.json", "results.md", "results.png")
-# The first stage: its rows are the patient lines replayed; the drop is attributed over the
-# stages after it (CASCADED_TASKS), each by the input the cascade built for it.
-FIRST = TASK_NAMES[0]
 COLUMNS = ("gold_input", "cascaded")
 COLUMN_LABELS = {"gold_input": "gold input", "cascaded": "cascaded"}
 
@@ -73,27 +70,38 @@ class EvalCascadeArguments:
     bertscore_layer: int | None = field(default=None, metadata={"min": 0, "help": "BERTScore layer"})
 
 
+def first() -> Task:
+    """The stage that reads the dialogue only (NLU): its rows are the patient lines replayed."""
+    return stages()[0]
+
+
+def cascaded() -> list[Task]:
+    """The stages after the first, in cascade order (POL, NLG), each scored on both inputs: the
+    drop is attributed over them, each by the input the cascade built for it."""
+    return stages()[1:]
+
+
 def default_out(args: PipelineArguments, split: str) -> Path:
     """runs/cascade/<the first stage's model name>/<split>: run folders runs/<model>/<task> give
     <model>."""
-    first = args.sources()[FIRST]
-    source = Path(first)
+    first_model = args.sources()[first().name]
+    source = Path(first_model)
     name = source.parent.name if source.is_dir() and source.parent.name else \
-        first.replace("/", "--")
+        first_model.replace("/", "--")
     return Path("runs") / "cascade" / name / split
 
 
 def select_dialogues(rows: dict[str, list[dict]], limit: int | None) -> dict[str, list[dict]]:
     if limit is None:
         return rows
-    keep = list(dict.fromkeys(r["dialogue_id"] for r in rows[FIRST]))[:limit]
+    keep = list(dict.fromkeys(r["dialogue_id"] for r in rows[first().name]))[:limit]
     return {task: [r for r in task_rows if r["dialogue_id"] in set(keep)]
             for task, task_rows in rows.items()}
 
 
 # --- scoring: the one place this module calls into the evaluation --------------------------
 def load_split(data: str, split: str) -> dict[str, list[dict]]:
-    return {task: load(data, task, split) for task in TASK_NAMES}
+    return {task.name: load(data, task.name, split) for task in stages()}
 
 
 def score(task: Task, gold_rows: list[dict], records: list[Prediction], args: EvalCascadeArguments,
@@ -122,7 +130,7 @@ def attribution(rows: dict[str, list[dict]], run: CascadeRun) -> dict:
     rows: those whose built input differs from the gold one and, for a structured label, the
     wrong rows on either input and the cascaded ones among the differing rows."""
     counts = {}
-    for task in CASCADED_TASKS:
+    for task in cascaded():
         gold, column = rows[task.name], task.input_column
         differs = [c[column] != g[column] for g, c in zip(gold, run[task].rows)]
         key = f"{task.name}_rows_{column}_{_differ(column)}"
@@ -146,7 +154,7 @@ def _share(part: int, whole: int) -> str:
 def attribution_lines(counts: dict) -> list[str]:
     """One line per cascaded stage, from `attribution`'s counts."""
     lines = []
-    for task in CASCADED_TASKS:
+    for task in cascaded():
         name, shown, column = task.name, task.display_name, task.input_column
         verb = _differ(column)
         gold = "the gold ones" if verb == "differ" else "the gold one"
@@ -168,10 +176,10 @@ def attribution_lines(counts: dict) -> list[str]:
 
 # --- reports -------------------------------------------------------------------------------
 def table_rows(results: dict) -> list[dict]:
-    """{task, name, gold_input, cascaded} for every POL and NLG metric present in either column
-    (the model card's metric list and formats)."""
+    """{task, name, gold_input, cascaded} for every metric of a cascaded stage (POL, NLG)
+    present in either column (the model card's metric list and formats)."""
     rows = []
-    for task in CASCADED_TASKS:
+    for task in cascaded():
         for metric in task.metrics:
             values = [value_at(results[task.name][column], metric.key) for column in COLUMNS]
             if any(v is not None for v in values):
@@ -185,32 +193,45 @@ def models_line(models: dict) -> str:
     return ", ".join(f"{task.upper()} `{model['label']}`" for task, model in models.items())
 
 
+def summary(results: dict) -> str:
+    """Each cascaded stage's headline metric, on gold input and cascaded, in one line."""
+    return "; ".join(
+        f"{task.display_name} {task.headline_metric.name} "
+        + " -> ".join(format(value_at(results[task.name][column], task.headline),
+                             task.headline_metric.fmt) for column in COLUMNS)
+        + " cascaded" for task in cascaded())
+
+
 def write_markdown(results: dict, path: Path) -> None:
-    nlu = results[FIRST]
+    head = first()
+    opening = results[head.name]
+    reads = ", ".join(f"{task.display_name} sees the {task.input_column} built from predicted "
+                      f"{TASKS[task.upstream].display_name}" for task in cascaded())
     lines = [f"# MediTOD cascaded evaluation ({results['split']})", "",
              f"Models: {models_line(results['models'])}. Real patient utterances and dialogue "
-             "history; POL sees the state folded from predicted NLU, NLG the predicted actions. "
+             f"history; {reads}. "
              + ("Decoded under the CMAS grammar (--constrained)." if results.get("constrained")
                 else "Decoded freely, as in the paper."),
              "",
-             f"NLU (the same in both columns): F1 {nlu['f1']:.4f}, joint accuracy "
-             f"{nlu['joint_accuracy']:.4f}, {nlu['parse_failures']} parse failures in "
-             f"{nlu['examples']} patient lines.", "",
+             f"{head.display_name} (the same in both columns): F1 {opening['f1']:.4f}, joint "
+             f"accuracy {opening['joint_accuracy']:.4f}, {opening['parse_failures']} parse "
+             f"failures in {opening['examples']} patient lines.", "",
              "| module | metric | gold input | cascaded |", "|---|---|---|---|"]
     lines += [f"| {r['task']} | {r['name']} | {r['gold_input']} | {r['cascaded']} |"
               for r in table_rows(results)]
     lines += ["", "Parse failures: " + "; ".join(
-        f"{task.upper()} {results[task]['gold_input']['parse_failures']} on gold input, "
-        f"{results[task]['cascaded']['parse_failures']} cascaded" for task in CASCADED_TASK_NAMES)
-        + ".", "", "Where the drop comes from:", ""]
+        f"{task.display_name} {results[task.name]['gold_input']['parse_failures']} on gold "
+        f"input, {results[task.name]['cascaded']['parse_failures']} cascaded"
+        for task in cascaded()) + ".", "", "Where the drop comes from:", ""]
     lines += [f"- {line}" for line in attribution_lines(results["attribution"])]
     atomic_write(path, "\n".join(lines) + "\n", purpose=PURPOSE)
 
 
 def write_chart(results: dict, path: Path) -> None:
-    """Gold-input and cascaded bars per POL and NLG metric (BLEU scaled to 0-1 like the rest)."""
+    """Gold-input and cascaded bars per charted metric of each cascaded stage (POL, NLG; BLEU
+    scaled to 0-1 like the rest)."""
     rows = {}
-    for task in CASCADED_TASKS:
+    for task in cascaded():
         for metric in task.metrics:
             pair = [value_at(results[task.name][column], metric.key) for column in COLUMNS]
             if metric.key not in task.chart_metrics or None in pair:
@@ -219,7 +240,8 @@ def write_chart(results: dict, path: Path) -> None:
             name = f"{task.display_name} {metric.name.replace(' (NLTK, x100)', '/100')}"
             rows[name] = {COLUMN_LABELS[c]: value / scale for c, value in zip(COLUMNS, pair)}
     data = provenance.Provenance.from_json(results.get("provenance"))
-    title = "Cascade " + " → ".join(f"{t.upper()} {results['models'][t]['label']}" for t in TASK_NAMES)
+    title = "Cascade " + " → ".join(f"{t.display_name} {results['models'][t.name]['label']}"
+                                    for t in stages())
     subtitle = (f"{results['split']} split of {data.short() if data else 'unrecorded data'}; "
                 f"{'constrained' if results.get('constrained') else 'free'} decoding")
     atomic_write(path, bar_chart(title, subtitle, rows, list(COLUMN_LABELS.values()), "score"),
@@ -250,7 +272,7 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
         raise RunError(f"{results_file}: its {task.upper()} model ({used.get('label')}) is not the "
                        f"run {run_path}; give the cascade these three runs were evaluated in")
     section = {"split": results["split"], "models": models_line(results["models"]),
-               "nlu_f1": results[FIRST]["f1"], "rows": table_rows(results),
+               "nlu_f1": results[first().name]["f1"], "rows": table_rows(results),
                "lines": attribution_lines(results["attribution"])}
     files = {f"eval/cascade/{name}": Path(folder) / name
              for name in OUT_FILES if (Path(folder) / name).is_file()}
@@ -259,14 +281,14 @@ def card_section(folder: Path, run_path: Path, task: str) -> tuple[dict, dict[st
 
 def stage_prediction_files() -> list[str]:
     """The predictions files under `predictions/`: one per stage and input (gold or cascaded)."""
-    return ["nlu.jsonl"] + [f"{task}.{column}.jsonl" for task in CASCADED_TASK_NAMES
-                            for column in COLUMNS]
+    return [f"{first().name}.jsonl"] + [f"{task.name}.{column}.jsonl" for task in cascaded()
+                                        for column in COLUMNS]
 
 
 def write_stage_predictions(run: CascadeRun, folder: Path) -> None:
     """One predictions file per stage and input (gold or cascaded), in the records format."""
-    records = [run.first.cascaded] + [getattr(run[task], column) for task in CASCADED_TASK_NAMES
-                              for column in COLUMNS]
+    records = [run.first.cascaded] + [getattr(run[task], column) for task in cascaded()
+                                      for column in COLUMNS]
     for name, stage in zip(stage_prediction_files(), records):
         write_predictions(stage, folder / name, purpose=PURPOSE)
 
@@ -281,7 +303,8 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
 
     judge = make_judge(args.judge, model=args.judge_model)
     rows = select_dialogues(load_split(args.data, args.split), args.limit)
-    if not rows[FIRST]:
+    head = first().name
+    if not rows[head]:
         raise UsageError(f"split {args.split!r} of {args.data} has no patient lines to replay")
     start = time.perf_counter()
     specs = pipeline.specs(constrained=False)  # the paper's setting unless --constrained
@@ -289,18 +312,18 @@ def evaluate_cascade(pipeline: PipelineArguments, args: EvalCascadeArguments,
     loaded = time.perf_counter()
     run = cascade(models, rows)
     results = {
-        "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows[FIRST]}),
+        "split": args.split, "dialogues": len({r["dialogue_id"] for r in rows[head]}),
         **proof.record(args.data),
         "models": {task: {"label": model_label(spec.source, models.predictors[task]),
                           "revision": spec.revision,
                           "run_info_sha256": run_info_digest(
                               getattr(models.predictors[task], "folder", None))}
                    for task, spec in specs.items()},
-        "constrained": specs[FIRST].decode.constrained,
+        "constrained": specs[head].decode.constrained,
         run.first.task.name: score(run.first.task, rows[run.first.task.name], run.first.cascaded,
                                    args, judge),
         **{task.name: {column: score(task, rows[task.name], getattr(run[task], column), args, judge)
-                       for column in COLUMNS} for task in CASCADED_TASKS},
+                       for column in COLUMNS} for task in cascaded()},
         "attribution": attribution(rows, run),
         "seconds": {"load": loaded - start, **run.seconds},
     }

@@ -1,16 +1,18 @@
-"""The cascade, written once: NLU -> state -> POL -> NLG, over any rows of the three tasks.
+"""The cascade, written once: NLU -> state -> POL -> NLG, over any rows of the registered tasks.
 
 NLU labels patient lines; POL reads the state folded from NLU's predicted labels
 (`views.cascade_pol_rows`, through `Task.cascade_rows`), NLG the actions POL predicted
-(`views.cascade_nlg_rows`), walking the registered tasks by `Task.upstream` (`stages`). Two callers, one
+(`views.cascade_nlg_rows`), walking the registered tasks by `Task.upstream` (`stages`: a task
+registered after them is a stage after its upstream). Two callers, one
 function: the assistant (`apps.assistant`) runs `cascade` on one turn of its conversations,
 eval-cascade (`evaluation.eval_cascade`) on a whole split beside gold inputs; tests hold that
 they give the same rows and records for the same runs.
 
 `Pipeline` holds one predictor per stage, by task name in cascade order, loaded once
 (`adapters.SharedModels`: one base for the stages that are LoRA adapters of it, a multi-task run
-loaded once); `PipelineArguments` are the flags that name them, made from the stages (`--<task>`,
-`--<task>_revision`, `--<task>_family` each), so a registered task is a stage without more code.
+loaded once); `pipeline_arguments(stages())` are the flags that name them, made from the stages
+when a command parses its flags (`--<task>`, `--<task>_revision`, `--<task>_family` each), so a
+registered task is a stage without more code.
 """
 
 from __future__ import annotations
@@ -57,6 +59,12 @@ def _optional(help_: str):
 def listed(names: Sequence[str]) -> str:
     """`A, B and C`: how help texts and messages list the stages."""
     return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
+
+
+def loading_message(tasks: Sequence[Task]) -> str:
+    """What a command says while the stages' models load: "loading the NLU, POL and NLG
+    models ..."."""
+    return f"loading the {listed([task.display_name for task in tasks])} models ..."
 
 
 def _count(n: int) -> str:
@@ -110,56 +118,59 @@ def _pipeline_fields(tasks: Sequence[Task]) -> list[tuple]:
     ]
 
 
-def _sources(self) -> dict[str, str]:
-    """Each stage's model as given (run folder, model folder or Hub id), in cascade order."""
-    return {task.name: getattr(self, task.name) for task in self.STAGES}
+class PipelineArguments:
+    """The models of a pipeline, one per stage, as command-line flags: what they give. The
+    flags are fields of the dataclass `pipeline_arguments` makes from the stages."""
+
+    STAGES: tuple[Task, ...] = ()  # the stages the flags were made from, in cascade order
+
+    def sources(self) -> dict[str, str]:
+        """Each stage's model as given (run folder, model folder or Hub id), in cascade order."""
+        return {task.name: getattr(self, task.name) for task in self.STAGES}
+
+    def specs(self, constrained: bool = True) -> dict[str, ModelSpec]:
+        """Each stage's spec, by task name in cascade order; `constrained` is the command's
+        default when the flag is not given (its medical values: `--vocabulary`)."""
+        names = self.served_models.split(",")
+        if len(names) != len(self.STAGES) or not all(name.strip() for name in names):
+            raise UsageError(f"--served_models {self.served_models!r}: give "
+                             f"{_count(len(self.STAGES))} names "
+                             f"({','.join(task.display_name for task in self.STAGES)})")
+        setting = constrained if self.constrained is None else self.constrained
+        if self.endpoint and self.constrained is None:
+            setting = False  # a served grammar needs the server's kind: ask with --constrained
+        given = None if self.vocabulary == VOCABULARY_DEFAULT else \
+            resolve_vocabulary(self.vocabulary, None)  # a file (read once) or none
+
+        def vocabulary(task: Task) -> Vocabulary | None:
+            if not (setting and task.structured):
+                return None
+            return run_vocabulary(getattr(self, task.name)) \
+                if self.vocabulary == VOCABULARY_DEFAULT else given
+
+        # a patient's words are never cached to disk
+        # (--timeout also bounds each request for a Hub model's files)
+        served = {"cache": None, "timeout": self.timeout} if self.endpoint \
+            else {"timeout": self.timeout}
+        return {task.name: ModelSpec(
+                    getattr(self, task.name), getattr(self, f"{task.name}_family"),
+                    getattr(self, f"{task.name}_revision"), endpoint=self.endpoint,
+                    served_model=name if self.endpoint else None,
+                    decode=DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
+                                         constrained=setting, vocabulary=vocabulary(task)),
+                    endpoint_options=served)
+                for task, name in zip(self.STAGES, names)}
 
 
-def _specs(self, constrained: bool = True) -> dict[str, ModelSpec]:
-    """Each stage's spec, by task name in cascade order; `constrained` is the command's default
-    when the flag is not given (its medical values: `--vocabulary`)."""
-    names = self.served_models.split(",")
-    if len(names) != len(self.STAGES) or not all(name.strip() for name in names):
-        raise UsageError(f"--served_models {self.served_models!r}: give "
-                         f"{_count(len(self.STAGES))} names "
-                         f"({','.join(task.display_name for task in self.STAGES)})")
-    setting = constrained if self.constrained is None else self.constrained
-    if self.endpoint and self.constrained is None:
-        setting = False  # a served grammar needs the server's kind: ask with --constrained
-    given = None if self.vocabulary == VOCABULARY_DEFAULT else \
-        resolve_vocabulary(self.vocabulary, None)  # a file (read once) or none
-
-    def vocabulary(task: Task) -> Vocabulary | None:
-        if not (setting and task.structured):
-            return None
-        return run_vocabulary(getattr(self, task.name)) \
-            if self.vocabulary == VOCABULARY_DEFAULT else given
-
-    # a patient's words are never cached to disk
-    # (--timeout also bounds each request for a Hub model's files)
-    served = {"cache": None, "timeout": self.timeout} if self.endpoint \
-        else {"timeout": self.timeout}
-    return {task.name: ModelSpec(
-                getattr(self, task.name), getattr(self, f"{task.name}_family"),
-                getattr(self, f"{task.name}_revision"), endpoint=self.endpoint,
-                served_model=name if self.endpoint else None,
-                decode=DecodeOptions(self.batch_size, max_new_tokens=self.max_new_tokens,
-                                     constrained=setting, vocabulary=vocabulary(task)),
-                endpoint_options=served)
-            for task, name in zip(self.STAGES, names)}
-
-
-def pipeline_arguments(tasks: Sequence[Task]) -> type:
+def pipeline_arguments(tasks: Sequence[Task]) -> type[PipelineArguments]:
     """The flags of a pipeline over `tasks` (the cascade's stages, in order): a dataclass made
-    from the stages, so a registered task gets its `--<task>` flags like the paper's three."""
+    from the stages when a command parses its flags, so a registered task gets its `--<task>`
+    flags like the paper's three."""
     return make_dataclass(
         "PipelineArguments", _stage_fields(tasks) + _pipeline_fields(tasks),
-        namespace={"__doc__": "The models of a pipeline, one per stage, as command-line flags.",
-                   "__module__": __name__, "STAGES": tuple(tasks), "sources": _sources,
-                   "specs": _specs})
-
-
-PipelineArguments = pipeline_arguments(stages())
+        bases=(PipelineArguments,),
+        namespace={"__doc__": PipelineArguments.__doc__, "__module__": __name__,
+                   "STAGES": tuple(tasks)})
 
 
 def run_vocabulary(model: str) -> Vocabulary | None:
@@ -259,7 +270,8 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
     turns), by row id; rows of one dialogue_id are one dialogue. A cascaded row also carries
     the inputs built upstream for its id (an NLG row, the state its POL row saw: NLG does not
     read it, so no output changes, but no row mixes gold and predicted inputs). `stream` gets
-    the last stage's text as it is generated (one row, without gold inputs)."""
+    the text of the stage whose label is text (NLG's reply) as it is generated (one row, without
+    gold inputs)."""
     first, *later = stages()
     records, seconds = pipeline.run_stage(first.name, list(rows[first.name]))
     run = CascadeRun({first.name: StageRun(first, list(rows[first.name]), records, seconds)})
@@ -271,7 +283,7 @@ def cascade(pipeline: Pipeline, rows: Mapping[str, Sequence[dict]], gold_inputs:
         for row in built:
             carried.setdefault(row["id"], {})[stage.input_column] = row[stage.input_column]
         run.stages[stage.name] = run_both(pipeline, stage, rows[stage.name], built, gold_inputs,
-                                          stream if stage is later[-1] else None)
+                                          None if stage.structured else stream)
         labels[stage.name] = {r.id: r.label for r in run[stage].cascaded}
     return run
 

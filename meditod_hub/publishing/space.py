@@ -4,8 +4,10 @@ also the leaderboard Space's way up (`meditod leaderboard`).
     meditod space --repo my-org/meditod-assistant                  # the tiny runs, uploaded too
     meditod space --repo ORG/NAME --nlu ORG/meditod-llama3-8b-nlu --pol ... --nlg ...
 
-The Space gets `app.py`, the `meditod_hub` package (its .py files), `requirements.txt`, a README
-whose front matter makes it a Gradio Space (`spaces/assistant/README.md`, rendered with `SpaceCard`), and
+The flags name one model per stage of the pipeline (`space_arguments`, made from the stages as
+the chat's flags are). The Space gets `app.py`, the `meditod_hub` package (its .py files),
+`requirements.txt`, a README whose front matter makes it a Gradio Space
+(`spaces/assistant/README.md`, rendered with `SpaceCard`), and
 `meditod_app.json` naming the models. A model given as a Hub id (with `--<task>_revision`) is
 only named there; a local run folder (default `runs/tiny-llama/<task>`) is uploaded under
 `models/<task>/` (weights, tokenizer, run_info.json, recipe.yaml: no checkpoints, no
@@ -19,7 +21,8 @@ comes from HF_TOKEN or `hf auth login` and is never printed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import field, make_dataclass
 from fnmatch import fnmatch
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -27,7 +30,7 @@ from pathlib import Path
 from huggingface_hub import SpaceCard, SpaceCardData
 
 from meditod_hub.data import about, proof
-from meditod_hub.data.tasks import TASK_NAMES
+from meditod_hub.data.tasks import Task
 from meditod_hub.errors import UsageError
 from meditod_hub.models.runs import (
     FULL_FILES,
@@ -42,25 +45,35 @@ from meditod_hub.publishing.hub import UPLOAD_RECORD, refuse_secrets
 PROJECT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT / "spaces" / "assistant" / "README.md"
 REQUIREMENTS = PROJECT / "spaces" / "assistant" / "requirements.txt"
+TINY_RUNS = "runs/tiny-llama"  # where `make tiny-runs` puts a stage's run: <TINY_RUNS>/<task>
 
 
-@dataclass
-class SpaceArguments:
-    repo: str = field(metadata={"help": "the Space, ORG/NAME"})
-    nlu: str | None = field(default=None, metadata={
-        "help": "NLU model: Hub id, or a local run folder to upload (default runs/tiny-llama/nlu)"})
-    pol: str | None = field(default=None, metadata={"help": "POL model (as --nlu)"})
-    nlg: str | None = field(default=None, metadata={"help": "NLG model (as --nlu)"})
-    nlu_revision: str | None = field(default=None, metadata={"help": "NLU Hub revision"})
-    pol_revision: str | None = field(default=None, metadata={"help": "POL Hub revision"})
-    nlg_revision: str | None = field(default=None, metadata={"help": "NLG Hub revision"})
-    public: bool = field(default=False, metadata={"help": "create the Space public"})
-    dry_run: bool = field(default=False, metadata={"help": "list the files, upload nothing"})
-    timeout: float = field(default=600.0, metadata={"above": 0,
-        "help": "seconds for the whole upload, retries included (also the limit of each request)"})
-    take_over: bool = field(default=False, metadata={
-        "help": "replace files changed on the Hub since the kit uploaded them, or a Space another "
-                "command (meditod leaderboard) uploaded"})
+def space_arguments(tasks: Sequence[Task]) -> type:
+    """The flags of `meditod space` for a pipeline over `tasks` (the cascade's stages, in order):
+    the Space, each stage's model and revision, then how to upload."""
+    first = tasks[0]
+    models = [(task.name, str | None, field(default=None, metadata={"help": (
+                  f"{task.display_name} model: Hub id, or a local run folder to upload (default "
+                  f"{TINY_RUNS}/{task.name})") if task is first
+                  else f"{task.display_name} model (as --{first.name})"}))
+              for task in tasks]
+    revisions = [(f"{task.name}_revision", str | None, field(default=None, metadata={
+                     "help": f"{task.display_name} Hub revision"})) for task in tasks]
+    upload = [
+        ("public", bool, field(default=False, metadata={"help": "create the Space public"})),
+        ("dry_run", bool, field(default=False, metadata={"help": "list the files, upload nothing"})),
+        ("timeout", float, field(default=600.0, metadata={"above": 0,
+            "help": "seconds for the whole upload, retries included (also the limit of each "
+                    "request)"})),
+        ("take_over", bool, field(default=False, metadata={
+            "help": "replace files changed on the Hub since the kit uploaded them, or a Space "
+                    "another command (meditod leaderboard) uploaded"})),
+    ]
+    return make_dataclass(
+        "SpaceArguments", [("repo", str, field(metadata={"help": "the Space, ORG/NAME"}))]
+        + models + revisions + upload,
+        namespace={"__doc__": "The Space, its stages' models and the upload, as command-line "
+                              "flags.", "__module__": __name__, "STAGES": tuple(tasks)})
 
 
 def _model_files(folder: Path) -> dict[str, Path]:
@@ -77,14 +90,16 @@ def _model_files(folder: Path) -> dict[str, Path]:
     return files
 
 
-def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
-    """Space path -> local file or content, and the app settings written to meditod_app.json."""
+def plan(args) -> tuple[dict[str, Path | bytes], dict]:
+    """Space path -> local file or content, and the app settings written to meditod_app.json
+    (`args`: made by `space_arguments`)."""
     files: dict[str, Path | bytes] = {"app.py": PROJECT / "app.py",
                                       "requirements.txt": REQUIREMENTS}
     files.update(package_files())
     settings, shown, trained_on = {}, [], []
-    for task in TASK_NAMES:
-        source = getattr(args, task) or f"runs/tiny-llama/{task}"  # where `make tiny-runs` puts them
+    for stage in args.STAGES:
+        task = stage.name
+        source = getattr(args, task) or f"{TINY_RUNS}/{task}"
         revision = getattr(args, f"{task}_revision")
         if Path(source).is_dir():
             if revision:
@@ -98,9 +113,10 @@ def plan(args: SpaceArguments) -> tuple[dict[str, Path | bytes], dict]:
         else:
             raise UsageError(f"--{task} {source}: neither a run folder nor a Hub id (for the "
                              "tiny offline models run `make tiny-runs` first)")
-        shown.append((task.upper(), base_label(source)))
+        shown.append((stage.display_name, base_label(source)))
     files["meditod_app.json"] = (json.dumps(settings, indent=2) + "\n").encode()
-    files["README.md"] = card(args.repo, shown, tiny=not any(getattr(args, t) for t in TASK_NAMES),
+    files["README.md"] = card(args.repo, shown,
+                              tiny=not any(getattr(args, t.name) for t in args.STAGES),
                               trained_on=list(dict.fromkeys(trained_on)))
     return files, settings
 

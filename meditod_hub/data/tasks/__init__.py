@@ -5,7 +5,10 @@ writes its columns (`spans`), its CMAS language (`language`), its few-shot defin
 (`fewshot`), its release check and agreement rules. Nothing else branches on a task's name or
 keeps a table by a task, its columns or its speaker (tests/test_task_tables.py counts them):
 callers take a `Task` (from `get_task` where a name comes in) and read its fields, or loop over
-`TASKS`.
+`TASKS`. A task module plus its line in the registry's loop is a new task; `register` also adds one
+later (a test's toy task). The tuples and tables derived from the registry (`TASK_NAMES`,
+`CONFIGS`, `FEATURES`, `LABELLING_TASKS`, ...) read it at each use, so they hold a task registered
+after import too.
 
 A task's label is what its models predict: NLU item lists (`nlu` column), doctor action lists
 (`actions`) or the doctor's text (`response`). Predictions handed to `Task.score` are labels
@@ -14,6 +17,8 @@ parse failure). Metrics are in docs/format.md ("Metrics") and `meditod_hub.data.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from meditod_hub.data import views
 from meditod_hub.data.tasks import nlg, nlu, pol
@@ -41,32 +46,70 @@ def register(task: Task) -> Task:
 for _module in (nlu, pol, nlg):
     register(_module.TASK)
 
-TASK_NAMES = tuple(TASKS)
-LABELLED_TASKS = tuple(task for task in TASKS.values() if task.structured)  # NLU, POL
-CASCADED_TASKS = tuple(task for task in TASKS.values() if task.upstream)   # POL, NLG
-LABELLED_TASK_NAMES = tuple(task.name for task in LABELLED_TASKS)
-CASCADED_TASK_NAMES = tuple(task.name for task in CASCADED_TASKS)
-# A recipe's `task: multitask` trains one model on the three tasks' examples together (the chat
+
+class _Derived(Sequence):
+    """A tuple derived from the registry, read from it at each use."""
+
+    def __init__(self, read: Callable[[], tuple]):
+        self._read = read
+
+    def __getitem__(self, index):
+        return self._read()[index]
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __repr__(self) -> str:
+        return repr(self._read())
+
+
+class _DerivedTable(Mapping):
+    """A table derived from the registry, read from it at each use."""
+
+    def __init__(self, read: Callable[[], dict]):
+        self._read = read
+
+    def __getitem__(self, key):
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __repr__(self) -> str:
+        return repr(self._read())
+
+
+TASK_NAMES = _Derived(lambda: tuple(TASKS))
+# The tasks whose labels are the release's annotations (NLU, POL), and those that read an upstream
+# task's labels (POL, NLG)
+LABELLED_TASKS = _Derived(lambda: tuple(task for task in TASKS.values() if task.annotated))
+CASCADED_TASKS = _Derived(lambda: tuple(task for task in TASKS.values() if task.upstream))
+LABELLED_TASK_NAMES = _Derived(lambda: tuple(task.name for task in LABELLED_TASKS))
+CASCADED_TASK_NAMES = _Derived(lambda: tuple(task.name for task in CASCADED_TASKS))
+# A recipe's `task: multitask` trains one model on every task's examples together (the chat
 # format tells them apart by their system message); it is not a task of its own.
 MULTITASK = "multitask"
 # speaker -> the task whose label that speaker's release utterances carry (patient: NLU, doctor:
 # POL), under the task's target column
-LABELLING_TASKS: dict[str, Task] = {task.speaker: task for task in LABELLED_TASKS}
+LABELLING_TASKS = _DerivedTable(lambda: {task.speaker: task for task in LABELLED_TASKS})
 
 # The dataset's configs: the dialogues themselves, then one per task, with their columns.
 DIALOGUES = "dialogues"
-CONFIGS = (DIALOGUES, *TASK_NAMES)
-FEATURES: dict[str, dict[str, dict]] = {DIALOGUES: views.DIALOGUE_FEATURES,
-                                        **{task.name: task.features for task in TASKS.values()}}
+CONFIGS = _Derived(lambda: (DIALOGUES, *TASKS))
+FEATURES = _DerivedTable(lambda: {DIALOGUES: views.DIALOGUE_FEATURES,
+                                  **{task.name: task.features for task in TASKS.values()}})
 
 
 def tasks_of(recipe_task: str) -> tuple[str, ...]:
-    """The names of the tasks a recipe's (or run's) `task` trains: all three for `multitask`."""
+    """The names of the tasks a recipe's (or run's) `task` trains: every task for `multitask`."""
     return tuple(task.name for task in trained_tasks(recipe_task))
 
 
 def trained_tasks(recipe_task: str) -> tuple[Task, ...]:
-    """The tasks a recipe's (or run's) `task` trains, as Tasks: all three for `multitask`."""
+    """The tasks a recipe's (or run's) `task` trains, as Tasks: every task for `multitask`."""
     return tuple(TASKS.values()) if recipe_task == MULTITASK else (get_task(recipe_task),)
 
 

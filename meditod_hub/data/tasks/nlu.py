@@ -37,7 +37,7 @@ def entry_paths(entry: dict) -> Iterable[tuple[tuple[str, ...], str | None]]:
 
 TASK = Task(
     name="nlu", speaker="patient", target_column=PATIENT_LABELS, item_head="intent", slots_key="slots",
-    release_check=nlu_label_errors, entry_paths=entry_paths, language=nlu_language,
+    annotated=True, release_check=nlu_label_errors, entry_paths=entry_paths, language=nlu_language,
     tuples=nlu_tuples,
     description="from the dialogue so far and the patient's utterance, predict its intents, "
                 "slots and attributes (CMAS labels)",

@@ -41,7 +41,7 @@ STATE = Input("state", STATE_COLUMN, span_key="dst:", chat_block="[dialog state]
 
 TASK = Task(
     name="pol", speaker="doctor", target_column=DOCTOR_LABELS, item_head="action",
-    release_check=action_label_errors, entry_paths=entry_paths, language=actions_language,
+    annotated=True, release_check=action_label_errors, entry_paths=entry_paths, language=actions_language,
     tuples=pol_tuples,
     description="from the dialogue so far and the dialogue state, predict the doctor's next "
                 "actions",

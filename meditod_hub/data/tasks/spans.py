@@ -86,15 +86,11 @@ def serialise_nlu(items: list[dict]) -> str:
 
 def serialise_actions(actions: list[dict]) -> str:
     """Doctor actions -> `<sos_a> ... <eos_a>` (the authors' `aspn`)."""
-    return wrap(ACTION_SPAN, _actions_text(actions))
+    return wrap(ACTION_SPAN, ACTIONS_COLUMN.text(actions))
 
 
 def _nlu_text(items: list[dict]) -> str:
     return _items_text(items, "intent", _nlu_slots, _nlu_entry_text)
-
-
-def _actions_text(actions: list[dict]) -> str:
-    return _items_text(actions, "action", _action_slots, _action_entry_text)
 
 
 def serialise_state(state: dict) -> str:
@@ -163,8 +159,9 @@ def _nlu_slots(item: dict, where: str) -> dict:
     return item.get("slots") or {}
 
 
-def _action_slots(item: dict, where: str) -> dict:
-    return {slot: entries for slot, entries in item.items() if slot != "action"}
+def _slots_beside(head_key: str) -> Callable[[dict, str], dict]:
+    """An item's slots where they sit beside its head (every other key: a doctor action's)."""
+    return lambda item, where: {slot: entries for slot, entries in item.items() if slot != head_key}
 
 
 def _nlu_entry_text(entry: dict, where: str) -> list[str]:
@@ -215,7 +212,7 @@ def parse_nlu(text: str) -> ParseResult:
 
 def parse_actions(text: str) -> ParseResult:
     """`aspn` (markers optional) -> actions, with `checks-type`/`T-values` rebuilt into `checks`."""
-    return _parse(text, ACTION_SPAN, "action", False, _action_entry)
+    return ACTIONS_COLUMN.parse(text)
 
 
 def parse_response(text: str) -> ParseResult:
@@ -299,10 +296,23 @@ def _action_entry(content: str) -> dict | None:
 
 # --- the grammar's writing of each dataset column ------------------------------------------------
 
+def item_list_column(markers: tuple[str, str], head_key: str) -> SpanColumn:
+    """How the grammar writes a list of items that open with `head_key` and carry their slots
+    beside it, an entry's keys as `key=value` pairs (a doctor action list; a task whose label has
+    that shape names its own head and markers)."""
+    def text(items: list[dict]) -> str:
+        return _items_text(items, head_key, _slots_beside(head_key), _action_entry_text)
+
+    def parse(text: str) -> ParseResult:
+        return _parse(text, markers, head_key, False, _action_entry)
+
+    return SpanColumn(markers, text, parse)
+
+
 # How the grammar writes each column a task predicts or reads beside the dialogue; each task
 # names its own (`Task.span_column`, `Input.span_column`). The state is written as slot spans
 # inside the belief markers, where PPTOD's belief state sits.
 NLU_COLUMN = SpanColumn(NLU_SPAN, _nlu_text, parse_nlu)
-ACTIONS_COLUMN = SpanColumn(ACTION_SPAN, _actions_text, parse_actions)
+ACTIONS_COLUMN = item_list_column(ACTION_SPAN, "action")
 RESPONSE_COLUMN = SpanColumn(RESPONSE_SPAN, str, parse_response)
 STATE_COLUMN = SpanColumn(NLU_SPAN, serialise_state)

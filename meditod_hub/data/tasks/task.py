@@ -118,6 +118,11 @@ class Task:
     # Where a label item keeps its slots: under this key (NLU items), or None for beside the
     # head (a doctor action's slots are its other keys).
     slots_key: str | None = None
+    # Whether its labels are the release's annotation of its speaker's utterances, under its
+    # target column (NLU, POL): what the annotation app labels, agreement compares and the
+    # assistant writes into its conversations (`tasks.LABELLING_TASKS`). A task whose label is
+    # derived from the release is not.
+    annotated: bool = False
     # What makes a structured label, as a model gave it, unusable by the state fold and the
     # metrics: the release's error-level checks of the label's key (`release`).
     release_check: Callable[[object], list[str]] | None = None

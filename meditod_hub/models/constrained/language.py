@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from meditod_hub.data.tasks import LABELLED_TASK_NAMES, Task
+from meditod_hub.data.tasks import TASKS, Task
 from meditod_hub.data.tasks.language import LabelSchema
 from meditod_hub.errors import UsageError
 
@@ -18,7 +18,7 @@ def label_schema(task: Task, status_attributes: bool = False) -> LabelSchema:
     keyed by base slot with the polarity as a `status` attribute (the in-context answer)."""
     if not task.structured:
         raise UsageError(f"task {task.name!r} has no structured labels to constrain "
-                         f"({' or '.join(LABELLED_TASK_NAMES)})")
+                         f"({' or '.join(t.name for t in TASKS.values() if t.structured)})")
     return task.label_schema(status_attributes)
 
 

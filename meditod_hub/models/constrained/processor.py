@@ -24,7 +24,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from meditod_hub.data.tasks import Task, spans
+from meditod_hub.data.tasks import TASKS, Task
 from meditod_hub.models.constrained.grammars import grammar
 from meditod_hub.models.constrained.vocabulary import Vocabulary
 from meditod_hub.models.formats.chat import ANSWER_CLOSE
@@ -61,8 +61,8 @@ class Constraint:
 def constraint(fmt: str, task: Task, vocabulary: Vocabulary | None = None) -> Constraint:
     text = grammar(fmt, task, vocabulary)
     markers = ()
-    if fmt == "pptod":
-        markers = (spans.NLU_SPAN[1], spans.ACTION_SPAN[1], spans.RESPONSE_SPAN[1])
+    if fmt == "pptod":  # every task's closing span marker
+        markers = tuple(dict.fromkeys(t.span_column.markers[1] for t in TASKS.values()))
     elif fmt == "chat":
         markers = (ANSWER_CLOSE,)
     return Constraint(fmt, task, text, None if vocabulary is None else len(vocabulary), markers)
