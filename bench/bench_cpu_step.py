@@ -8,7 +8,7 @@ logged losses agree.
     .venv/bin/python bench/bench_cpu_step.py                  # NLU, 24 steps, 3 repetitions an arm
     .venv/bin/python bench/bench_cpu_step.py --bf16           # as make demo trains on bf16 CPUs
     .venv/bin/python bench/bench_cpu_step.py --task pol --steps 4 --repeats 1
-    .venv/bin/python bench/bench_cpu_step.py --quick          # that it runs (2 steps, 1 each)
+    .venv/bin/python bench/bench_cpu_step.py --quick          # it runs (tiny stand-in, 2 steps, 1 each)
 
 Data: the realistic synthetic corpus (`--dialogues` invented dialogues, not MediTOD), batches of 4
 drawn at random (seed 42). Measured on 2 idle AMD EPYC cores (2026-12-06), the commands above
@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 from bench_state_curve import realistic_corpus  # the same corpus and base as the curve's
+from kit import base_model
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,14 +41,15 @@ sys.path.insert(0, str(ROOT))
 ARMS = ("every position", "labelled only")
 
 
-def one_run(arm: str, task: str, data: Path, out: Path, steps: int,
+def one_run(arm: str, task: str, base: Path, data: Path, out: Path, steps: int,
             bf16: bool) -> tuple[float, list]:
     """Train `steps` steps in this process; (seconds a step, the logged losses)."""
     from meditod_hub.commands.train import parse_recipe
     from meditod_hub.models import train as T
     from meditod_hub.models import trl_patch
 
-    recipe = parse_recipe([f"recipes/smollm2-135m/{task}.yaml", f"--dataset_name={data}",
+    recipe = parse_recipe([f"recipes/smollm2-135m/{task}.yaml", f"--model_name_or_path={base}",
+                           f"--dataset_name={data}",
                            f"--max_steps={steps}", "--train_sampling_strategy=random",
                            f"--bf16={str(bf16).lower()}", "--logging_steps=1",
                            "--disable_tqdm=true", f"--output_dir={out}"])
@@ -70,7 +72,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dialogues", type=int, default=16, help="the realistic corpus' size")
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast")
-    parser.add_argument("--quick", action="store_true", help="2 steps, 1 repetition an arm")
+    parser.add_argument("--quick", action="store_true",
+                        help="a tiny stand-in base, 2 steps, 1 repetition an arm")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.repeats, args.dialogues = 2, 1, 12
@@ -82,19 +85,20 @@ def main() -> None:
     hf_logging.set_verbosity_error()
     seconds = {arm: [] for arm in ARMS}
     losses = {}
+    base, named = base_model(args.quick)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         data = realistic_corpus(work, args.dialogues)
         for repeat in range(args.repeats):
             for arm in ARMS:
-                per_step, losses[arm] = one_run(arm, args.task, data,
+                per_step, losses[arm] = one_run(arm, args.task, base, data,
                                                 work / f"run-{repeat}-{arm[:5]}", args.steps,
                                                 args.bf16)
                 seconds[arm].append(per_step)
     median = {arm: statistics.median(s) for arm, s in seconds.items()}
     same = all(abs(a - b) <= 1e-3 * max(1.0, abs(a))
                for a, b in zip(*losses.values(), strict=True))
-    print(f"SmolLM2-135M-Instruct {args.task.upper()} LoRA (recipes/smollm2-135m/{args.task}.yaml, "
+    print(f"{named} {args.task.upper()} LoRA (recipes/smollm2-135m/{args.task}.yaml, "
           "batches of 4 at random"
           f"{', bf16 autocast' if args.bf16 else ', float32'}), {args.steps} steps on a realistic "
           f"synthetic corpus ({args.dialogues} dialogues, invented; not MediTOD), "

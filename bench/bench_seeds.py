@@ -6,7 +6,7 @@ demo's floor (scripts/demo_check.py) sits below the lowest of these on the test 
 
     .venv/bin/python bench/bench_seeds.py                         # seeds 1 2 3, float32 and bf16
     .venv/bin/python bench/bench_seeds.py --seeds 1 --formats float32
-    .venv/bin/python bench/bench_seeds.py --quick                 # that it runs (0 steps, 2 lines)
+    .venv/bin/python bench/bench_seeds.py --quick                 # it runs (tiny stand-in, 0 steps, 2 lines)
 
 A run is a few minutes per 100 steps on 2 cores (bench_cpu_step.py), so the whole grid is about
 1.5 hours. `dev` chose the recipe and the step count; `test` chose nothing. The figures are
@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from bench_state_curve import point, realistic_corpus
+from kit import base_model
 
 DEMO_NLU_STEPS = 260  # scripts/demo.py's full profile's NLU steps
 DEMO_DIALOGUES = 16   # and its DIALOGUES
@@ -41,13 +42,14 @@ def main() -> None:
         args.steps, args.seeds, args.formats, limit = 0, args.seeds[:1], args.formats[:1], \
             ["--limit", "2"]
     sets = ("dev", "test")
+    base, named = base_model(args.quick)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         data = realistic_corpus(work, DEMO_DIALOGUES)
-        runs = {(fmt, seed): point(args.steps, data, work, limit, fmt == "bf16", sets, (
+        runs = {(fmt, seed): point(base, args.steps, data, work, limit, fmt == "bf16", sets, (
             "--train_sampling_strategy=group_by_length", f"--seed={seed}"))
                 for fmt in args.formats for seed in args.seeds}
-    print(f"SmolLM2-135M-Instruct NLU, the demo's recipe ({args.steps} LoRA steps, grouped by "
+    print(f"{named} NLU, the demo's recipe ({args.steps} LoRA steps, grouped by "
           f"length) on a realistic synthetic corpus ({DEMO_DIALOGUES} dialogues, invented), "
           "exact state on the kit's held-out patient lines (invented; not MediTOD):")
     print("| format | set | " + " | ".join(f"seed {s}" for s in args.seeds)

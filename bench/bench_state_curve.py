@@ -7,7 +7,7 @@ under the same grammar (0 steps: the baseline of the ratio column).
     .venv/bin/python bench/bench_state_curve.py                   # 0 80 150 250 400 steps (880 steps)
     .venv/bin/python bench/bench_state_curve.py --dialogues 60 --bf16 --steps 150 400  # measured below
     .venv/bin/python bench/bench_state_curve.py --steps 0 150     # two points
-    .venv/bin/python bench/bench_state_curve.py --quick           # that it runs (1 step, 4 lines)
+    .venv/bin/python bench/bench_state_curve.py --quick           # it runs (tiny stand-in, 1 step, 4 lines)
 
 The figures below were measured before the test set existed, on the 52 lines that are now the
 dev set (`--set dev`), which the demo's step count was chosen on.
@@ -61,31 +61,29 @@ import json
 import tempfile
 from pathlib import Path
 
-from kit import ROOT, meditod, synthetic
+from kit import base_model, meditod, synthetic
 
-BASE = ROOT / "build/pretrained/smollm2-135m"
 COLUMNS = ("exact_state_accuracy", "slots_precision", "slots_recall", "attributes_precision",
            "attributes_recall", "denial_accuracy")
 
 
 def realistic_corpus(work: Path, dialogues: int) -> Path:
-    """The converted SmolLM2 (made once) and a realistic synthetic corpus built under `work`."""
-    meditod("pretrained")
+    """A realistic synthetic corpus built under `work`."""
     synthetic("--out", work / "release", "--dialogues", dialogues, "--style", "realistic")
     meditod("build", "--source", work / "release", "--out", work / "realistic")
     return work / "realistic"
 
 
-def point(steps: int, data: Path, work: Path, limit: list[str], bf16: bool,
+def point(base: Path, steps: int, data: Path, work: Path, limit: list[str], bf16: bool,
           sets: tuple[str, ...] = ("dev",), flags: tuple[str, ...] = (
               "--train_sampling_strategy=random",)) -> tuple[float, dict[str, dict]]:
-    """Train for `steps` (none: the base model) with `flags` and score on each held-out set;
-    (training minutes, set -> results)."""
-    model, family, minutes = BASE, ["--family", "chat"], 0.0
+    """Train `base` for `steps` (none: the base itself) with `flags` and score on each held-out
+    set; (training minutes, set -> results)."""
+    model, family, minutes = base, ["--family", "chat"], 0.0
     name = "-".join([str(steps), *(f.strip("-").replace("=", "") for f in flags)])
     if steps:
         model, family = work / f"nlu-{name}-{'bf16' if bf16 else 'fp32'}", []
-        minutes = meditod("train", "recipes/smollm2-135m/nlu.yaml",
+        minutes = meditod("train", "recipes/smollm2-135m/nlu.yaml", f"--model_name_or_path={base}",
                       f"--dataset_name={data}", f"--max_steps={steps}", *flags,
                       f"--bf16={str(bf16).lower()}", f"--output_dir={model}") / 60
     scores = {}
@@ -110,12 +108,13 @@ def main() -> None:
     steps, limit = ([0, 1], ["--limit", "4"]) if args.quick else (args.steps, [])
     if args.quick:
         args.dialogues = 12
+    base, named = base_model(args.quick)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         data = realistic_corpus(work, args.dialogues)
-        points = [(n, *point(n, data, work, limit, args.bf16, sets=tuple(args.sets)))
+        points = [(n, *point(base, n, data, work, limit, args.bf16, sets=tuple(args.sets)))
                   for n in sorted(set(steps))]
-    print(f"SmolLM2-135M-Instruct NLU (LoRA, recipes/smollm2-135m/nlu.yaml"
+    print(f"{named} NLU (LoRA, recipes/smollm2-135m/nlu.yaml"
           f"{', bf16 autocast' if args.bf16 else ''}) trained on a realistic "
           f"synthetic corpus ({args.dialogues} dialogues, invented), scored on the kit's "
           "held-out patient lines (invented; not MediTOD), under the CMAS grammar:")

@@ -11,13 +11,18 @@ without an interpreter's start. A command that fails ends the bench.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+SMOLLM2 = "SmolLM2-135M-Instruct"
+STAND_IN = "a tiny random Llama stand-in (--quick: the figures mean nothing)"
 
 
 def meditod(*args: str | Path) -> float:
@@ -45,3 +50,19 @@ def synthetic(*args: str | Path) -> None:
         code = run_main(main, [str(a) for a in args])
     if code:
         sys.exit(f"synthetic {' '.join(map(str, args[:2]))} ... failed (exit {code})")
+
+
+def base_model(quick: bool) -> tuple[Path, str]:
+    """The real-model benches' base and its name: SmolLM2-135M-Instruct (`meditod pretrained`'s
+    offline conversion, made once into build/pretrained), or under `--quick` a tiny random
+    Llama-shaped model (`meditod tiny` on the embedded sample, under a temporary folder): the
+    same architecture, recipes and code paths in seconds, for a run that only shows the bench
+    works."""
+    if not quick:
+        meditod("pretrained")
+        return ROOT / "build/pretrained/smollm2-135m", SMOLLM2
+    work = Path(tempfile.mkdtemp(prefix="bench-stand-in-"))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # the bench's own folder
+    meditod("build", "--source", ROOT / "data/sample", "--out", work / "meditod")
+    meditod("tiny", "--data", work / "meditod", "--out", work / "tiny", "--models", "tiny-llama")
+    return work / "tiny/tiny-llama", STAND_IN
