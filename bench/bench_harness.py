@@ -7,7 +7,7 @@ and the wall-clock of each.
 
     .venv/bin/python bench/bench_harness.py                # 2 rows, 2 retrieved exemplars
     .venv/bin/python bench/bench_harness.py --rows 4       # more rows
-    .venv/bin/python bench/bench_harness.py --quick        # 1 row, 1 exemplar, 16 tokens: it runs
+    .venv/bin/python bench/bench_harness.py --quick        # it runs: a tiny stand-in, 1 row, 1 shot
 
 On 2 shared CPU cores the default run takes ~14 minutes (2 rows of the authors' sample: identical
 answers and scores on both paths, F1 0.0000 in this process in float32, 0.2500 at the server).
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max_new_tokens", type=int, default=None,
                         help="both paths' answer budget (default: the paper's 200)")
     parser.add_argument("--quick", action="store_true",
-                        help="1 row, 1 exemplar, 16 new tokens: that the bench runs")
+                        help="a tiny stand-in base, 1 row, 1 exemplar, 16 new tokens: that it runs")
     args = parser.parse_args(argv)
     os.environ.update(OFFLINE)  # before any Hugging Face library reads it
     if args.quick:
@@ -141,8 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from meditod_hub.evaluation.harness.command import eos_token
 
-    # SmolLM2 even --quick: its few-shot prompts outgrow the tiny stand-in's context
-    smollm2, named_base = base_model(quick=False)
+    smollm2, named_base = base_model(args.quick)
     work = Path(tempfile.mkdtemp(prefix="bench-harness-"))
     source = AUTHORS_SAMPLE if (AUTHORS_SAMPLE / "dialogs.json").is_file() else EMBEDDED_SAMPLE
     data, tasks = work / "meditod", work / "tasks"

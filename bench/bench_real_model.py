@@ -4,7 +4,7 @@ prediction rows per second, every arm on the same rows.
 
     .venv/bin/python bench/bench_real_model.py                  # every arm, the 74 NLU test rows
     .venv/bin/python bench/bench_real_model.py --rows 24 --nlu_steps 60   # a shorter run
-    .venv/bin/python bench/bench_real_model.py --quick          # that every arm runs
+    .venv/bin/python bench/bench_real_model.py --quick          # every arm runs (a tiny stand-in base)
 
 Arms (all through the kit's own commands and Predictor; scored by the kit's scorers):
 - tiny-llama, fine-tuned: the random-init tiny Llama trained on the embedded synthetic sample
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="every arm's answer budget (default: the few-shot arms' 200, a "
                              "fine-tuned run's recorded budget)")
     parser.add_argument("--quick", action="store_true",
-                        help="1 row, 1 shot, 1 step of 1, 16 new tokens: that every arm runs")
+                        help="a tiny stand-in base, 1 row, 1 shot, 1 step, 16 tokens: every arm runs")
     args = parser.parse_args(argv)
     if args.quick:
         args.rows, args.dialogues, args.nlu_steps, args.pol_steps, args.nlg_steps = 1, 8, 1, 1, 1
@@ -102,8 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from meditod_hub.data.dataset import load_split
 
-    # SmolLM2 even --quick: its few-shot prompts outgrow the tiny stand-in's context
-    smollm2, named_base = base_model(quick=False)
+    smollm2, named_base = base_model(args.quick)
     work = Path(tempfile.mkdtemp(prefix="bench-real-"))
     held_out = AUTHORS_SAMPLE if (AUTHORS_SAMPLE / "dialogs.json").is_file() else EMBEDDED_SAMPLE
     named = "the authors' sample" if held_out == AUTHORS_SAMPLE else \

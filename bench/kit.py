@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import shutil
 import sys
 import tempfile
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 SMOLLM2 = "SmolLM2-135M-Instruct"
 STAND_IN = "a tiny random Llama stand-in (--quick: the figures mean nothing)"
+STAND_IN_CONTEXT = 16384
 
 
 def meditod(*args: str | Path) -> float:
@@ -57,7 +59,9 @@ def base_model(quick: bool) -> tuple[Path, str]:
     offline conversion, made once into build/pretrained), or under `--quick` a tiny random
     Llama-shaped model (`meditod tiny` on the embedded sample, under a temporary folder): the
     same architecture, recipes and code paths in seconds, for a run that only shows the bench
-    works."""
+    works. The stand-in's context is raised to STAND_IN_CONTEXT: its tokenizer, trained on ten
+    dialogues, spells a few-shot prompt in several times SmolLM2's tokens (RoPE takes any
+    length)."""
     if not quick:
         meditod("pretrained")
         return ROOT / "build/pretrained/smollm2-135m", SMOLLM2
@@ -65,4 +69,7 @@ def base_model(quick: bool) -> tuple[Path, str]:
     atexit.register(shutil.rmtree, work, ignore_errors=True)  # the bench's own folder
     meditod("build", "--source", ROOT / "data/sample", "--out", work / "meditod")
     meditod("tiny", "--data", work / "meditod", "--out", work / "tiny", "--models", "tiny-llama")
+    config = work / "tiny/tiny-llama/config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()),
+                                  "max_position_embeddings": STAND_IN_CONTEXT}))
     return work / "tiny/tiny-llama", STAND_IN

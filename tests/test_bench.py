@@ -18,10 +18,6 @@ TRAINS = {"bench_train", "bench_assistant", "bench_real_model", "bench_harness",
 # they measure trained runs (`--runs`: the tiny runs here; make bench runs them on the tiny runs
 # and the demo's runs, when made)
 ON_RUNS = ("bench_assistant", "bench_turn_latency")
-# they run the real SmolLM2 from build/pretrained even quick (their few-shot prompts outgrow the
-# tiny stand-in's context, bench/kit.py's base_model, that the other real-model benches' --quick
-# runs): converted first, under the suite's lock (`smollm2`), never by two processes at once
-REAL_MODEL = {"bench_real_model", "bench_harness"}
 
 
 def run_quick(name: str, *extra: str) -> subprocess.CompletedProcess:
@@ -39,9 +35,9 @@ def test_the_makefile_runs_every_bench():
 
 @pytest.mark.parametrize("name", [pytest.param(b, marks=pytest.mark.slow) if b in TRAINS else b
                                   for b in BENCHES if b not in ON_RUNS])
-def test_bench_runs_quick(name, request):
-    if name in REAL_MODEL:
-        request.getfixturevalue("smollm2")
+def test_bench_runs_quick(name):
+    """The real-model benches' --quick runs a tiny stand-in base (bench/kit.py's base_model): no
+    SmolLM2 is converted or loaded here."""
     done = run_quick(name)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip(), "a bench prints its figures"
