@@ -47,39 +47,31 @@ for _module in (nlu, pol, nlg):
     register(_module.TASK)
 
 
-class _Derived(Sequence):
-    """A tuple derived from the registry, read from it at each use."""
+class _Read:
+    """A value derived from the registry, read from it at each use."""
 
-    def __init__(self, read: Callable[[], tuple]):
-        self._read = read
-
-    def __getitem__(self, index):
-        return self._read()[index]
-
-    def __len__(self) -> int:
-        return len(self._read())
-
-    def __repr__(self) -> str:
-        return repr(self._read())
-
-
-class _DerivedTable(Mapping):
-    """A table derived from the registry, read from it at each use."""
-
-    def __init__(self, read: Callable[[], dict]):
+    def __init__(self, read: Callable[[], tuple | dict]):
         self._read = read
 
     def __getitem__(self, key):
         return self._read()[key]
 
-    def __iter__(self) -> Iterator:
-        return iter(self._read())
-
     def __len__(self) -> int:
         return len(self._read())
 
     def __repr__(self) -> str:
         return repr(self._read())
+
+
+class _Derived(_Read, Sequence):
+    """A tuple derived from the registry."""
+
+
+class _DerivedTable(_Read, Mapping):
+    """A table derived from the registry."""
+
+    def __iter__(self) -> Iterator:
+        return iter(self._read())
 
 
 TASK_NAMES = _Derived(lambda: tuple(TASKS))
