@@ -59,7 +59,7 @@ DIALOGUES = 16
 # question.
 # The smoke profile (the suite's docs test: a minute or two) runs the same commands and the
 # check's parsing and provenance checks at a step or a few of one example each, predicting the
-# corpus's test dialogue with 16 new tokens a row, on the first 4 held-out lines and one patient
+# corpus's test dialogue and the first 4 held-out lines with 16 new tokens a row, and one patient
 # line (a run of a few steps answers up to its whole token budget: each row costs seconds),
 # without the floors: `make test` proves the pipeline runs; the full demo, after it in CI
 # (.ci/run), proves it learns.
@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
          "test", "--batch_size", "32", "--out", nlu / "eval/test", *profile["budget"])
     step("smollm2-nlu-evaluate", "evaluate", "--task", "nlu", "--split", "test", "--predictions",
          nlu / "eval/test/predictions.jsonl")
-    step("smollm2-nlu-eval-state", "eval-state", "--nlu", nlu, *profile["limit"])
+    step("smollm2-nlu-eval-state", "eval-state", "--nlu", nlu, *profile["limit"],
+         *profile["budget"])
     step("assistant-check", "--demo", DEMO, *profile["check"], run=check)
     step("model-card", "publish", "--run", nlu, "--repo", "local/meditod-demo-smollm2-nlu",
          "--dry_run", "--card_dir", DEMO / "model-card")

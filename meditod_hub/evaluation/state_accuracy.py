@@ -78,6 +78,9 @@ class EvalStateArguments:
         "help": "under the grammar, the medical values NLU may say: train (the run's training "
                 "split), none (free) or a vocabulary file"})
     batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
+    max_new_tokens: int | None = field(default=None, metadata={
+        "min": 1, "help": "each answer's budget (default: the budget the run trained with, "
+                          "run_info.json)"})
     family: str | None = field(default=None, metadata={
         "help": "model family (default: run_info.json)"})
     limit: int | None = field(default=None, metadata={
@@ -192,7 +195,8 @@ def evaluate_state(args: EvalStateArguments) -> dict:
         vocabulary = run_vocabulary(args.nlu) if args.vocabulary == VOCABULARY_DEFAULT \
             else resolve_vocabulary(args.vocabulary, None)
     spec = ModelSpec(args.nlu, args.family, decode=DecodeOptions(
-        args.batch_size, constrained=args.constrained, vocabulary=vocabulary))
+        args.batch_size, max_new_tokens=args.max_new_tokens, constrained=args.constrained,
+        vocabulary=vocabulary))
     predictor = load_predictor(spec, LABELLING_TASKS["patient"])  # NLU, resolved once
     lines = heldout_lines(args.set)[:args.limit]
     records = predictor.predict(line_rows(lines))
