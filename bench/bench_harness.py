@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from meditod_hub.evaluation.harness.command import eos_token
 
-    smollm2, named_base = base_model(args.quick)
+    base, named_base = base_model(args.quick)  # SmolLM2, or --quick's stand-in
     work = Path(tempfile.mkdtemp(prefix="bench-harness-"))
     source = AUTHORS_SAMPLE if (AUTHORS_SAMPLE / "dialogs.json").is_file() else EMBEDDED_SAMPLE
     data, tasks = work / "meditod", work / "tasks"
@@ -158,19 +158,19 @@ def main(argv: list[str] | None = None) -> int:
                *(["--gen_kwargs", f"max_gen_toks={budget}"] if budget else [])]
 
     table = []
-    kit_s = meditod(*fewshot, "--local_model", str(smollm2), "--out", str(work / "kit-local"))
+    kit_s = meditod(*fewshot, "--local_model", str(base), "--out", str(work / "kit-local"))
     harness = lm_eval(work / "lm-hf", "--model", "hf", "--model_args",
-                      f"pretrained={smollm2},dtype=float32", "--batch_size", "1", "--device",
+                      f"pretrained={base},dtype=float32", "--batch_size", "1", "--device",
                       "cpu", *include)
     table.append(compare("local: fewshot --local_model vs lm_eval --model hf (float32)",
                          kit_output(work / "kit-local"), harness[1:], kit_s, harness[0]))
     server, endpoint = serve()
     try:
-        kit_s = meditod(*fewshot, "--model", str(smollm2), "--endpoint", endpoint, "--out",
+        kit_s = meditod(*fewshot, "--model", str(base), "--endpoint", endpoint, "--out",
                         str(work / "kit-served"))
         harness = lm_eval(work / "lm-served", "--model", "local-chat-completions", "--model_args",
-                          f"model={smollm2},base_url={endpoint}/chat/completions,"
-                          f"eos_string={eos_token(str(smollm2))}", *include)
+                          f"model={base},base_url={endpoint}/chat/completions,"
+                          f"eos_string={eos_token(str(base))}", *include)
     finally:
         stop(server)
     table.append(compare("served: fewshot --endpoint vs lm_eval local-chat-completions "

