@@ -241,6 +241,64 @@ def test_a_key_across_two_blocks_of_a_big_file_is_found(monkeypatch, tmp_path):
     assert "a GitHub Token" in S.keys_in(path, {})
 
 
+# --- a file is scanned again only when its bytes or the keys looked for change ------------------
+
+@pytest.fixture
+def scans(monkeypatch) -> list[str]:
+    """The names of the files the detectors read, from an empty memo (`S._SCANNED`)."""
+    names: list[str] = []
+    scan = S._scanned_file
+    monkeypatch.setattr(S, "_SCANNED", {})
+    monkeypatch.setattr(S, "_scanned_file", lambda f, name, *rest: names.append(name)
+                        or scan(f, name, *rest))
+    return names
+
+
+def test_an_unchanged_file_is_read_once_and_a_changed_one_again(scans, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama"}')
+    assert S.keys_in(path, {}) == [] and S.keys_in(path, {}) == []
+    assert scans == ["config.json"]
+    path.write_text('{"model_type": "llama", "note": "ghp_' + "Zq8" * 12 + '"}')
+    assert S.keys_in(path, {}) == ["a GitHub Token"] and S.keys_in(path, {}) == ["a GitHub Token"]
+    assert scans == ["config.json"] * 2
+
+
+def test_the_same_bytes_are_scanned_again_for_a_new_key(scans, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("settings: my-own-value-0123456789")
+    assert S.keys_in(path, {}) == []
+    secrets = S.secrets_to_find({"MY_TOKEN": "my-own-value-0123456789"})
+    assert S.keys_in(path, secrets) == ["the value of $MY_TOKEN"]
+    assert len(scans) == 2
+
+
+def test_bytes_that_change_while_scanned_are_not_kept(monkeypatch, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("nothing to see")
+    scan = S._scanned_file
+    monkeypatch.setattr(S, "_SCANNED", {})
+
+    def edited_meanwhile(f, *rest):
+        path.write_text("ghp_" + "Zq8" * 12)
+        return scan(f, *rest)
+    monkeypatch.setattr(S, "_scanned_file", edited_meanwhile)
+    S.keys_in(path, {})
+    assert S._SCANNED == {}
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.binary(max_size=300), key=st.sampled_from(["", "ghp_" + "Zq8" * 12,
+                                                          "xoxb-123456789012-1234567890123-" + "q7x" * 8]),
+       at=st.integers(min_value=0, max_value=300))
+def test_a_remembered_scan_is_the_scan_of_those_bytes(data, key, at):
+    """Whatever the bytes, the kinds kept for them are what a fresh scan finds."""
+    content = data[:at] + key.encode() + data[at:]
+    remembered = S.keys_in(content, {})
+    S._SCANNED.clear()
+    assert S.keys_in(content, {}) == remembered
+
+
 # --- no false positive: what the kit writes is not refused ----------------------------------------
 
 DIGEST = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import html
 import io
 import json
@@ -196,7 +197,34 @@ def keys_in(item: str | bytes | Path, secrets: dict[str, tuple[str, ...]] | None
     return _keys_in_file(io.BytesIO(item), "", secrets)
 
 
+# (the bytes' sha256, the file's name, what was looked for, the block size) -> the kinds found:
+# an upload's plan and the upload scan the same files, and a Space's upload holds the kit's own
+# files, unchanged from one upload to the next; a file is scanned again only when its bytes or
+# the keys to look for change.
+_SCANNED: dict[tuple[bytes, str, tuple, int], list[str]] = {}
+_SCANNED_MAX = 4096
+
+
 def _keys_in_file(f, name: str, secrets: dict[str, tuple[str, ...]]) -> list[str]:
+    """`_scanned_file`'s kinds, from `_SCANNED` when these bytes were scanned for these keys;
+    a result is kept only when the bytes did not change while they were scanned."""
+    before = hashlib.file_digest(f, "sha256").digest()
+    f.seek(0)
+    memo = (before, name, tuple(sorted(secrets.items())), SCAN_BLOCK)
+    if memo in _SCANNED:
+        return list(_SCANNED[memo])
+    scanned = hashlib.sha256()
+    kinds = _scanned_file(f, name, secrets, scanned)
+    if scanned.digest() == before:
+        if len(_SCANNED) >= _SCANNED_MAX:
+            _SCANNED.pop(next(iter(_SCANNED)))
+        _SCANNED[memo] = list(kinds)
+    return kinds
+
+
+def _scanned_file(f, name: str, secrets: dict[str, tuple[str, ...]], digest) -> list[str]:
+    """The kinds of key a file holds (its binary parts read as a reader would, then every
+    block), `digest` updated with every byte of the block pass."""
     scan = _Scan(secrets)
     head = f.read(8)
     texts: list[str] = []
@@ -211,6 +239,7 @@ def _keys_in_file(f, name: str, secrets: dict[str, tuple[str, ...]]) -> list[str
     overlap = max([4096, *(6 * len(v) for values in secrets.values() for v in values)])
     tail = b""
     for block in iter(lambda: f.read(SCAN_BLOCK), b""):
+        digest.update(block)
         data = tail + block
         found += [kind for kind in scan.texts([_as_text(data)]) if kind not in found]
         tail = data[-overlap:]
