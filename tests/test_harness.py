@@ -20,13 +20,17 @@ skip, except in CI (CI=true), where they fail.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
+import logging
 import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from chat_server import ChatServer
@@ -54,34 +58,52 @@ def lines(path) -> list[dict]:
     return [json.loads(x) for x in Path(path).read_text().splitlines()]
 
 
-# lm-eval's command line, except that its task index holds only --include_path (the kit's tasks):
-# lm-eval indexes its ~14,700 built-in tasks on every run (7.5 s on one idle core; ~25 runs
-# here), none of which these tests use. Users' `lm_eval` indexes them all (the README's blocks
-# and bench/bench_harness.py run it unchanged).
-LM_EVAL_OWN_TASKS = """
-import sys
-from lm_eval.tasks import manager
-index_all = manager.TaskManager.__init__
-def index_own(self, *args, include_defaults=False, **kwargs):
-    index_all(self, *args, include_defaults=include_defaults, **kwargs)
-manager.TaskManager.__init__ = index_own
-from lm_eval.__main__ import cli_evaluate
-sys.argv[0] = "lm_eval"
-cli_evaluate()
-"""
+# lm-eval's command line, in this process (each run as its own process would start an interpreter
+# and import torch, transformers and lm-eval: ~4 CPU-s a run, ~20 runs here), except that its task
+# index holds only --include_path (the kit's tasks): lm-eval indexes its ~14,700 built-in tasks on
+# every run (7.5 s on one idle core), none of which these tests use. Users' `lm_eval` indexes them
+# all (the README's blocks run it unchanged, as a command).
+@contextlib.contextmanager
+def own_tasks_only() -> Iterator[None]:
+    from lm_eval.tasks import manager
+
+    index_all = manager.TaskManager.__init__
+
+    def index_own(self, *args, include_defaults=False, **kwargs):
+        index_all(self, *args, include_defaults=include_defaults, **kwargs)
+
+    with mock.patch.object(manager.TaskManager, "__init__", index_own):
+        yield
+
+
+@contextlib.contextmanager
+def logging_kept() -> Iterator[None]:
+    """lm-eval's command line sets up logging (the root logger's level and handlers) for its
+    process; the worker's later tests get theirs back."""
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
+    kept = [(lg, lg.level, list(lg.handlers), lg.propagate) for lg in loggers]
+    try:
+        yield
+    finally:
+        for lg, level, handlers, propagate in kept:
+            lg.setLevel(level)
+            lg.handlers[:] = handlers
+            lg.propagate = propagate
 
 
 def lm_eval(*args: str, cwd: Path, chat: bool = True) -> Path:
-    """The `lm_eval` command line of this venv (`LM_EVAL_OWN_TASKS`), offline, on CPU; its
-    results folder. `chat`: with the chat template (a span family's tasks are plain text)."""
+    """lm-eval's `lm_eval` command line (its console entry point, `own_tasks_only`), offline, on
+    CPU, run in cwd; its results folder. `chat`: with the chat template (a span family's tasks
+    are plain text)."""
+    from lm_eval.__main__ import cli_evaluate
+
     cwd.mkdir(parents=True, exist_ok=True)
     out = cwd / "harness-results"
     template = ["--apply_chat_template", "--fewshot_as_multiturn"] if chat else []
-    done = subprocess.run([sys.executable, "-c", LM_EVAL_OWN_TASKS, *args, *template,
-                           "--log_samples", "--output_path", str(out)],
-                          cwd=cwd, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, **OFFLINE, "CUDA_VISIBLE_DEVICES": ""})
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    argv = ["lm_eval", *args, *template, "--log_samples", "--output_path", str(out)]
+    with mock.patch.object(sys, "argv", argv), mock.patch.dict(os.environ, OFFLINE), \
+            contextlib.chdir(cwd), own_tasks_only(), logging_kept():
+        cli_evaluate()
     return out
 
 
