@@ -251,7 +251,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (CI: the bench runs)")
     parser.add_argument("--data", help="a built dataset (default: the embedded sample, built here)")
     args = parser.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(min(torch.get_num_threads(), 2))  # 2 at most; OMP_NUM_THREADS=1 (the suite) keeps 1
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(args.data) if args.data else None
         if data is None:
