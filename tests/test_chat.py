@@ -84,14 +84,20 @@ def test_the_command_answers_every_piped_line_and_ends_at_eof(tiny_runs):
 
 
 def test_ctrl_c_ends_the_conversation_cleanly(tiny_runs):
-    process = chat(tiny_runs)
+    # Ctrl+C as a terminal delivers it: a suite started in the background (`make test &`) passes
+    # its children SIGINT ignored, and Python keeps an ignored SIGINT ignored
+    process = chat(tiny_runs, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     process.stdin.write("I have had a cough for ten days.\n")
     process.stdin.flush()
     assert process.stdout.readline().startswith("doctor: ")  # the opening
     assert process.stdout.readline().startswith("patient: ")  # the line, echoed
     first = process.stdout.readline()  # the reply: the loop is now waiting for the next line
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=120)
+    # stdin stays open until the process has ended: closed at once (as communicate() closes it),
+    # the chat could read the end of input before Python runs the signal's handler, and end at
+    # EOF instead of at Ctrl+C
+    process.wait(timeout=120)
+    out, err = process.communicate()
     assert first.startswith("doctor: ")
     assert process.returncode == 0 and "(conversation ended)" in err
     assert "Traceback" not in err
