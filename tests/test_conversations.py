@@ -139,6 +139,14 @@ def test_scripts_are_chosen_by_id_and_an_unknown_one_is_refused():
         selected_scripts("sneeze")
 
 
+def test_turns_keeps_the_first_turns_of_each_script_and_leaves_the_scripts_whole():
+    cut = selected_scripts(turns=2)
+    assert [s["turns"] for s in cut] == [s["turns"][:2] for s in SCRIPTS]
+    assert [s["id"] for s in cut] == [s["id"] for s in SCRIPTS]
+    assert all(len(s["turns"]) >= 6 for s in conversation_scripts())  # the file's scripts unchanged
+    assert selected_scripts("ankle", 1)[0]["turns"] == SCRIPTS[-1]["turns"][:1]
+
+
 @pytest.mark.slow
 def test_eval_conversations_runs_the_assistant_and_writes_results_and_transcript(tiny_runs,
                                                                                  tmp_path):

@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
                                 conversations.__doc__.split("\n\n")[0])
     quiet.progress_bars_off()
     models = pipeline.sources()
-    scripts = conversations.selected_scripts(args.script)  # both fail before any model loads
+    scripts = conversations.selected_scripts(args.script, args.turns)  # both fail before any model loads
     out = conversations.results_folder(args, models)
     print(loading_message(pipeline.STAGES), file=sys.stderr)
     assistant = Assistant.load(pipeline.specs())  # the assistant's default: under the grammar

@@ -5,7 +5,7 @@ patient scripts, each turn marked right or wrong.
         --nlg runs/smollm2-135m/nlg        # -> runs/smollm2-135m/pol/eval/conversations
 
 `conversations.json` beside this module holds patient scripts of 6-8 turns (a cough, a fever,
-breathlessness, chest pain, knee pain), written for this check like the held-out moments
+breathlessness, chest pain, a twisted ankle), written for this check like the held-out moments
 (`moments`): each turn is the patient's line, the gold state change it makes (CMAS patient slots,
 as an NLU `inform` item's `slots`; {} for a line that says nothing to fold) and the next doctor
 actions a clinician would accept (alternatives, as `policy_accuracy` reads them). `doctor` is the
@@ -59,6 +59,8 @@ class EvalConversationsArguments:
                 "<POL run>/eval/conversations)"})
     script: str | None = field(default=None, metadata={
         "help": "only the script with this id (default: every script)"})
+    turns: int | None = field(default=None, metadata={
+        "min": 1, "help": "only the first N turns of each script (smoke runs)"})
 
 
 def conversation_scripts() -> list[dict]:
@@ -196,15 +198,14 @@ def transcript(outcomes: Sequence[dict], header: str = "") -> str:
     return "\n".join(lines)
 
 
-def selected_scripts(script: str | None = None) -> list[dict]:
-    """Every script, or the one with id `script` (a usage error naming the ids if none has it)."""
+def selected_scripts(script: str | None = None, turns: int | None = None) -> list[dict]:
+    """Every script, or the one with id `script` (a usage error naming the ids if none has it),
+    each cut to its first `turns` turns (None: all)."""
     scripts = conversation_scripts()
-    if script is None:
-        return scripts
-    chosen = [s for s in scripts if s["id"] == script]
+    chosen = scripts if script is None else [s for s in scripts if s["id"] == script]
     if not chosen:
         raise UsageError(f"no script {script!r}: choose one of {', '.join(s['id'] for s in scripts)}")
-    return chosen
+    return [{**s, "turns": s["turns"][:turns]} for s in chosen]
 
 
 def results_folder(args: EvalConversationsArguments, models: dict[str, str]) -> Path:
@@ -224,8 +225,8 @@ def evaluate_conversations(assistant, scripts: Sequence[dict], out: Path,
     results = score(outcomes)
     results.update(
         models=models, trained_on=assistant.trained_on,
-        evaluated_on=f"the kit's {len(scripts)} scripted patient conversations, "
-                     f"{results['turns']} turns (invented; not MediTOD)")
+        evaluated_on=f"the kit's {_counted(len(scripts), 'scripted patient conversation')}, "
+                     f"{_counted(results['turns'], 'turn')} (invented; not MediTOD)")
     header = (", ".join(f"{task.upper()} {source}" for task, source in models.items())
               + f" ({assistant.trained_on}); evaluated on {results['evaluated_on']}")
     atomic_write(out / TRANSCRIPT_FILE, transcript(outcomes, header), purpose="eval-conversations")
@@ -233,6 +234,10 @@ def evaluate_conversations(assistant, scripts: Sequence[dict], out: Path,
                  + "\n", purpose="eval-conversations")
     results["out"] = str(out)
     return results
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def table(results: dict) -> str:

@@ -67,6 +67,9 @@ class EvalNlgArguments:
         "help": "decode under the format's grammar (its answer markers), as the assistant does "
                 "(--no_constrained: free text)"})
     batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
+    max_new_tokens: int | None = field(default=None, metadata={
+        "min": 1, "help": "each answer's budget (default: the budget the run trained with, "
+                          "run_info.json)"})
     family: str | None = field(default=None, metadata={
         "help": "model family (default: run_info.json)"})
     limit: int | None = field(default=None, metadata={
@@ -194,7 +197,7 @@ def evaluate_nlg(args: EvalNlgArguments) -> dict:
     output_folder(out, [RESULTS_FILE, ITEMS_FILE], purpose="eval-nlg",
                   input_folders=[args.nlg] if args.out else [])
     spec = ModelSpec(args.nlg, args.family, decode=DecodeOptions(
-        args.batch_size, constrained=args.constrained))
+        args.batch_size, max_new_tokens=args.max_new_tokens, constrained=args.constrained))
     task = get_task(CHECK)  # NLG, resolved once
     predictor = load_predictor(spec, task)
     items = nlg_items(args.set)[:args.limit]

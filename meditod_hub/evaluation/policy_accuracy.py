@@ -91,6 +91,9 @@ class EvalPolicyArguments:
         "help": "under the grammar, the medical values POL may say: train (the run's training "
                 "split), none (free) or a vocabulary file"})
     batch_size: int = field(default=16, metadata={"min": 1, "help": "rows per generate call"})
+    max_new_tokens: int | None = field(default=None, metadata={
+        "min": 1, "help": "each answer's budget (default: the budget the run trained with, "
+                          "run_info.json)"})
     family: str | None = field(default=None, metadata={
         "help": "model family (default: run_info.json)"})
     limit: int | None = field(default=None, metadata={
@@ -240,7 +243,8 @@ def evaluate_policy(args: EvalPolicyArguments) -> dict:
         vocabulary = run_vocabulary(args.pol) if args.vocabulary == VOCABULARY_DEFAULT \
             else resolve_vocabulary(args.vocabulary, None)
     spec = ModelSpec(args.pol, args.family, decode=DecodeOptions(
-        args.batch_size, constrained=args.constrained, vocabulary=vocabulary))
+        args.batch_size, max_new_tokens=args.max_new_tokens, constrained=args.constrained,
+        vocabulary=vocabulary))
     task = LABELLING_TASKS["doctor"]  # POL, resolved once
     predictor = load_predictor(spec, task)
     moments = policy_moments(args.set)[:args.limit]
