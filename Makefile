@@ -126,7 +126,7 @@ lint: setup
 
 ## bench: every bench at full (paper) scale, figures beside a same-process baseline; bench-quick:
 ## each at a small scale that only checks it works (the test suite runs it: tests/test_bench.py)
-BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model harness state_curve cpu_step seeds
+BENCHES := build metrics formats fit annotate train fewshot constrained assistant_memory fewshot_cache real_model harness curves cpu_step seeds
 bench: setup
 	for b in $(BENCHES); do $(PY) bench/bench_$$b.py || exit 1; done
 	if [ -f runs/tiny-llama/nlg/run_info.json ]; then $(PY) bench/bench_assistant.py; \

@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_state_curve import realistic_corpus  # the same corpus and base as the curve's
+from bench_curves import realistic_corpus  # the same corpus and base as the curves'
 from kit import base_model
 
 ROOT = Path(__file__).resolve().parent.parent

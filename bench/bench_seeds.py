@@ -20,7 +20,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench_state_curve import point, realistic_corpus
+from bench_curves import point, realistic_corpus
 from kit import base_model
 
 DEMO_NLU_STEPS = 260  # scripts/demo.py's full profile's NLU steps
@@ -34,7 +34,7 @@ def main() -> None:
                         default=["float32", "bf16"])
     parser.add_argument("--steps", type=int, default=DEMO_NLU_STEPS)
     parser.add_argument("--quick", action="store_true",
-                        help="the base model (no training: bench_state_curve --quick trains the "
+                        help="the base model (no training: bench_curves --quick trains the "
                              "same path), 1 seed, the first 2 lines: that the table is made")
     args = parser.parse_args()
     limit = []

@@ -14,7 +14,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 BENCHES = sorted(p.stem for p in (PROJECT / "bench").glob("bench_*.py"))
 # they train, or run trained or real models: slow
 TRAINS = {"bench_train", "bench_assistant", "bench_real_model", "bench_harness",
-          "bench_state_curve", "bench_cpu_step", "bench_seeds"}
+          "bench_curves", "bench_cpu_step", "bench_seeds"}
 # they measure trained runs (`--runs`: the tiny runs here; make bench runs them on the tiny runs
 # and the demo's runs, when made)
 ON_RUNS = ("bench_assistant", "bench_turn_latency")
