@@ -11,13 +11,15 @@
    build/pretrained), one LoRA run per task on the realistic corpus (STEPS: more updates of 4
    examples learn more than fewer of 8 in the same CPU time); the NLU run predicted and evaluated
    on the corpus's unseen test dialogue
-4. the NLU run's state accuracy on the kit's held-out patient lines (`meditod eval-state`); POL
-   and NLG are judged by what the assistant does with them (5): predicting POL's test split alone
-   (whole-dialogue states in every prompt) took longer than training it
+4. each run on the kit's held-out material, invented for these checks and never trained on:
+   NLU's state accuracy on patient lines (`meditod eval-state`), POL's acceptable next actions on
+   interview moments (`eval-policy`), NLG's slot errors on action sets (`eval-nlg`), and the
+   assistant through a scripted patient conversation, each turn marked right or wrong
+   (`eval-conversations`)
 5. the assistant on the three runs (as `make chat` loads them), fed patient lines; the check
    (scripts/demo_check.py) fails the demo when the state accuracy is below its floor, an NLU
    answer does not parse, a reply that asks is not a question, or the tracked state is not
-   exactly what the patient said
+   exactly what the patient said; it prints the figures of 4 and the conversation's transcript
 6. the NLU run's model card (no network), the summary, and what to run next
 
 Each stage is a `meditod` command (or the corpus generator, or the check) called in this
@@ -49,7 +51,7 @@ LOGS = DEMO / "logs"
 RUNS = DEMO / "runs/smollm2-135m"
 # 16 dialogues keep the corpus's test split to one dialogue, which the NLU run predicts.
 DIALOGUES = 16
-# The training budget (bench/bench_state_curve.py measures the state accuracy along the steps):
+# The training budget (bench/bench_curves.py measures the state accuracy along the steps):
 # NLU gets most of it, as the assistant's state is NLU's (on a 60-dialogue corpus, bf16: 150
 # steps 0.60 exact, 400 steps 0.83, on the dev lines); 260 steps of 4 see the corpus's 613 NLU
 # rows about 1.7 times (grouped by length; the step count chosen on the dev lines: bf16 0.731
@@ -59,17 +61,21 @@ DIALOGUES = 16
 # question.
 # The smoke profile (the suite's docs test: a minute or two) runs the same commands and the
 # check's parsing and provenance checks at a step or a few of one example each, predicting the
-# corpus's test dialogue and the first 4 held-out lines with 16 new tokens a row, and one patient
-# line (a run of a few steps answers up to its whole token budget: each row costs seconds),
+# corpus's test dialogue and the first 4 held-out lines, moments and action sets with 16 new
+# tokens a row, the conversation's first turn at 16 tokens a stage, and one patient line (a run
+# of a few steps answers up to its whole token budget: each row costs seconds),
 # without the floors: `make test` proves the pipeline runs; the full demo, after it in CI
 # (.ci/run), proves it learns.
 PROFILES = {
-    "full": dict(steps={"nlu": 260, "pol": 2, "nlg": 12}, limit=[], budget=[], check=[],
-                 batch=[]),
+    "full": dict(steps={"nlu": 260, "pol": 2, "nlg": 12}, limit=[], budget=[], turns=[],
+                 check=[], batch=[]),
     "smoke": dict(steps={"nlu": 3, "pol": 1, "nlg": 1}, limit=["--limit", "4"],
-                  budget=["--max_new_tokens", "16"], check=["--smoke"],
+                  budget=["--max_new_tokens", "16"], turns=["--turns", "1"], check=["--smoke"],
                   batch=["--per_device_train_batch_size=1", "--gradient_accumulation_steps=1"]),
 }
+# The scripted conversation the demo prints, each turn marked right or wrong (`meditod
+# eval-conversations --script`; the kit's five scripts: meditod_hub/evaluation/conversations.json).
+CONVERSATION = "cough"
 # auto: bf16 autocast where the CPU computes bf16 natively (AVX512-BF16, AMX): 2.8 s a step of 4
 # NLU examples against 3.6 in float32 on 2 AMD EPYC cores (bench/bench_cpu_step.py); where it is
 # emulated it is slower, so float32 there (and wherever /proc/cpuinfo is not). float32 forces
@@ -170,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     step("smollm2-convert", "pretrained")
     for task, steps in profile["steps"].items():
         # NLU's batches are grouped by length (18% fewer padded tokens than batches drawn at
-        # random, for the same accuracy: bench/bench_state_curve.py); POL's and NLG's few steps
+        # random, for the same accuracy: bench/bench_curves.py); POL's and NLG's few steps
         # draw theirs at random: grouped, a short run's first batches would be the corpus's
         # longest (POL's whole-dialogue states), at several times the cost of a mean one
         sampling = "group_by_length" if task == "nlu" else "random"
@@ -185,6 +191,13 @@ def main(argv: list[str] | None = None) -> int:
          nlu / "eval/test/predictions.jsonl")
     step("smollm2-nlu-eval-state", "eval-state", "--nlu", nlu, *profile["limit"],
          *profile["budget"])
+    step("smollm2-pol-eval-policy", "eval-policy", "--pol", RUNS / "pol", *profile["limit"],
+         *profile["budget"])
+    step("smollm2-nlg-eval-nlg", "eval-nlg", "--nlg", RUNS / "nlg", *profile["limit"],
+         *profile["budget"])
+    step("assistant-conversation", "eval-conversations",
+         *(word for task in ("nlu", "pol", "nlg") for word in (f"--{task}", RUNS / task)),
+         "--script", CONVERSATION, *profile["turns"], *profile["budget"])
     step("assistant-check", "--demo", DEMO, *profile["check"], run=check)
     step("model-card", "publish", "--run", nlu, "--repo", "local/meditod-demo-smollm2-nlu",
          "--dry_run", "--card_dir", DEMO / "model-card")

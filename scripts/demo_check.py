@@ -11,7 +11,10 @@ Two checks, both on the real model (SmolLM2-135M-Instruct with the demo's three 
    the tracked state is exactly `EXPECTED_STATE`: every finding the patient said, with what they
    said of it, and nothing they did not (an invented finding fails it).
 
-Then: what each model was trained and evaluated on, what its figures mean, and what to run next.
+Then: the scripted conversation the demo ran (`meditod eval-conversations`, each turn marked
+right or wrong), what each model was trained and evaluated on with its held-out figures (NLU's
+state accuracy, POL's acceptable next actions, NLG's slot error rate, the conversation's turns
+right: reported, with no floor but NLU's), what the figures mean, and what to run next.
 
 `--smoke` (the demo's smoke profile, a few steps a run: the suite's docs test) keeps the checks
 that hold of any run, every NLU answer parsing and actions on every turn, on the first patient
@@ -33,6 +36,7 @@ from meditod_hub.apps.assistant import Assistant
 from meditod_hub.apps.state_view import state_lines
 from meditod_hub.data.cmas import INQUIRE_ACTION
 from meditod_hub.data.dataset import load_split
+from meditod_hub.evaluation import conversations, nlg_accuracy, policy_accuracy
 from meditod_hub.evaluation.nlg_accuracy import is_question
 from meditod_hub.evaluation.policy_accuracy import repeated_units
 from meditod_hub.evaluation.state_accuracy import RESULTS_FILE
@@ -58,6 +62,11 @@ NEXT = """Next:
 
 def runs(demo: Path) -> dict[str, Path]:
     return {task: demo / "runs/smollm2-135m" / task for task in TASKS}
+
+
+def conversation_folder(demo: Path) -> Path:
+    """Where the demo's `eval-conversations` stage wrote (its default: the POL run's)."""
+    return runs(demo)["pol"] / "eval/conversations"
 
 
 def _entries(state: dict) -> set[str]:
@@ -116,6 +125,9 @@ def check(demo: Path, smoke: bool = False) -> list[str]:
         if not smoke:
             failures += repeat_failures(line, turn.actions, turn.state)
     print("tracked state:\n  " + "\n  ".join(state_lines(conversation.state)))
+    print("\nA scripted patient conversation (the demo's eval-conversations stage), each turn "
+          "marked:\n" + (conversation_folder(demo) / conversations.TRANSCRIPT_FILE)
+          .read_text(encoding="utf-8").rstrip())
     return failures + ([] if smoke else state_failures(conversation.state))
 
 
@@ -130,13 +142,21 @@ def summary(demo: Path) -> str:
              for task in TASKS}
     dialogues = len(load_split(demo / "realistic", "dialogues", "train"))
     state = json.loads((folders["nlu"] / "eval/state/test" / RESULTS_FILE).read_text())
+    policy = json.loads((folders["pol"] / "eval/policy/test" / policy_accuracy.RESULTS_FILE).read_text())
+    nlg = json.loads((folders["nlg"] / "eval/nlg/test" / nlg_accuracy.RESULTS_FILE).read_text())
+    talk = json.loads((conversation_folder(demo) / conversations.RESULTS_FILE).read_text())
     head = ("task", "LoRA steps", "evaluated on", "figure")
     rows = [("NLU", steps["nlu"], "realistic corpus test (unseen)",
              f"F1 {figure(folders['nlu'] / 'eval/test/results.json', 'f1')}"),
             ("NLU", steps["nlu"], f"{state['lines']} held-out patient lines",
              f"exact state {state['exact_state_accuracy']:.3f}"),
-            ("POL", steps["pol"], "the assistant's turns above", "actions for every turn"),
-            ("NLG", steps["nlg"], "the assistant's turns above", "each reply that asks a question")]
+            ("POL", steps["pol"], f"{policy['moments']} held-out interview moments",
+             f"acceptable {policy['acceptable_rate']:.3f}, repeats {policy['repeat_rate']:.3f}"),
+            ("NLG", steps["nlg"], f"{nlg['items']} held-out action sets",
+             f"slot error rate {nlg['slot_error_rate']:.3f}"),
+            ("all", "", f"a scripted conversation, {talk['turns']} turn"
+                        f"{'' if talk['turns'] == 1 else 's'}",
+             f"{talk['turns_right']} turns right")]
     widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in (head, *rows)]
     return "\n".join([
@@ -146,7 +166,9 @@ def summary(demo: Path) -> str:
         *lines,
         "Read: SmolLM2 is a real pretrained model; a few minutes of LoRA on invented dialogues",
         "teach it the CMAS answer format, the slots and the doctor's questions, on lines it never",
-        "saw. The held-out lines are the kit's own (meditod_hub/evaluation/heldout_test.json).",
+        "saw. The held-out lines, moments, action sets and conversation are the kit's own",
+        "(meditod_hub/evaluation/: heldout_test.json, policy_test.json, nlg_test.json,",
+        "conversations.json), written for these checks; none chose a step or a recipe.",
         "None of these figures is comparable with the paper's, which are on MediTOD."])
 
 
