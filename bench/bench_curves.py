@@ -17,20 +17,22 @@ under the same decoding (0 steps: the baseline of the ratio column):
 
 POL and NLG, measured on 2 AMD EPYC cores (2026-12-08, bf16, the demo's 16-dialogue corpus;
 `.venv/bin/python bench/bench_curves.py --tasks pol nlg --steps 20 40 --bf16`, 25 minutes), beside
-the demo's own runs (POL 2 steps, NLG 12: the `make demo` of the same day, test set only):
+the demo's own runs (POL 2 steps, NLG 12: the `make demo` of the same day, then `meditod
+eval-policy --set dev` and `eval-nlg --set dev` on them):
 
 | stage | steps | train min | dev | test | also (test) |
 |---|---:|---:|---:|---:|---|
-| POL acceptable | 2 (demo) | 0.5 | - | 0.000 | repeats 0.028; the assistant's actions: chit-chat |
+| POL acceptable | 2 (demo) | 0.5 | 0.000 | 0.000 | inquire 0.000 (dev; chit-chat), repeats 0.028 |
 | POL acceptable | 20 | 3.3 | 0.056 | 0.125 | inquire 1.000, repeats 0.444 |
 | POL acceptable | 40 | 6.5 | 0.194 | 0.139 | inquire 1.000, repeats 0.167 |
-| NLG slot error rate | 12 (demo) | 0.5 | - | 0.444 | |
+| NLG slot error rate | 12 (demo) | 0.5 | 0.511 | 0.444 | questions 1.000 (dev) |
 | NLG slot error rate | 20 | 0.8 | 0.467 | 0.309 | questions 0.984 |
 | NLG slot error rate | 40 | 1.7 | 0.444 | 0.346 | questions 0.984 |
 
 Read: a POL step costs ~10 s (whole-dialogue states: several times an NLU step's tokens); 20
 steps already turn the doctor from chit-chat to asking, and on dev 40 steps choose acceptable
-actions 3.5 times as often as 20, still far from the 0.70 issue 45 asks. The demo keeps 2 POL and
+actions 3.5 times as often as 20, still far from the 0.70 issue 45 asks; on dev NLG's slot error
+rate falls with the steps (0.511, 0.467, 0.444). The demo keeps 2 POL and
 12 NLG steps for its minutes; a cheaper POL example (the state and the last exchange instead of
 the whole history) is the lever to measure next.
 
